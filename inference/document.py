@@ -1,0 +1,207 @@
+"""IncrementalDocument: the engine's public face, a document as a chain of window states.
+
+A document longer than one window is split at paragraph boundaries (a token holding a blank
+line, else a line break, else a hard cut) into independent windows. A Splice list is checked
+in full before anything changes (bad input raises ValueError and leaves the state intact),
+routed to the windows it touches, and applied there as one revision; a window that would
+outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one is dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import torch
+
+from .costs import Cost
+from .diff import apply_splices
+from .window import Splice, WindowState
+
+if TYPE_CHECKING:
+    from .loading import LoadedModel
+
+
+@dataclass
+class EditResult:
+    scores: dict[str, float]  # label -> probability for the whole document after the edit
+    cost: Cost
+
+
+@dataclass
+class VerifyResult:
+    codes_equal: bool
+    max_abs_diff: float
+    mismatched_codes: int  # (row, layer) pairs whose codes differ from the dense pass
+    windows: int
+
+
+def split_windows(ids: Sequence[int], capacity: int, paragraph_ids=frozenset(), line_ids=frozenset()) -> list[tuple[int, int]]:
+    """Token ranges of at most `capacity` tokens, cut after paragraph breaks where possible."""
+    arr = np.asarray(ids, dtype=np.int64)
+    bounds, start, n = [], 0, len(arr)
+    while n - start > capacity:
+        limit, lowest = start + capacity, start + capacity // 2
+        cut = limit
+        for breaks in (paragraph_ids, line_ids):
+            if breaks:
+                hits = np.nonzero(np.isin(arr[lowest:limit], list(breaks)))[0]
+                if len(hits):
+                    cut = lowest + int(hits[-1]) + 1
+                    break
+        bounds.append((start, cut))
+        start = cut
+    bounds.append((start, n))
+    return bounds
+
+
+class IncrementalDocument:
+    """A token sequence whose model outputs stay exact under edits, at the cost of what changed."""
+
+    def __init__(self, model: "LoadedModel", ids: Sequence[int]) -> None:
+        if model.config.attention != "gelu":
+            raise ValueError("the incremental engine needs a model with attention='gelu' (softmax couples every row)")
+        ids = list(ids)
+        if not ids:
+            raise ValueError("cannot open an empty document: it needs at least one token")
+        self._check_ids(model, ids)
+        self.model = model
+        self.windows: list[WindowState] = [self._window(ids[a:b]) for a, b in self._split(ids)]
+
+    # ----------------------------------------------------------------- helpers
+    @staticmethod
+    def _check_ids(model: "LoadedModel", ids: Sequence[int]) -> None:
+        vocab = model.config.vocab_size
+        bad = [t for t in ids if not (0 <= t < vocab)]
+        if bad:
+            raise ValueError(f"token ids out of vocabulary [0, {vocab}): {bad[:5]}")
+
+    @property
+    def capacity(self) -> int:
+        """Tokens one window holds (BOS takes a row)."""
+        return self.model.config.window_tokens - 1
+
+    def _split(self, ids: Sequence[int]) -> list[tuple[int, int]]:
+        return split_windows(ids, self.capacity, self.model.paragraph_ids, self.model.line_ids)
+
+    def _window(self, ids: Sequence[int]) -> WindowState:
+        return WindowState(self.model.net, self.model.consts, ids, tie_rel=self.model.tie_rel)
+
+    def _bounds(self) -> list[tuple[int, int]]:
+        out, start = [], 0
+        for w in self.windows:
+            out.append((start, start + w.n_tokens))
+            start += w.n_tokens
+        return out
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def n_tokens(self) -> int:
+        return sum(w.n_tokens for w in self.windows)
+
+    @property
+    def token_ids(self) -> list[int]:
+        return [t for w in self.windows for t in w.token_ids()]
+
+    @property
+    def positions(self) -> list[int]:
+        """Pool position of every token (each window has its own pool)."""
+        return [p for w in self.windows for p in w.positions()]
+
+    @property
+    def window_bounds(self) -> list[tuple[int, int]]:
+        return self._bounds()
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return self.span_scores(0, self.n_tokens)
+
+    def _check_span(self, start: int, end: int) -> None:
+        if not (0 <= start < end <= self.n_tokens):
+            raise ValueError(f"span [{start}, {end}) is not a non-empty range of the {self.n_tokens} tokens")
+
+    def _pieces(self, start: int, end: int):
+        for w, (a, b) in zip(self.windows, self._bounds()):
+            lo, hi = max(start, a), min(end, b)
+            if lo < hi:
+                yield w, lo - a, hi - a
+
+    def span_scores(self, start: int, end: int) -> dict[str, float]:
+        """Mean class probabilities over tokens [start, end) (a paragraph, a sentence, all)."""
+        self._check_span(start, end)
+        total = sum(w.cls_prob[w.token_slots(a, b)].sum(0) for w, a, b in self._pieces(start, end))
+        probs = (total / (end - start)).tolist()
+        return dict(zip(self.model.config.labels, probs))
+
+    def surprise(self, start: int, end: int) -> list[float]:
+        """-log p(token | prefix) for tokens [start, end); the first token of a window sees only BOS."""
+        self._check_span(start, end)
+        return [float(x) for w, a, b in self._pieces(start, end) for x in w.surprise(a, b).tolist()]
+
+    def verify(self) -> VerifyResult:
+        checks = [w.verify() for w in self.windows]
+        return VerifyResult(
+            codes_equal=all(c.codes_equal for c in checks),
+            max_abs_diff=max(c.max_abs_diff for c in checks),
+            mismatched_codes=sum(c.mismatched_codes for c in checks),
+            windows=len(checks),
+        )
+
+    # ----------------------------------------------------------------- editing
+    def _validate(self, splices: Sequence[Splice]) -> list[Splice]:
+        n = self.n_tokens
+        out = sorted((s for s in splices if s.start != s.end or s.new_ids), key=lambda s: s.start)
+        growth = 0
+        for i, s in enumerate(out):
+            if not (0 <= s.start <= s.end <= n):
+                raise ValueError(f"splice [{s.start}, {s.end}) is out of range for a document of {n} tokens")
+            if i and (out[i - 1].end > s.start or out[i - 1].start == s.start):
+                raise ValueError(f"splices [{out[i - 1].start}, {out[i - 1].end}) and [{s.start}, {s.end}) overlap")
+            self._check_ids(self.model, s.new_ids)
+            growth += len(s.new_ids) - (s.end - s.start)
+        if n + growth <= 0:
+            raise ValueError("the edit would delete every token; a document needs at least one")
+        return out
+
+    def apply(self, splices: Sequence[Splice]) -> EditResult:
+        """Apply one revision (splices against the current document) and return scores and cost."""
+        t0 = time.perf_counter()
+        splices = self._validate(splices)
+        per_window: dict[int, list[Splice]] = {}
+        bounds = self._bounds()
+        n = self.n_tokens
+        for sp in splices:
+            home = next(i for i, (a, b) in enumerate(bounds) if a <= sp.start < b) if sp.start < n else len(bounds) - 1
+            for i in range(home, len(bounds)):
+                a, b = bounds[i]
+                if i > home and a >= sp.end:
+                    break
+                local = Splice(max(sp.start, a) - a, min(sp.end, b) - a, sp.new_ids if i == home else ())
+                if i == home or local.start != local.end:
+                    per_window.setdefault(i, []).append(local)
+
+        cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
+        new_windows: list[WindowState] = []
+        for i, w in enumerate(self.windows):
+            local = per_window.get(i)
+            if not local:
+                new_windows.append(w)
+                continue
+            size = w.n_tokens + sum(len(s.new_ids) - (s.end - s.start) for s in local)
+            if 0 < size <= self.capacity:
+                cost.add(w.apply(local))
+                new_windows.append(w)
+            elif size > self.capacity:
+                ids = apply_splices(w.token_ids(), local)
+                for a, b in self._split(ids):
+                    fresh = self._window(ids[a:b])
+                    macs = fresh.dense_macs()
+                    cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[b - a + 1] * len(w.net.layers)))
+                    new_windows.append(fresh)
+        self.windows = new_windows
+        if self.windows and self.windows[0].alive.is_cuda:
+            torch.cuda.synchronize()
+        cost.seconds = time.perf_counter() - t0
+        return EditResult(scores=self.scores, cost=cost)

@@ -1,0 +1,81 @@
+"""Pure tensor functions shared by the dense forward pass and the incremental engine.
+
+Both paths must compute the same numbers, so every formula lives here once: positional
+embeddings from the factorised pool, the attention weighting (softmax or GELU without
+normalisation), and vector quantization (distances through code projections, argmin, gap).
+Modules only hold parameters; nothing here keeps state.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def position_embedding(coarse: torch.Tensor, fine: torch.Tensor, positions: torch.Tensor, repeat: int) -> torch.Tensor:
+    """Embedding of pool positions: coarse[p // r + 2] + fine[p % r] (OPT's offset of 2)."""
+    return coarse[positions // repeat + 2] + fine[positions % repeat]  # (..., d)
+
+
+def causal_mask(query_pos: torch.Tensor, key_pos: torch.Tensor) -> torch.Tensor:
+    """True where key i is visible to query n: causality is by position value, pos_i <= pos_n."""
+    return key_pos.unsqueeze(-2) <= query_pos.unsqueeze(-1)  # (..., Tq, Tk)
+
+
+def gelu_weights(scores: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
+    """GELU attention weights c * gelu(q.k), zero where masked; no per-query normalisation."""
+    return torch.where(mask, F.gelu(scores) * scale, scores.new_zeros(()))
+
+
+def softmax_weights(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Plain OPT softmax weights; a fully masked row (padding query) gets all zeros."""
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) * mask.any(-1, keepdim=True)
+
+
+def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """(..., T, d) -> (..., heads, T, d // heads)."""
+    *lead, t, d = x.shape
+    return x.reshape(*lead, t, heads, d // heads).transpose(-3, -2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(..., heads, T, hd) -> (..., T, heads * hd)."""
+    *lead, h, t, hd = x.shape
+    return x.transpose(-3, -2).reshape(*lead, t, h * hd)
+
+
+def code_projections(s: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
+    """s . c for every VQ head's chunk of s and every code: (..., d) -> (..., h, K)."""
+    h, k, w = codebook.shape
+    chunks = s.reshape(*s.shape[:-1], h, w)  # (..., h, w)
+    return torch.einsum("...hw,hkw->...hk", chunks, codebook)
+
+
+def nearest_codes(proj: torch.Tensor, code_sq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Argmin over codes of |s - c|^2 = |s|^2 - 2 s.c + |c|^2, from projections alone.
+
+    Returns the codes (..., h) and the gap between the best and second best distance (..., h),
+    which the engine's near-tie guard reads.
+    """
+    dist = code_sq - 2.0 * proj  # (..., h, K), |s|^2 dropped: the same for every code
+    top = torch.topk(dist, 2, dim=-1, largest=False)
+    return top.indices[..., 0], top.values[..., 1] - top.values[..., 0]
+
+
+def gather_codes(codebook: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """Concatenate the chosen code vectors: codes (..., h) -> (..., h * w)."""
+    h = codebook.shape[0]
+    heads = torch.arange(h, device=codes.device)
+    return codebook[heads, codes].flatten(-2)  # (..., d)
+
+
+def straight_through(continuous: torch.Tensor, quantized: torch.Tensor) -> torch.Tensor:
+    """Value exactly `quantized`, gradient to `continuous` (the bit-exact form from DESIGN.md)."""
+    return quantized.detach() + (continuous - continuous.detach())
+
+
+def quantize(s: torch.Tensor, codebook: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hard multi-head VQ with straight-through gradient: s (..., d) -> (z, codes (..., h))."""
+    codes, _ = nearest_codes(code_projections(s, codebook), codebook.pow(2).sum(-1))
+    return straight_through(s, gather_codes(codebook, codes)), codes

@@ -1,0 +1,79 @@
+"""`load_model`: a model folder (or the bundled default) ready for the engine.
+
+The engine computes in float64 by default: exactness is its contract (codes equal to a dense
+pass), and float64 keeps the rounding of delta updates far below any gap between two codes.
+float32 halves memory and time at the price of a (guarded) chance of a near-tie mismatch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .checkpoint import ModelLoadError, load_model_folder
+from .config import VQOPTConfig
+from .model import VQOPT
+from .tokenizer import Tokenizer
+from .window import LayerConstants
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
+TIE_REL = {torch.float64: 1e-9, torch.float32: 1e-4}
+
+
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    """CUDA when present, CPU otherwise (or what the caller asked for)."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+@dataclass
+class LoadedModel:
+    """A network in eval mode on its device, with the tokenizer and what the engine precomputes."""
+
+    net: VQOPT
+    tokenizer: Tokenizer | None
+    card: dict = field(default_factory=dict)
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.net.eval().requires_grad_(False)
+        p = next(self.net.parameters())
+        self.device, self.dtype = p.device, p.dtype
+        self.consts = LayerConstants(self.net).to(self.device)
+        self.tie_rel = TIE_REL.get(self.dtype, 1e-3)
+        tok = self.tokenizer
+        self.paragraph_ids = tok.paragraph_break_ids if tok is not None else frozenset()
+        self.line_ids = tok.line_break_ids if tok is not None else frozenset()
+
+    @property
+    def config(self) -> VQOPTConfig:
+        return self.net.config
+
+    @classmethod
+    def from_net(cls, net: VQOPT, tokenizer: Tokenizer | None = None, *, device=None, dtype=torch.float64,
+                 card: dict | None = None) -> "LoadedModel":
+        return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {})
+
+
+def load_model(path: str | os.PathLike | None = None, device=None, dtype: torch.dtype = torch.float64) -> LoadedModel:
+    """Load a model folder; None means the default model bundled in the package."""
+    folder = Path(path) if path is not None else DEFAULT_MODEL_DIR
+    if path is None and not (folder / "config.json").exists():
+        raise ModelLoadError(f"no bundled default model in {folder}; pass the path of a model folder")
+    net, card = load_model_folder(folder)
+    tok_path = folder / "tokenizer.json"
+    if not tok_path.exists():
+        raise ModelLoadError(f"{tok_path}: file missing")
+    try:
+        tokenizer = Tokenizer.from_file(tok_path)
+    except Exception as e:  # the tokenizers library raises its own exception type
+        raise ModelLoadError(f"{tok_path}: cannot be read ({e})") from None
+    if tokenizer.vocab_size > net.config.vocab_size:
+        raise ModelLoadError(f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {net.config.vocab_size}")
+    model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card)
+    model.path = folder
+    return model
