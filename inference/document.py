@@ -9,6 +9,7 @@ outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one i
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
@@ -38,18 +39,28 @@ class VerifyResult:
     windows: int
 
 
-def split_windows(ids: Sequence[int], capacity: int, paragraph_ids=frozenset(), line_ids=frozenset()) -> list[tuple[int, int]]:
-    """Token ranges of at most `capacity` tokens, cut after paragraph breaks where possible."""
+def split_windows(ids: Sequence[int], capacity: int, paragraph_ids=frozenset(), line_ids=frozenset(),
+                  fill: float = 0.9) -> list[tuple[int, int]]:
+    """Token ranges of at most `capacity` tokens, cut after paragraph breaks where possible.
+
+    Windows are balanced and filled to about `fill` of capacity, so that a window that has just
+    been split has room to grow instead of overflowing again on the next keystroke.
+    """
     arr = np.asarray(ids, dtype=np.int64)
-    bounds, start, n = [], 0, len(arr)
-    while n - start > capacity:
-        limit, lowest = start + capacity, start + capacity // 2
-        cut = limit
+    n = len(arr)
+    k = max(1, math.ceil(n / (fill * capacity)))
+    bounds, start = [], 0
+    for w in range(k - 1):
+        left = k - w  # windows still to cut, this one included
+        ideal = start + (n - start) // left
+        lo = max(start + 1, n - (left - 1) * capacity, ideal - capacity // 4)
+        hi = min(start + capacity, ideal + capacity // 4)
+        cut = min(max(ideal, lo), hi)
         for breaks in (paragraph_ids, line_ids):
-            if breaks:
-                hits = np.nonzero(np.isin(arr[lowest:limit], list(breaks)))[0]
+            if breaks and lo <= hi:
+                hits = np.nonzero(np.isin(arr[lo - 1 : hi], list(breaks)))[0] + lo  # cut after a break token
                 if len(hits):
-                    cut = lowest + int(hits[-1]) + 1
+                    cut = int(hits[np.argmin(np.abs(hits - ideal))])
                     break
         bounds.append((start, cut))
         start = cut
@@ -165,6 +176,31 @@ class IncrementalDocument:
             raise ValueError("the edit would delete every token; a document needs at least one")
         return out
 
+    def _merge_small(self, windows: list[WindowState], cost: Cost) -> list[WindowState]:
+        """Rebuild a window under a quarter full together with its smaller neighbour, when they fit.
+
+        Without this, windows cut off by overflows and shrunk by deletes would fragment a
+        document into many tiny windows, each a context boundary for the model.
+        """
+        out = list(windows)
+        i = 0
+        while i < len(out):
+            small = out[i].n_tokens < self.capacity // 4
+            sizes = [(out[j].n_tokens, j) for j in (i - 1, i + 1) if 0 <= j < len(out)]
+            if small and sizes:
+                size, j = min(sizes)
+                if size + out[i].n_tokens <= self.capacity:
+                    a, b = sorted((i, j))
+                    merged = self._window(out[a].token_ids() + out[b].token_ids())
+                    macs = merged.dense_macs()
+                    cost.add(Cost(incremental_macs=macs, dense_macs=macs,
+                                  dirty_per_layer=[merged.n_tokens + 1] * len(merged.net.layers)))
+                    out[a : b + 1] = [merged]
+                    i = max(0, a - 1)
+                    continue
+            i += 1
+        return out
+
     def apply(self, splices: Sequence[Splice]) -> EditResult:
         """Apply one revision (splices against the current document) and return scores and cost."""
         t0 = time.perf_counter()
@@ -200,7 +236,7 @@ class IncrementalDocument:
                     macs = fresh.dense_macs()
                     cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[b - a + 1] * len(w.net.layers)))
                     new_windows.append(fresh)
-        self.windows = new_windows
+        self.windows = self._merge_small(new_windows, cost)
         if self.windows and self.windows[0].alive.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0

@@ -1,0 +1,57 @@
+"""The MAC formulas against a count done by hand on a one-layer, d=8 model."""
+
+import torch
+
+import inference
+from inference import Splice
+from inference.costs import dense_macs
+
+
+def _model():
+    cfg = inference.VQOPTConfig(vocab_size=5, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, ffn_dim=8,
+                                max_position_embeddings=8, position_pool=800, position_repeat=100, window_tokens=8,
+                                vq_heads=2, vq_codes=2, attention_scale=0.5)
+    torch.manual_seed(0)
+    net = inference.VQOPT(cfg)
+    with torch.no_grad():  # code 0 at the origin, code 1 far away: nothing can flip
+        net.layers[0].vq.codebook.zero_()
+        net.layers[0].vq.codebook[:, 1] = 1e3
+    return inference.LoadedModel.from_net(net)
+
+
+def test_dense_macs_by_hand():
+    cfg = _model().config
+    n, d, f, K, V = 3, 8, 8, 2, 5
+    per_row = 3 * d * d + d * d + 2 * d * f  # q, k, v, out projections and the FFN
+    attention = 2 * d * (1 + 2 + 3)  # causal pairs: row i sees i + 1 keys; q.k and w v
+    vq = n * K * d
+    heads = n * d * (V + 2)
+    assert dense_macs(cfg, n) == n * per_row + attention + vq + heads == 1464
+
+
+def test_replace_last_token_by_hand():
+    doc = inference.IncrementalDocument(_model(), [1, 2])
+    cost = doc.apply([Splice(1, 2, [3])]).cost
+    d, f, K, V = 8, 8, 2, 5
+    expected = (3 * d * d  # q, k, v of the dirty row
+                + K * d  # its v projected on the codes
+                + 3 * 2 * d  # its full attention row over BOS, token 0 and itself
+                + K * d  # its code distances
+                + d * d + 2 * d * f  # out projection and FFN
+                + d * (V + 2))  # LM and classification heads
+    assert cost.incremental_macs == expected == 520
+    assert cost.dirty_per_layer == [1]
+    assert cost.dense_macs == 1464
+
+
+def test_replace_first_token_by_hand():
+    doc = inference.IncrementalDocument(_model(), [1, 2])
+    cost = doc.apply([Splice(0, 1, [4])]).cost
+    d, f, K, V, G = 8, 8, 2, 5, 2
+    expected = (3 * d * d + K * d  # dirty row: q, k, v, and its code projections
+                + 2 * (2 * d + G * K)  # the clean later row: remove the old key, add the new one (s and proj)
+                + 2 * 2 * d + K * d  # the dirty row's full attention (BOS and itself) and its distances
+                + d * d + 2 * d * f  # out projection and FFN of the dirty row (the clean one cannot flip)
+                + d * (V + 2))
+    assert cost.incremental_macs == expected == 544
+    assert doc.verify().codes_equal

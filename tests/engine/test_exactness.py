@@ -1,0 +1,133 @@
+"""Exactness: after every edit of long random edit sequences, the state equals a dense pass.
+
+Codes must be identical in every layer and outputs must agree within 1e-4 (float64 gives far
+less). Sequences mix inserts, deletes, replacements, several splices per revision, edits at
+both ends, deletes down to one token, and insert storms at one spot that exhaust the gap
+between two positions and force relabelling; a small pool forces full re-spreads too.
+"""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import inference
+from inference import Splice
+
+from .helpers import tiny_model
+
+TOL = 1e-4
+VOCAB = 101
+
+edit = st.tuples(
+    st.sampled_from(["insert", "delete", "replace", "storm", "front", "back", "multi", "shrink"]),
+    st.floats(0, 1),  # relative location
+    st.integers(1, 4),  # length
+    st.integers(0, 2**31 - 1),  # seed for token ids
+)
+
+
+def _random_ids(seed: int, n: int) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.randrange(VOCAB) for _ in range(n)]
+
+
+def _revisions(doc, kind, where, length, seed):
+    """Turn one drawn edit into one or more revisions (lists of splices) against the live doc."""
+    n = doc.n_tokens
+    at = min(n, int(where * (n + 1)))
+    ids = _random_ids(seed, 32)
+    if kind == "insert":
+        yield [Splice(at, at, ids[:length])]
+    elif kind == "delete" and n > length:
+        start = min(at, n - length)
+        yield [Splice(start, start + length, [])]
+    elif kind == "replace" and n:
+        start = min(at, n - 1)
+        yield [Splice(start, min(n, start + length), ids[:length])]
+    elif kind == "storm":  # one token at a time at the same spot: exhausts the gap
+        for i in range(4 * length):
+            yield [Splice(at + i, at + i, [ids[i % 32]])]
+    elif kind == "front":
+        yield [Splice(0, min(1, n - 1), ids[:length])]
+    elif kind == "back":
+        yield [Splice(n, n, ids[:length])] if length % 2 else [Splice(n - 1, n, [])] if n > 1 else []
+    elif kind == "multi" and n >= 6:
+        a, b = sorted(random.Random(seed).sample(range(n), 2))
+        yield [Splice(b, b, ids[:length]), Splice(a, a + 1, ids[4:5])]
+    elif kind == "shrink":  # deletes down to a single token, then regrow
+        while doc.n_tokens > 1:
+            k = min(7, doc.n_tokens - 1)
+            yield [Splice(0, k, [])]
+        yield [Splice(1, 1, ids[:8])]
+
+
+def _assert_exact(doc):
+    check = doc.verify()
+    assert check.codes_equal, check
+    assert check.max_abs_diff < TOL, check
+
+
+def _run(model, edits, start_len=60):
+    doc = inference.IncrementalDocument(model, _random_ids(1, start_len))
+    reference = doc.token_ids
+    stats = {"edits": 0, "relabelled": 0, "respreads": 0, "dirty": 0}
+    for kind, where, length, seed in edits:
+        for splices in _revisions(doc, kind, where, length, seed):
+            reference = inference.apply_splices(reference, splices)
+            res = doc.apply(splices)
+            assert doc.token_ids == reference
+            _assert_exact(doc)
+            stats["edits"] += 1
+            stats["relabelled"] += res.cost.relabelled
+            stats["respreads"] += res.cost.full_respreads
+            stats["dirty"] += sum(res.cost.dirty_per_layer)
+    return doc, stats
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(edit, min_size=200, max_size=240))
+def test_random_edit_sequences_stay_exact(edits):
+    doc, stats = _run(tiny_model(0), edits)
+    assert stats["edits"] >= 200
+
+
+@pytest.mark.parametrize("vq_heads", [1, 2, 4])
+def test_fixed_long_sequence_with_storms_relabels_and_stays_exact(vq_heads):
+    rng = random.Random(vq_heads)
+    kinds = ["insert", "delete", "replace", "storm", "front", "back", "multi"]
+    edits = [(rng.choice(kinds), rng.random(), rng.randint(1, 4), rng.randrange(2**31)) for _ in range(120)]
+    edits.insert(60, ("shrink", 0.0, 1, 5))
+    _, stats = _run(tiny_model(vq_heads, vq_heads=vq_heads), edits)
+    assert stats["edits"] >= 200
+    assert stats["relabelled"] > 0  # the storms really exhausted gaps
+
+
+def test_small_pool_forces_full_respread_and_stays_exact():
+    model = tiny_model(3, position_pool=256, position_repeat=2, window_tokens=128)
+    edits = [("storm", 0.5, 4, s) for s in range(8)]
+    _, stats = _run(model, edits, start_len=40)
+    assert stats["respreads"] > 0
+
+
+def test_windows_split_and_rebuild_stay_exact():
+    model = tiny_model(4, window_tokens=48)
+    edits = [("insert", (i * 0.37) % 1, 4, i) for i in range(40)] + [("delete", (i * 0.61) % 1, 4, i) for i in range(40)]
+    doc, _ = _run(model, edits, start_len=100)
+    assert len(doc.windows) > 1
+
+
+def test_without_vq_every_later_row_is_dirty_and_exact():
+    model = tiny_model(5, vq=False)
+    doc = inference.IncrementalDocument(model, _random_ids(2, 50))
+    res = doc.apply([Splice(10, 11, [7])])
+    assert res.cost.dirty_per_layer[1:] == [50 - 10] * 2  # the edited row and every row after it
+    _assert_exact(doc)
+
+
+def test_untouched_rows_are_bit_identical_after_an_edit():
+    doc = inference.IncrementalDocument(tiny_model(6), _random_ids(3, 80))
+    before = doc.surprise(0, 80)
+    doc.apply([Splice(79, 80, [5])])
+    assert doc.surprise(0, 79) == before[:79]  # nothing before the edit may move
