@@ -129,6 +129,10 @@ class IncrementalDocument:
     def scores(self) -> dict[str, float]:
         return self.span_scores(0, self.n_tokens)
 
+    def dense_macs(self) -> int:
+        """What a dense pass over the whole document (every window) costs: scoring from scratch."""
+        return sum(w.dense_macs() for w in self.windows)
+
     def _check_span(self, start: int, end: int) -> None:
         if not (0 <= start < end <= self.n_tokens):
             raise ValueError(f"span [{start}, {end}) is not a non-empty range of the {self.n_tokens} tokens")

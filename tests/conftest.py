@@ -19,3 +19,22 @@ def data_dir() -> Path:
     if not DATA.is_dir():
         pytest.fail(f"data folder {DATA} not found: set VQ_LSP_DATA")
     return DATA
+
+
+@pytest.fixture(scope="session")
+def gpt2_tokenizer(data_dir):
+    import inference
+
+    folder = data_dir / "gpt2_tokenizer"
+    return inference.Tokenizer.from_gpt2_files(folder / "vocab.json", folder / "merges.txt")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, gpt2_tokenizer) -> Path:
+    """A small random VQ model folder with the GPT-2 tokenizer (no trained model needed)."""
+    import inference
+    from tests.engine.helpers import tiny_model
+
+    model = tiny_model(11, tokenizer=gpt2_tokenizer, vocab_size=50257, window_tokens=256, position_pool=25600)
+    return inference.save_model_folder(model.net, gpt2_tokenizer, tmp_path_factory.mktemp("model") / "tiny",
+                                       {"note": "random weights, for tests"})

@@ -1,0 +1,111 @@
+"""`vq-lsp score` on folders, JSONL files and git histories, including bad files."""
+
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from vq_lsp import batch
+
+REVISIONS = [
+    "The film was slow.\n\nThe actors tried hard.\n",
+    "The film was slow and dull.\n\nThe actors tried hard.\n",
+    "The film was slow and dull.\n\nThe actors tried very hard.\n\nA third paragraph.\n",
+    "The film was quick and bright.\n\nThe actors tried very hard.\n\nA third paragraph.\n",
+]
+
+
+def _run(args, capsys):
+    code = batch.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _records(out):
+    rows = [json.loads(line) for line in out.splitlines()]
+    return [r for r in rows if r["type"] == "revision"], rows[-1]
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    for i, text in enumerate(REVISIONS):
+        (tmp_path / f"draft{i + 8}.txt").write_text(text)  # draft8..draft11: natural order matters
+    return tmp_path
+
+
+def test_folder_in_natural_order_with_verification(folder, tiny_model_dir, capsys):
+    code, out, err = _run([str(folder), "--model", str(tiny_model_dir), "--verify"], capsys)
+    assert code == 0, err
+    rows, summary = _records(out)
+    assert [r["revision"] for r in rows] == ["draft8.txt", "draft9.txt", "draft10.txt", "draft11.txt"]
+    assert all(r["verified"] for r in rows)
+    assert rows[0]["changed_tokens"] == rows[0]["tokens"]  # the first revision is a full pass
+    assert 0 < rows[1]["changed_tokens"] < rows[1]["tokens"]
+    assert rows[1]["incremental_macs"] < rows[1]["dense_macs"]
+    assert [len(r["paragraphs"]) for r in rows] == [2, 2, 3, 3]
+    assert abs(sum(rows[0]["scores"].values()) - 1) < 1e-5
+    assert summary["revisions"] == 4 and summary["speedup"] > 1
+    assert "fewer" in err
+
+
+def test_bad_files_are_reported_and_skipped(folder, tiny_model_dir, capsys):
+    (folder / "draft12.txt").write_bytes(REVISIONS[-1].encode() + b"caf\xe9\n")
+    (folder / "draft13.bin").write_bytes(b"\x00\x01\x02 binary")
+    code, out, err = _run([str(folder), "--model", str(tiny_model_dir)], capsys)
+    assert code == 0
+    rows, summary = _records(out)
+    assert len(rows) == 5 and summary["warnings"] == 2
+    assert "draft13.bin: binary file, skipped" in err
+    assert "draft12.txt: not valid UTF-8" in err
+
+
+def test_empty_folder_is_a_clear_error(tmp_path, tiny_model_dir, capsys):
+    code, out, err = _run([str(tmp_path), "--model", str(tiny_model_dir)], capsys)
+    assert code == 2 and "no revision files" in err and out == ""
+
+
+def test_missing_model_is_a_clear_error(folder, tmp_path, capsys):
+    code, _, err = _run([str(folder), "--model", str(tmp_path / "nope")], capsys)
+    assert code == 2 and "model folder not found" in err
+
+
+def test_jsonl_revisions_and_csv_output(tmp_path, tiny_model_dir, capsys):
+    path = tmp_path / "revs.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        f.write(json.dumps({"doc": "a.md", "revisions": [{"commit": f"c{i}", "text": t} for i, t in enumerate(REVISIONS)]}) + "\n")
+        f.write("{broken\n")
+        f.write(json.dumps({"doc": "b.md", "revisions": [{"text": "Short."}, {"text": ""}, {"text": "Short again."}]}) + "\n")
+    code, out, err = _run([str(path), "--model", str(tiny_model_dir), "--format", "csv"], capsys)
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["doc"] for r in rows] == ["a.md"] * 4 + ["b.md"] * 3
+    assert rows[5]["tokens"] == "0" and rows[5]["score_positive"] == ""  # an empty revision
+    assert rows[6]["changed_tokens"] == rows[6]["tokens"]  # reopened after the empty one
+    assert "revs.jsonl.gz:2: not a revision row" in err
+
+
+def test_git_history_oldest_first(tmp_path, tiny_model_dir, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    for i, text in enumerate(REVISIONS):
+        (repo / "essay.md").write_text(text)
+        git("add", "essay.md")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"rev {i}")
+    code, out, err = _run(["--git", str(repo / "essay.md"), "--model", str(tiny_model_dir), "--verify"], capsys)
+    assert code == 0, err
+    rows, _ = _records(out)
+    assert len(rows) == 4 and all(r["verified"] for r in rows)
+    assert rows[0]["tokens"] < rows[-1]["tokens"]  # oldest first
+
+
+def test_runs_as_a_program(folder, tiny_model_dir):
+    proc = subprocess.run([sys.executable, "-m", "vq_lsp.batch", str(folder), "--model", str(tiny_model_dir)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["revisions"] == 4
