@@ -51,3 +51,59 @@ def p95(xs):
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+# ----------------------------------------------------------------- the three ways to recompute
+def load_for_window(model_dir, window: int, device, dtype):
+    """Load a model and let it serve `window` tokens (same weights; the benchmark's window)."""
+    import inference
+
+    model = inference.load_model(model_dir, device=device, dtype=dtype)
+    if model.config.window_tokens != window:
+        model.net.config = model.config.replace(window_tokens=window)
+    return model
+
+
+def dense_pass(model, token_ids: list[int]):
+    """What the engine's verify() runs: a dense forward over BOS + tokens, both heads."""
+    from inference.positions import spread_positions
+
+    cfg, dev = model.config, model.device
+    ids = torch.tensor([[cfg.bos_token_id, *token_ids]], device=dev)
+    pos = spread_positions(ids.shape[1], cfg.position_pool).to(dev).unsqueeze(0)
+    with torch.no_grad():
+        out = model.net(ids, pos)
+        return torch.logsumexp(model.net.lm_logits(out.hidden), -1), torch.softmax(out.cls_logits, -1)
+
+
+def softmax_twin(cfg, device, dtype):
+    """A plain softmax OPT (transformers) of the same shape: its speed, not its weights, is compared."""
+    from transformers import OPTConfig, OPTForCausalLM
+
+    hf = OPTConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
+                   num_attention_heads=cfg.num_attention_heads, ffn_dim=cfg.ffn_dim,
+                   max_position_embeddings=cfg.window_tokens, word_embed_proj_dim=cfg.hidden_size)
+    return OPTForCausalLM(hf).to(device=device, dtype=dtype).eval()
+
+
+def prefix_reuse_seconds(twin, cfg, token_ids: list[int], keep: int, device) -> float:
+    """Time to recompute rows keep.. of BOS + tokens with the first `keep` rows' KV cached."""
+    from transformers import DynamicCache
+
+    ids = torch.tensor([[cfg.bos_token_id, *token_ids]], device=device)
+    keep = max(1, min(keep, ids.shape[1] - 1))
+    with torch.no_grad():
+        cache = DynamicCache()
+        twin(input_ids=ids[:, :keep], past_key_values=cache, use_cache=True)
+        _, secs = timed(lambda: twin(input_ids=ids[:, keep:], past_key_values=cache, use_cache=True), device)
+    return secs
+
+
+def prefix_macs(cfg, n: int, keep: int) -> int:
+    """MACs of recomputing rows keep..n-1 (of n, BOS included) with the first `keep` cached."""
+    from inference.costs import causal_pairs, head_row_macs, row_macs
+
+    keep = max(1, min(keep, n - 1))
+    m = n - keep
+    pairs = causal_pairs(n) - causal_pairs(keep)
+    return cfg.num_hidden_layers * (m * row_macs(cfg) + 2 * pairs * cfg.hidden_size) + m * head_row_macs(cfg)

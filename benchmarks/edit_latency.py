@@ -19,31 +19,14 @@ import sys
 from pathlib import Path
 
 import torch
-from transformers import DynamicCache, OPTConfig, OPTForCausalLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, median, p95, revision_histories, timed  # noqa: E402
-from inference.costs import causal_pairs, head_row_macs, row_macs  # noqa: E402
-from inference.positions import spread_positions  # noqa: E402
+from benchmarks.common import (data_dir, dense_pass, load_for_window, markdown_table, median, p95,  # noqa: E402
+                               prefix_macs, prefix_reuse_seconds, revision_histories, softmax_twin, timed)
 
 SOURCES = ("revisions/art_of_command_line_README_en.jsonl.gz", "revisions/rust_book_chapters.jsonl.gz")
-
-
-def prefix_macs(cfg: inference.VQOPTConfig, n: int, keep: int) -> int:
-    """Recompute rows keep..n-1 with the first `keep` rows' keys and values cached."""
-    m = n - keep
-    pairs = causal_pairs(n) - causal_pairs(keep)
-    return cfg.num_hidden_layers * (m * row_macs(cfg) + 2 * pairs * cfg.hidden_size) + m * head_row_macs(cfg)
-
-
-def softmax_twin(cfg: inference.VQOPTConfig, device, dtype) -> OPTForCausalLM:
-    """A plain OPT of the same shape: its speed, not its weights, is what is compared."""
-    hf = OPTConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
-                   num_attention_heads=cfg.num_attention_heads, ffn_dim=cfg.ffn_dim,
-                   max_position_embeddings=cfg.window_tokens, word_embed_proj_dim=cfg.hidden_size)
-    return OPTForCausalLM(hf).to(device=device, dtype=dtype).eval()
 
 
 def edit_pairs(model: inference.LoadedModel, root: Path, window: int, limit: int):
@@ -80,9 +63,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
-    model = inference.load_model(args.model_dir, device=args.device, dtype=dtype)
-    if model.config.window_tokens != args.window:  # serve the benchmark's window, same weights
-        model.net.config = model.config.replace(window_tokens=args.window)
+    model = load_for_window(args.model_dir, args.window, args.device, dtype)
     cfg, dev = model.config, model.device
     twin = softmax_twin(cfg, dev, dtype)
 
@@ -98,23 +79,11 @@ def main() -> None:
         rows["incremental"].append((res.cost.seconds, res.cost.incremental_macs))
         changed.append(sum(max(s.end - s.start, len(s.new_ids)) for s in splices))
 
-        ids = torch.tensor([[cfg.bos_token_id, *new]], device=dev)
-        pos = spread_positions(ids.shape[1], cfg.position_pool).to(dev).unsqueeze(0)
-
-        def dense():
-            out = model.net(ids, pos)
-            return torch.logsumexp(model.net.lm_logits(out.hidden), -1), torch.softmax(out.cls_logits, -1)
-
-        with torch.no_grad():
-            _, secs = timed(dense, dev)
-        rows["dense"].append((secs, inference.dense_macs(cfg, ids.shape[1])))
-
-        keep = 1 + min(s.start for s in splices)  # rows before the first edited token (BOS included)
-        with torch.no_grad():
-            cache = DynamicCache()
-            twin(input_ids=ids[:, :keep], past_key_values=cache, use_cache=True)
-            _, secs = timed(lambda: twin(input_ids=ids[:, keep:], past_key_values=cache, use_cache=True), dev)
-        rows["prefix"].append((secs, prefix_macs(cfg, ids.shape[1], keep)))
+        _, secs = timed(lambda: dense_pass(model, new), dev)
+        rows["dense"].append((secs, inference.dense_macs(cfg, len(new) + 1)))
+        keep = 1 + min(sp.start for sp in splices)  # rows before the first edited token (BOS included)
+        secs = prefix_reuse_seconds(twin, cfg, new, keep, dev)
+        rows["prefix"].append((secs, prefix_macs(cfg, len(new) + 1, keep)))
         if args.verify:  # not timed: the exactness contract, checked on the benchmark's own edits
             check = doc.verify()
             mismatches += check.mismatched_codes

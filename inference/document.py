@@ -19,6 +19,7 @@ import torch
 
 from .costs import Cost
 from .diff import apply_splices
+from .tokenizer import paragraph_breaks
 from .window import Splice, WindowState
 
 if TYPE_CHECKING:
@@ -39,15 +40,14 @@ class VerifyResult:
     windows: int
 
 
-def split_windows(ids: Sequence[int], capacity: int, paragraph_ids=frozenset(), line_ids=frozenset(),
-                  fill: float = 0.9) -> list[tuple[int, int]]:
+def split_windows(n: int, capacity: int, paragraph_ends: np.ndarray | None = None,
+                  line_ends: np.ndarray | None = None, fill: float = 0.9) -> list[tuple[int, int]]:
     """Token ranges of at most `capacity` tokens, cut after paragraph breaks where possible.
 
+    `paragraph_ends` / `line_ends` flag the tokens a cut may follow (blank line, line break).
     Windows are balanced and filled to about `fill` of capacity, so that a window that has just
     been split has room to grow instead of overflowing again on the next keystroke.
     """
-    arr = np.asarray(ids, dtype=np.int64)
-    n = len(arr)
     k = max(1, math.ceil(n / (fill * capacity)))
     bounds, start = [], 0
     for w in range(k - 1):
@@ -56,9 +56,9 @@ def split_windows(ids: Sequence[int], capacity: int, paragraph_ids=frozenset(), 
         lo = max(start + 1, n - (left - 1) * capacity, ideal - capacity // 4)
         hi = min(start + capacity, ideal + capacity // 4)
         cut = min(max(ideal, lo), hi)
-        for breaks in (paragraph_ids, line_ids):
-            if breaks and lo <= hi:
-                hits = np.nonzero(np.isin(arr[lo - 1 : hi], list(breaks)))[0] + lo  # cut after a break token
+        for flags in (paragraph_ends, line_ends):
+            if flags is not None and lo <= hi:
+                hits = np.nonzero(flags[lo - 1 : hi])[0] + lo  # cut after a flagged token
                 if len(hits):
                     cut = int(hits[np.argmin(np.abs(hits - ideal))])
                     break
@@ -95,7 +95,9 @@ class IncrementalDocument:
         return self.model.config.window_tokens - 1
 
     def _split(self, ids: Sequence[int]) -> list[tuple[int, int]]:
-        return split_windows(ids, self.capacity, self.model.paragraph_ids, self.model.line_ids)
+        m = self.model
+        lines = np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
+        return split_windows(len(ids), self.capacity, paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids), lines)
 
     def _window(self, ids: Sequence[int]) -> WindowState:
         return WindowState(self.model.net, self.model.consts, ids, tie_rel=self.model.tie_rel)

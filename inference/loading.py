@@ -48,6 +48,7 @@ class LoadedModel:
         tok = self.tokenizer
         self.paragraph_ids = tok.paragraph_break_ids if tok is not None else frozenset()
         self.line_ids = tok.line_break_ids if tok is not None else frozenset()
+        self.newline_end_ids = tok.newline_end_ids if tok is not None else frozenset()
 
     @property
     def config(self) -> VQOPTConfig:

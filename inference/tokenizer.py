@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 from tokenizers import Tokenizer as _HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers
 
@@ -60,3 +61,21 @@ class Tokenizer:
     def paragraph_break_ids(self) -> frozenset[int]:
         """Tokens whose text holds a blank line (a paragraph boundary)."""
         return frozenset(i for i in self.line_break_ids if "\n\n" in self.token_text(i))
+
+    @cached_property
+    def newline_end_ids(self) -> frozenset[int]:
+        """Tokens whose text ends with a line break (two in a row make a blank line)."""
+        return frozenset(i for i in self.line_break_ids if self.token_text(i).endswith("\n"))
+
+
+def paragraph_breaks(ids, paragraph_ids: frozenset[int], newline_end_ids: frozenset[int]) -> np.ndarray:
+    """True at every token where a blank line ends: one token holding it, or two line ends in a row.
+
+    Byte-level BPE often splits "\n\nThe" into "\n", "\n", "The", so looking for "\n\n" tokens
+    alone would miss most paragraph boundaries.
+    """
+    arr = np.asarray(ids, dtype=np.int64)
+    ends = np.isin(arr, list(newline_end_ids)) if newline_end_ids else np.zeros(len(arr), dtype=bool)
+    strong = np.isin(arr, list(paragraph_ids)) if paragraph_ids else np.zeros(len(arr), dtype=bool)
+    strong[1:] |= ends[1:] & ends[:-1]
+    return strong
