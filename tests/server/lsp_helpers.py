@@ -1,0 +1,138 @@
+"""Helpers for end-to-end tests: a pytest-lsp client that records versioned diagnostics, and
+waits that block on notifications (never sleep-and-hope)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pytest_lsp import ClientServerConfig, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, LanguageClient, register_lsp_features
+
+VQ_LSP = str(Path(sys.executable).parent / "vq-lsp")  # the installed console script
+TIMEOUT = 60.0
+CLIENTS = ["neovim", "visual-studio-code"]
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient(converter_factory=default_converter)
+    client.published = {}  # uri -> list of PublishDiagnosticsParams, in arrival order
+
+    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams):
+        client.diagnostics[params.uri] = params.diagnostics
+        client.published.setdefault(params.uri, []).append(params)
+
+    def show(client: LanguageClient, params: types.ShowMessageParams):
+        client.messages.append(params)
+
+    features = dict(DEFAULT_CLIENT_FEATURES)
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+    features[types.WINDOW_SHOW_MESSAGE] = show
+    register_lsp_features(client, features)
+    return client
+
+
+CONFIG = ClientServerConfig(server_command=[VQ_LSP], client_factory=make_client)
+
+
+async def wait_until(client: LanguageClient, method: str, cond, timeout: float = TIMEOUT):
+    """Wait for notifications of `method` until cond() holds (checked before every wait)."""
+    deadline = time.monotonic() + timeout
+    while not (result := cond()):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"timed out waiting on {method}")
+        try:
+            await asyncio.wait_for(client.wait_for_notification(method), left)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"timed out waiting on {method}") from None
+    return result
+
+
+async def diagnostics_for(client: LanguageClient, uri: str, version: int, timeout: float = TIMEOUT):
+    """The first publish for `uri` computed for exactly `version` (newer ones are a failure)."""
+
+    def found():
+        for p in client.published.get(uri, []):
+            assert p.version is None or p.version <= version, f"diagnostics for version {p.version} > {version}"
+            if p.version == version:
+                return p
+        return None
+
+    return await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, found, timeout)
+
+
+async def message_matching(client: LanguageClient, text: str, timeout: float = TIMEOUT) -> types.ShowMessageParams:
+    return await wait_until(client, types.WINDOW_SHOW_MESSAGE,
+                            lambda: next((m for m in client.messages if text in m.message), None), timeout)
+
+
+async def initialize(client: LanguageClient, kind: str, options: dict, wait_model: bool = True):
+    await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities(kind), initialization_options=options,
+        workspace_folders=[types.WorkspaceFolder(uri="file:///tmp/vq", name="vq")]))
+    if wait_model:
+        await model_loaded(client)
+
+
+async def model_loaded(client: LanguageClient):
+    """Wait for the end of the model-loading $/progress."""
+
+    def ended():
+        for reports in client.progress_reports.values():
+            if any(isinstance(r, types.WorkDoneProgressEnd) for r in reports):
+                return True
+        return False
+
+    await wait_until(client, types.PROGRESS, ended)
+
+
+def open_doc(client: LanguageClient, uri: str, text: str, version: int = 1, language: str = "plaintext") -> None:
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)))
+
+
+def change(client: LanguageClient, uri: str, version: int, *changes) -> None:
+    """changes: (l0, c0, l1, c1, text) tuples, or a bare string for a full replacement."""
+    events = []
+    for c in changes:
+        if isinstance(c, str):
+            events.append(types.TextDocumentContentChangeWholeDocument(text=c))
+        else:
+            l0, c0, l1, c1, text = c
+            events.append(types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), text=text))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=events))
+
+
+def plain(x):
+    """pygls hands untyped results over as namedtuples: back to dicts and lists."""
+    if hasattr(x, "_asdict"):
+        return {k: plain(v) for k, v in x._asdict().items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    return x
+
+
+async def scores(client: LanguageClient, uri: str) -> dict:
+    return plain(await client.protocol.send_request_async("vqLsp/documentScores", {"uri": uri}))
+
+
+async def verify(client: LanguageClient, uri: str) -> dict:
+    return plain(await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="vqLsp.verify", arguments=[uri])))
+
+
+def utf16_position(text: str, offset: int) -> tuple[int, int]:
+    """(line, UTF-16 column) of a char offset, written independently of vq_lsp.textsync."""
+    before = text[:offset].replace("\r\n", "\n").replace("\r", "\n")
+    line = before.count("\n")
+    col_text = before.rsplit("\n", 1)[-1]
+    return line, len(col_text.encode("utf-16-le")) // 2

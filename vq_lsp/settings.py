@@ -1,0 +1,145 @@
+"""Server settings: nested keyword-only dataclasses, read from a client's JSON.
+
+Clients send camelCase (`modelPath`, `diagnostics.sentimentThreshold`); snake_case is accepted
+too. Settings may come bare or under a `vqLsp` key (VS Code's section). A value of the wrong
+type or out of range falls back to its default, and `parse` returns one warning per such
+value for the server to show the user. Unknown keys are reported the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+SECTION = "vqLsp"
+
+
+def _meta(doc: str, lo: float | None = None, hi: float | None = None, choices: tuple | None = None) -> dict:
+    return {"doc": doc, "lo": lo, "hi": hi, "choices": choices}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiagnosticSettings:
+    sentiment: bool = field(default=True, metadata=_meta("Publish per-paragraph sentiment diagnostics."))
+    sentiment_threshold: float = field(default=0.75, metadata=_meta(
+        "A paragraph gets a sentiment diagnostic when its top label's probability is at least this.", 0.0, 1.0))
+    surprise: bool = field(default=True, metadata=_meta("Publish high-surprise tokens as possible typos."))
+    surprise_threshold: float = field(default=14.0, metadata=_meta(
+        "Surprise (-log p, in nats) at or above which a token is flagged.", 0.0, 1000.0))
+    max_surprise_hints: int = field(default=50, metadata=_meta("At most this many surprise hints per document.", 0, 10_000))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    model_path: str | None = field(default=None, metadata=_meta(
+        "Model folder (config.json, model.safetensors, tokenizer.json); None: the bundled default."))
+    device: str | None = field(default=None, metadata=_meta(
+        "Torch device: 'cpu', 'cuda', 'cuda:N'; None picks CUDA when present.",
+        choices=(None, "cpu", "cuda", *(f"cuda:{i}" for i in range(16)))))
+    threads: int = field(default=1, metadata=_meta(
+        "torch.set_num_threads for the server process (1 avoids spin-waiting on busy machines).", 1, 256))
+    file_types: tuple[str, ...] = field(default=(
+        "plaintext", "text", "markdown", "restructuredtext", "rst", "asciidoc", "org", "tex", "latex", "mail",
+        "gitcommit"), metadata=_meta("languageIds the server gives hints for; '*' means every document."))
+    diagnostics: DiagnosticSettings = field(default_factory=DiagnosticSettings, metadata=_meta("Diagnostics."))
+    hover: bool = field(default=True, metadata=_meta("Answer hover requests with document and paragraph scores."))
+    code_lens: bool = field(default=True, metadata=_meta("Show the document score as a code lens on the first line."))
+    memory_budget_mb: float = field(default=1024.0, metadata=_meta(
+        "Engine states of all open documents together stay under this; least recently used are dropped.", 1.0, 1e7))
+    max_document_tokens: int = field(default=50_000, metadata=_meta(
+        "Documents with more tokens get no hints (and an explanation) instead of a slow state.", 1, 10_000_000))
+    debounce_ms: int = field(default=0, metadata=_meta(
+        "Optional delay before processing an edit; 0 (default): coalesce only, no timer.", 0, 10_000))
+
+    def wants(self, language_id: str) -> bool:
+        return "*" in self.file_types or language_id in self.file_types
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _coerce(value: Any, typ: Any, meta: dict) -> Any:
+    """The value as `typ`, or raise ValueError with a reason."""
+    if dataclasses.is_dataclass(typ):
+        raise AssertionError("nested dataclasses are parsed by _parse")
+    if meta.get("choices") is not None and value not in meta["choices"]:
+        raise ValueError(f"must be one of {[c for c in meta['choices'] if c is None or not c.startswith('cuda:')]}")
+    text = str(typ)
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false")
+    elif typ in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (typ is int and value != int(value)):
+            raise ValueError(f"must be a{'n integer' if typ is int else ' number'}")
+        value = typ(value)
+        if (meta["lo"] is not None and value < meta["lo"]) or (meta["hi"] is not None and value > meta["hi"]):
+            raise ValueError(f"must lie in [{meta['lo']}, {meta['hi']}]")
+    elif "tuple" in text:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ValueError("must be a list of strings")
+        value = tuple(value)
+    elif "str" in text:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("must be a string or null")
+        if value == "":
+            value = None
+    return value
+
+
+def _parse(cls, data: Any, prefix: str, warnings: list[str], base):
+    if not isinstance(data, dict):
+        warnings.append(f"{prefix or 'settings'}: expected an object, got {type(data).__name__}; using defaults")
+        return base
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in data.items():
+        name = _snake(key) if key not in fields else key
+        where = f"{prefix}{_camel(name)}"
+        if name not in fields:
+            warnings.append(f"{prefix}{key}: unknown setting, ignored")
+            continue
+        typ, f = hints[name], fields[name]
+        if dataclasses.is_dataclass(typ):
+            values[name] = _parse(typ, value, where + ".", warnings, getattr(base, name))
+            continue
+        try:
+            values[name] = _coerce(value, typ, f.metadata)
+        except ValueError as e:
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            warnings.append(f"{where} = {value!r} is invalid ({e}); using the default {default!r}")
+            values[name] = default
+    return dataclasses.replace(base, **values)
+
+
+def parse(data: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """Settings from a client's JSON (None or {} gives `base` or the defaults) and the warnings."""
+    base = base if base is not None else Settings()
+    warnings: list[str] = []
+    if data is None:
+        return base, warnings
+    if isinstance(data, dict) and SECTION in data:
+        data = data[SECTION]
+        if data is None:
+            return base, warnings
+    return _parse(Settings, data, "", warnings, base), warnings
+
+
+def describe() -> dict[str, str]:
+    """camelCase setting name -> its documentation (for README/extension manifests)."""
+    out = {}
+    for f in dataclasses.fields(Settings):
+        out[_camel(f.name)] = f.metadata["doc"]
+    for f in dataclasses.fields(DiagnosticSettings):
+        out["diagnostics." + _camel(f.name)] = f.metadata["doc"]
+    return out

@@ -1,0 +1,315 @@
+"""Per-document states and the engine-side work of the server, all run on one worker thread.
+
+A document always keeps its text (the editor's truth, needed to apply the next change). When
+the model is loaded and the document is eligible (a wanted file type, readable text, not empty,
+not too long) it also keeps its tokens (`TrackedText`) and an `IncrementalDocument`. Engine
+states are the expensive part: `Documents` keeps them within a memory budget by dropping the
+least recently used ones, which are rebuilt from the text on demand. A state in doubt (the
+engine refused an edit, its tokens disagree with the text's, verify() failed) is rebuilt from
+the text too; every rebuild is counted and logged.
+
+Nothing here imports pygls: `process` takes plain events and returns what to publish.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+import inference
+
+from . import hints
+from .settings import Settings
+from .textsync import Change, TextSyncError, TrackedText, apply_change
+
+log = logging.getLogger(__name__)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def text_problem(text: str) -> str | None:
+    """Why a text cannot be scored as prose (None when it can)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"undecodable text: an unpaired surrogate at character {e.start}"
+    if "\x00" in text:
+        return "binary content (NUL bytes)"
+    if len(text) >= 16 and len(_CONTROL.findall(text)) > 0.1 * len(text):
+        return "binary content (mostly control characters)"
+    return None
+
+
+@dataclass
+class Message:
+    level: str  # "error", "warning", "info"
+    text: str
+
+
+@dataclass
+class Outcome:
+    """What a batch of events produced, for the server to send."""
+
+    version: int | None = None
+    diagnostics: list | None = None  # None: publish nothing; []: clear
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass
+class DocumentState:
+    uri: str
+    language_id: str
+    version: int | None
+    text: str
+    tracked: TrackedText | None = None
+    doc: inference.IncrementalDocument | None = None
+    problem: str | None = None  # why the document gets no hints (reported once per change of reason)
+    out_of_sync: str | None = None  # a rejected change: ignore incremental changes until full text
+    last_cost: dict | None = None
+    updates: int = 0
+    rebuilds: int = 0
+    evictions: int = 0
+    last_touch: float = 0.0
+
+    def bytes(self) -> int:
+        if self.doc is None:
+            return 0
+        total = 0
+        for w in self.doc.windows:
+            total += sum(t.element_size() * t.nelement() for t in vars(w).values() if isinstance(t, torch.Tensor))
+        return total
+
+
+class Documents:
+    """Every open document, the model, and the LRU memory budget of engine states."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model: inference.LoadedModel | None = None
+        self.model_error: str | None = "the model is not loaded yet"
+        self.states: OrderedDict[str, DocumentState] = OrderedDict()  # least recently used first
+
+    # ----------------------------------------------------------------- model
+    def load_model(self) -> str:
+        """Load the model the settings name; drop every state built with the old one."""
+        s = self.settings
+        torch.set_num_threads(s.threads)
+        try:
+            self.model = inference.load_model(s.model_path, device=s.device)
+        except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
+            self.model, self.model_error = None, f"cannot load the model: {e}"
+            raise inference.ModelLoadError(self.model_error) from None
+        self.model_error = None
+        for st in self.states.values():
+            st.tracked, st.doc, st.problem = None, None, None
+        cfg = self.model.config
+        return (f"loaded {self.model.path} ({cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
+                f"{cfg.window_tokens}-token windows) on {self.model.device}")
+
+    # ----------------------------------------------------------------- events
+    def process(self, uri: str, events: list[tuple], superseded=lambda: False) -> Outcome:
+        """Apply events (open, change, close, refresh) in order; build hints unless superseded."""
+        out = Outcome()
+        merged: list[tuple] = []  # consecutive changes become one text update and one engine update
+        for ev in events:
+            if ev[0] == "change" and merged and merged[-1][0] == "change":
+                merged[-1] = ("change", ev[1], merged[-1][2] + ev[2])
+            else:
+                merged.append(ev)
+        for ev in merged:
+            kind = ev[0]
+            if kind == "open":
+                _, version, language_id, text = ev
+                self.states[uri] = DocumentState(uri, language_id, version, text)
+            elif kind == "close":
+                self.states.pop(uri, None)
+                return Outcome(diagnostics=[], messages=out.messages)
+            elif kind == "change":
+                st = self.states.get(uri)
+                if st is None:
+                    out.messages.append(Message("error", f"vq-lsp: change for {uri}, which is not open; ignored"))
+                    continue
+                self._change(st, ev[1], ev[2], out)
+            elif kind != "refresh":
+                raise ValueError(f"unknown event {kind!r}")
+        st = self.states.get(uri)
+        if st is None:
+            return out
+        out.version = st.version
+        self._ensure(st, out)
+        if superseded():
+            return out
+        out.diagnostics = hints.diagnostics(st.tracked, st.doc, self.settings.diagnostics) if st.doc else []
+        return out
+
+    def _change(self, st: DocumentState, version: int, changes: list[Change], out: Outcome) -> None:
+        st.version = version
+        if st.out_of_sync and all(c.range is not None for c in changes):
+            return
+        first_full = max((i for i, c in enumerate(changes) if c.range is None), default=None)
+        if first_full is not None:  # a full replacement makes earlier changes moot and resyncs
+            st.out_of_sync, changes = None, changes[first_full:]
+        if any(text_problem(c.text) for c in changes):
+            st.tracked, st.doc = None, None  # checked in full (and refused) by _ensure
+        try:
+            if st.tracked is not None:
+                res = st.tracked.apply(changes)
+                st.text = st.tracked.text
+                if st.doc is not None and res.splices:
+                    self._engine_apply(st, res.splices)
+            else:
+                text = st.text
+                for c in changes:
+                    text = apply_change(text, c)[0]
+                st.text = text
+        except Exception as e:  # TextSyncError: bad input; anything else: a bug. Either way the text is in doubt
+            what = str(e) if isinstance(e, TextSyncError) else f"internal error ({type(e).__name__}: {e})"
+            if not isinstance(e, TextSyncError):
+                log.exception("change to %s failed", st.uri)
+            st.out_of_sync = what
+            st.tracked, st.doc, st.problem = None, None, None
+            out.messages.append(Message("error", (
+                f"vq-lsp: rejected a change to {st.uri} (version {version}): {what}. Hints for this document are "
+                "paused until the editor sends its full text (close and reopen it).")))
+
+    def _engine_apply(self, st: DocumentState, splices: list[inference.Splice]) -> None:
+        try:
+            res = st.doc.apply(splices)
+            st.last_cost = res.cost.as_dict() | {"splices": len(splices)}
+            st.updates += 1
+            if st.doc.n_tokens != len(st.tracked.ids) or st.doc.token_ids != st.tracked.ids:
+                raise ValueError("engine tokens disagree with the text's tokens")
+        except Exception as e:  # a state in doubt is rebuilt from its text
+            log.warning("rebuilding %s: %s", st.uri, e)
+            st.doc = None
+            st.rebuilds += 1
+
+    def _ensure(self, st: DocumentState, out: Outcome) -> None:
+        """Build what the document lacks (tokens, engine state), or record why it cannot."""
+        problem = self._problem(st)
+        if problem:
+            if problem not in ("too long", "empty"):
+                st.tracked = None
+            st.doc = None
+        if problem != st.problem:
+            st.problem = problem
+            if problem and problem not in ("empty", "file type", "no model", "out of sync"):
+                detail = {"too long": f"{len(st.tracked.ids) if st.tracked else '?'} tokens, more than "
+                          f"maxDocumentTokens = {self.settings.max_document_tokens}"}.get(problem, problem)
+                out.messages.append(Message("warning", f"vq-lsp: no hints for {st.uri}: {detail}"))
+        if problem:
+            return
+        if st.doc is None:
+            t0 = time.perf_counter()
+            st.doc = inference.IncrementalDocument(self.model, st.tracked.ids)
+            st.last_cost = {"rebuild_seconds": time.perf_counter() - t0, "tokens": len(st.tracked.ids)}
+        self.touch(st)
+
+    def _problem(self, st: DocumentState) -> str | None:
+        if st.out_of_sync:
+            return "out of sync"
+        if self.model is None:
+            return "no model"
+        if not self.settings.wants(st.language_id):
+            return "file type"
+        if st.tracked is None:
+            bad = text_problem(st.text)
+            if bad:
+                return bad
+            st.tracked = TrackedText(self.model.tokenizer, st.text)
+        elif st.problem is not None:
+            bad = text_problem(st.text)
+            if bad:
+                return bad
+        if not st.tracked.ids:
+            return "empty"
+        if len(st.tracked.ids) > self.settings.max_document_tokens:
+            return "too long"
+        return None
+
+    def drop(self, uri: str) -> None:
+        """Forget a document's tokens and engine state (kept: its text); rebuilt on next use."""
+        st = self.states.get(uri)
+        if st is not None:
+            st.tracked, st.doc, st.problem = None, None, None
+            st.rebuilds += 1
+
+    # ----------------------------------------------------------------- memory
+    def touch(self, st: DocumentState) -> None:
+        st.last_touch = time.monotonic()
+        self.states.move_to_end(st.uri)
+        budget = self.settings.memory_budget_mb * 2**20
+        sizes = {u: s.bytes() for u, s in self.states.items()}
+        total = sum(sizes.values())
+        for uri, other in list(self.states.items()):
+            if total <= budget:
+                break
+            if other is st or other.doc is None:
+                continue
+            total -= sizes[uri]
+            other.doc = None
+            other.evictions += 1
+            log.info("dropped the engine state of %s (memory budget)", uri)
+
+    def memory(self) -> dict[str, Any]:
+        return {"bytes": sum(s.bytes() for s in self.states.values()),
+                "budget_bytes": int(self.settings.memory_budget_mb * 2**20),
+                "live_states": sum(s.doc is not None for s in self.states.values()),
+                "open_documents": len(self.states)}
+
+    # ----------------------------------------------------------------- requests
+    def ready(self, uri: str) -> DocumentState:
+        """The state of an open document with its engine state built (rebuilt if it was dropped)."""
+        st = self.states.get(uri)
+        if st is None:
+            raise KeyError(f"{uri} is not open")
+        out = Outcome()
+        self._ensure(st, out)
+        if st.doc is None:
+            reason = self.model_error if st.problem == "no model" else (st.out_of_sync or st.problem)
+            raise LookupError(f"no scores for {uri}: {reason}")
+        return st
+
+    def scores(self, uri: str) -> dict:
+        st = self.ready(uri)
+        paragraphs = hints.paragraph_scores(st.tracked, st.doc)
+        return {
+            "uri": uri,
+            "version": st.version,
+            "scores": st.doc.scores,
+            "tokens": st.doc.n_tokens,
+            "windows": len(st.doc.windows),
+            "paragraphs": [{"range": hints.lsp_range(st.tracked, a, b), "tokens": [ta, tb], "scores": sc}
+                           for a, b, ta, tb, sc in paragraphs],
+            "cost": st.last_cost,
+            "updates": st.updates,
+            "rebuilds": st.rebuilds,
+            "evictions": st.evictions,
+            "memory": self.memory(),
+        }
+
+    def verify(self, uri: str) -> dict:
+        st = self.ready(uri)
+        t0 = time.perf_counter()
+        check = st.doc.verify()
+        tokens_ok = st.doc.token_ids == self.model.tokenizer.encode(st.text)
+        result = {"uri": uri, "version": st.version, "codesEqual": check.codes_equal,
+                  "maxAbsDiff": check.max_abs_diff, "mismatchedCodes": check.mismatched_codes,
+                  "windows": check.windows, "tokensMatchText": tokens_ok,
+                  "seconds": time.perf_counter() - t0, "rebuilt": False}
+        if not (check.codes_equal and result["tokensMatchText"]):
+            st.doc, st.tracked = None, None
+            st.rebuilds += 1
+            self._ensure(st, Outcome())
+            result["rebuilt"] = True
+        return result
+
+    def hover(self, uri: str, line: int, character: int) -> str | None:
+        st = self.ready(uri)
+        return hints.hover_text(st.tracked, st.doc, st.tracked.offset(line, character))

@@ -1,0 +1,226 @@
+"""Text sync: LSP content changes -> our copy of the text -> a minimal token Splice list.
+
+Pure code: no pygls, no model, only a tokenizer with `encode_with_offsets` (chars, not bytes).
+
+Positions arrive as (line, UTF-16 code unit) pairs, as the protocol says; `\\n`, `\\r\\n` and
+`\\r` all end a line. A batch of changes is applied in order to the text while the union of
+the edited region is tracked; then only that region, widened to *safe boundaries*, is
+re-tokenized, and diffed against the old tokens there.
+
+A safe boundary is a character index p where GPT-2's pre-tokenizer must start a new piece
+whatever follows, judging only from text[p - 1] and text[p]:
+  - text[p - 1] is a letter and text[p] is not (a letter run always ends there), or
+  - text[p - 1] is a line break and text[p] is not whitespace (a whitespace run ends there).
+The pre-tokenizer has no look-behind and BPE never merges across pieces, so the tokens before
+such a p depend only on text[:p + 1] and the tokens from p on only on text[p:]. That is what
+makes splicing the re-tokenized middle between the old prefix and suffix tokens exact; the
+property test in tests/server/test_textsync.py checks it against tokenizing from scratch.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+import inference
+
+SEARCH_LIMIT = 20_000  # characters to look for a safe boundary before falling back to the text's end
+
+
+class TextSyncError(ValueError):
+    """A content change that cannot be applied (bad range, split surrogate pair)."""
+
+
+class TokenizerLike(Protocol):
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
+
+
+@dataclass(frozen=True)
+class Change:
+    """One content change: `range` None means a full replacement. range = (l0, c0, l1, c1)."""
+
+    text: str
+    range: tuple[int, int, int, int] | None = None
+
+
+# ----------------------------------------------------------------- positions
+def line_starts(text: str) -> list[int]:
+    """Char index of the first char of every line (\\n, \\r\\n and \\r end a line)."""
+    starts = [0]
+    i, n = 0, len(text)
+    while True:
+        j = _next_break(text, i)
+        if j < 0:
+            return starts
+        j += 2 if text.startswith("\r\n", j) else 1
+        starts.append(j)
+        i = j
+        if i >= n:
+            return starts
+
+
+def _next_break(text: str, i: int) -> int:
+    a, b = text.find("\n", i), text.find("\r", i)
+    if a < 0:
+        return b
+    return a if b < 0 else min(a, b)
+
+
+def _line_end(text: str, start: int) -> int:
+    """Index of the line break ending the line that starts at `start` (or len(text))."""
+    j = _next_break(text, start)
+    return len(text) if j < 0 else j
+
+
+def utf16_len(s: str) -> int:
+    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+
+
+def offset_at(text: str, starts: Sequence[int], line: int, character: int) -> int:
+    """Char index of an LSP position. A character past the line's end means the line's end
+    (the protocol says so); a line past the last one, or a position inside a surrogate pair,
+    is an error."""
+    if line < 0 or character < 0:
+        raise TextSyncError(f"negative position ({line}, {character})")
+    if line >= len(starts):
+        if line == len(starts) and character == 0 and text.endswith(("\n", "\r")):
+            return len(text)
+        raise TextSyncError(f"line {line} is out of range: the document has {len(starts)} lines")
+    start = starts[line]
+    end = _line_end(text, start)
+    units = 0
+    for i in range(start, end):
+        if units >= character:
+            if units > character:
+                raise TextSyncError(f"position ({line}, {character}) splits a surrogate pair")
+            return i
+        units += 2 if ord(text[i]) > 0xFFFF else 1
+    if units > character:
+        raise TextSyncError(f"position ({line}, {character}) splits a surrogate pair")
+    return end
+
+
+def position_at(text: str, starts: Sequence[int], offset: int) -> tuple[int, int]:
+    """LSP (line, UTF-16 character) of a char index."""
+    line = bisect.bisect_right(starts, offset) - 1
+    return line, utf16_len(text[starts[line] : offset])
+
+
+def apply_change(text: str, change: Change, starts: Sequence[int] | None = None) -> tuple[str, int, int, int]:
+    """Apply one change. Returns (new text, start, old end, new end) as char indices."""
+    if change.range is None:
+        return change.text, 0, len(text), len(change.text)
+    starts = line_starts(text) if starts is None else starts
+    l0, c0, l1, c1 = change.range
+    a, b = offset_at(text, starts, l0, c0), offset_at(text, starts, l1, c1)
+    if b < a:
+        raise TextSyncError(f"range end ({l1}, {c1}) is before its start ({l0}, {c0})")
+    return text[:a] + change.text + text[b:], a, b, a + len(change.text)
+
+
+# ----------------------------------------------------------------- tokens
+def _letter_end(text: str, p: int) -> bool:
+    return text[p - 1].isalpha() and not text[p].isalpha()
+
+
+def _line_start(text: str, p: int) -> bool:
+    return text[p - 1] in "\r\n" and not text[p].isspace()
+
+
+def is_safe(text: str, p: int) -> bool:
+    """p (0 < p < len(text)) always starts a new pre-token piece (see the module docstring)."""
+    return _letter_end(text, p) or _line_start(text, p)
+
+
+def safe_left(text: str, limit: int) -> int:
+    """Largest safe p with p + 1 <= limit, so that text[:p + 1] lies before the edit; else 0."""
+    for p in range(min(limit - 1, len(text) - 1), max(0, limit - SEARCH_LIMIT), -1):
+        if is_safe(text, p):
+            return p
+    return 0
+
+
+def safe_right(text: str, start: int) -> int:
+    """Smallest safe p with p - 1 >= start, so that text[p - 1:] lies after the edit; else len."""
+    for p in range(max(start + 1, 1), min(len(text), start + SEARCH_LIMIT)):
+        if is_safe(text, p):
+            return p
+    return len(text)
+
+
+@dataclass
+class SyncResult:
+    splices: list[inference.Splice]
+    retokenized_chars: int  # how much text was re-tokenized
+    full: bool  # the whole text was tokenized from scratch
+
+
+class TrackedText:
+    """A document's text, its token ids and the char offset where every token starts."""
+
+    def __init__(self, tokenizer: TokenizerLike, text: str) -> None:
+        self.tokenizer = tokenizer
+        self.text = text
+        self._starts_cache: list[int] | None = None
+        ids, offsets = tokenizer.encode_with_offsets(text)
+        self.ids: list[int] = list(ids)
+        self.token_starts = np.asarray([o[0] for o in offsets], dtype=np.int64)
+
+    @property
+    def lines(self) -> list[int]:
+        if self._starts_cache is None:
+            self._starts_cache = line_starts(self.text)
+        return self._starts_cache
+
+    def position(self, offset: int) -> tuple[int, int]:
+        return position_at(self.text, self.lines, offset)
+
+    def offset(self, line: int, character: int) -> int:
+        return offset_at(self.text, self.lines, line, character)
+
+    def token_span(self, a: int, b: int) -> tuple[int, int]:
+        """Token index range of the tokens starting in chars [a, b)."""
+        return int(np.searchsorted(self.token_starts, a, "left")), int(np.searchsorted(self.token_starts, b, "left"))
+
+    def token_char_end(self, i: int) -> int:
+        return int(self.token_starts[i + 1]) if i + 1 < len(self.ids) else len(self.text)
+
+    def apply(self, changes: Sequence[Change]) -> SyncResult:
+        """Apply changes in order; on error nothing changes. Returns the token splices."""
+        old, text = self.text, self.text
+        lo, hi, full = None, None, False  # edited region [lo, hi) in the current text
+        starts = self._starts_cache
+        for ch in changes:
+            if ch.range is None:
+                full = True
+            text, a, b, e = apply_change(text, ch, starts)
+            starts = None
+            if lo is None:
+                lo, hi = a, e
+            else:
+                lo, hi = min(lo, a), max(max(hi, b) + e - b, e)
+        if lo is None:
+            return SyncResult([], 0, False)
+        self._starts_cache = None
+        delta = len(text) - len(old)
+        if full or not old or not text:
+            new_ids, offsets = self.tokenizer.encode_with_offsets(text)
+            splices = inference.diff(self.ids, new_ids)
+            self.text, self.ids = text, list(new_ids)
+            self.token_starts = np.asarray([o[0] for o in offsets], dtype=np.int64)
+            return SyncResult(splices, len(text), True)
+        a = safe_left(text, lo) if lo > 0 else 0
+        b = safe_right(text, hi)
+        i, j = int(np.searchsorted(self.token_starts, a)), int(np.searchsorted(self.token_starts, b - delta))
+        mid_ids, mid_off = self.tokenizer.encode_with_offsets(text[a : b + 1] if b < len(text) else text[a:])
+        keep = len(mid_ids) if b >= len(text) else next((k for k, o in enumerate(mid_off) if o[0] >= b - a), len(mid_ids))
+        mid_ids = list(mid_ids[:keep])
+        mid_starts = np.asarray([o[0] + a for o in mid_off[:keep]], dtype=np.int64)
+        splices = [inference.Splice(s.start + i, s.end + i, s.new_ids) for s in inference.diff(self.ids[i:j], mid_ids)]
+        self.ids[i:j] = mid_ids
+        self.token_starts = np.concatenate([self.token_starts[:i], mid_starts, self.token_starts[j:] + delta])
+        self.text = text
+        return SyncResult(splices, b - a, False)
