@@ -135,6 +135,10 @@ class IncrementalDocument:
         """What a dense pass over the whole document (every window) costs: scoring from scratch."""
         return sum(w.dense_macs() for w in self.windows)
 
+    def state_bytes(self) -> int:
+        """Memory the incremental state holds (for memory budgets)."""
+        return sum(w.state_bytes() for w in self.windows)
+
     def _check_span(self, start: int, end: int) -> None:
         if not (0 <= start < end <= self.n_tokens):
             raise ValueError(f"span [{start}, {end}) is not a non-empty range of the {self.n_tokens} tokens")

@@ -177,6 +177,11 @@ class WindowState:
     def dense_macs(self) -> int:
         return dense_macs(self.cfg, len(self.order))
 
+    def state_bytes(self) -> int:
+        """Memory held by this window's tensors and host arrays (capacity included)."""
+        tensors = sum(t.element_size() * t.nelement() for t in vars(self).values() if isinstance(t, torch.Tensor))
+        return tensors + self.ids_host.nbytes + self.pos_host.nbytes
+
     # ----------------------------------------------------------------- editing
     def _alloc(self, count: int) -> list[int]:
         if len(self.free) < count:

@@ -25,6 +25,7 @@ import inference
 
 from .paragraphs import paragraphs
 from .revisions import Revision, from_folder, from_git, from_jsonl
+from .settings import DiagnosticSettings
 
 VERIFY_TOL = 1e-4
 
@@ -58,8 +59,10 @@ class Chain:
 class BatchScorer:
     """Turns (document, revision, text) triples into result rows, one chain per document."""
 
-    def __init__(self, model: inference.LoadedModel, verify: bool = False) -> None:
+    def __init__(self, model: inference.LoadedModel, verify: bool = False,
+                 hints: DiagnosticSettings | None = None) -> None:
         self.model, self.verify = model, verify
+        self.hints = hints or DiagnosticSettings()
         self.chains: dict[str, Chain | None] = {}
         self.summary = Summary()
 
@@ -92,8 +95,9 @@ class BatchScorer:
         paras = [{"line": p.line, "tokens": p.token_end - p.token_start,
                   "scores": _rounded(doc.span_scores(p.token_start, p.token_end))}
                  for p in paragraphs(text, offsets)]
+        surprises = self._surprises(doc, text, offsets)
         seconds = time.perf_counter() - t0
-        row.update(changed_tokens=changed, scores=_rounded(doc.scores), paragraphs=paras,
+        row.update(changed_tokens=changed, scores=_rounded(doc.scores), paragraphs=paras, surprises=surprises,
                    incremental_macs=macs, dense_macs=dense, seconds=round(seconds, 6))
         if self.verify:
             check = doc.verify()
@@ -110,15 +114,33 @@ class BatchScorer:
         return row
 
 
+    def _surprises(self, doc, text: str, offsets) -> list[dict]:
+        """The most surprising tokens (LM head) above the threshold: possible typos or awkward wording."""
+        if not self.hints.surprise:
+            return []
+        values = doc.surprise(0, doc.n_tokens)
+        top = sorted(((v, i) for i, v in enumerate(values) if v >= self.hints.surprise_threshold), reverse=True)
+        out = []
+        for v, i in sorted(top[: self.hints.max_surprise_hints], key=lambda t: t[1]):
+            a, b = offsets[i]
+            word = text[a:b]
+            if not word.strip():  # a whitespace or line-break token: nothing a writer could fix there
+                continue
+            a += len(word) - len(word.lstrip())
+            out.append({"line": text.count("\n", 0, a), "column": a - (text.rfind("\n", 0, a) + 1),
+                        "text": word.strip(), "surprise": round(v, 2)})
+        return out
+
+
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 6) for k, v in scores.items()}
 
 
 class RowWriter:
-    """JSONL (every row as is) or CSV (scores flattened, paragraphs as a JSON column)."""
+    """JSONL (every row as is), CSV (scores flattened, paragraphs as a JSON column) or readable text."""
 
-    def __init__(self, out: TextIO, fmt: str, labels: tuple[str, ...]) -> None:
-        self.out, self.fmt, self.labels = out, fmt, labels
+    def __init__(self, out: TextIO, fmt: str, labels: tuple[str, ...], sentiment_threshold: float = 0.75) -> None:
+        self.out, self.fmt, self.labels, self.sentiment_threshold = out, fmt, labels, sentiment_threshold
         if fmt == "csv":
             self.csv = csv.writer(out)
             self.csv.writerow(["doc", "revision", "index", "tokens", "changed_tokens",
@@ -126,6 +148,9 @@ class RowWriter:
                                "dense_macs", "seconds", "verified"])
 
     def row(self, r: dict) -> None:
+        if self.fmt == "text":
+            self.out.write(self._text(r))
+            return
         if self.fmt == "jsonl":
             self.out.write(json.dumps(r) + "\n")
             return
@@ -133,6 +158,23 @@ class RowWriter:
         self.csv.writerow([r["doc"], r["revision"], r["index"], r["tokens"], r["changed_tokens"],
                            *[scores.get(lab, "") for lab in self.labels], json.dumps(r["paragraphs"]),
                            r["incremental_macs"], r["dense_macs"], r["seconds"], r.get("verified", "")])
+
+    def _text(self, r: dict) -> str:
+        """What a writer reads: the document's tone, then the hints an editor would show (1-based lines)."""
+        if r["scores"] is None:
+            return f"{r['doc']}/{r['revision']}: empty\n"
+        label = max(r["scores"], key=r["scores"].get)
+        lines = [f"{r['doc']}/{r['revision']}: {label} {r['scores'][label]:.2f}  ({r['changed_tokens']} of "
+                 f"{r['tokens']} tokens changed, {r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs "
+                 f"than scoring from scratch)"]
+        for p in r["paragraphs"]:
+            top = max(p["scores"], key=p["scores"].get)
+            if p["scores"][top] >= self.sentiment_threshold:
+                lines.append(f"  line {p['line'] + 1}: {top} tone ({p['scores'][top]:.2f})")
+        for h in r["surprises"]:
+            lines.append(f"  line {h['line'] + 1}:{h['column'] + 1}: unexpected {h['text']!r} "
+                         f"(surprise {h['surprise']:.1f}): possible typo or awkward wording")
+        return "\n".join(lines) + "\n"
 
     def summary(self, s: Summary) -> None:
         if self.fmt == "jsonl":
@@ -144,7 +186,12 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument("path", nargs="?", help="a folder of revision files, or a JSONL(.gz) revision file")
     ap.add_argument("--git", metavar="FILE", help="score FILE's git history, oldest commit first")
     ap.add_argument("--order", choices=["name", "mtime"], default="name", help="order of files in a folder")
-    ap.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    ap.add_argument("--format", choices=["jsonl", "csv", "text"], default="jsonl",
+                    help="jsonl and csv: a row per revision; text: the hints, as a writer would read them")
+    ap.add_argument("--sentiment-threshold", type=float, default=DiagnosticSettings().sentiment_threshold,
+                    help="paragraph tone shown in text output at this probability or above")
+    ap.add_argument("--surprise-threshold", type=float, default=DiagnosticSettings().surprise_threshold,
+                    help="tokens at least this surprising (nats) are listed as possible typos")
     ap.add_argument("--output", "-o", metavar="FILE", help="write rows here instead of stdout")
     ap.add_argument("--verify", action="store_true", help="check every revision against a full dense pass")
     ap.add_argument("--model", metavar="DIR", help="model folder (default: the bundled model)")
@@ -180,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.threads)
         revisions = revisions_for(args, warn)
         model = inference.load_model(args.model, device=args.device)
-        scorer = BatchScorer(model, verify=args.verify)
+        hints = DiagnosticSettings(surprise_threshold=args.surprise_threshold)
+        scorer = BatchScorer(model, verify=args.verify, hints=hints)
         summary_holder.append(scorer.summary)
         out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
         try:
-            writer = RowWriter(out, args.format, model.config.labels)
+            writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold)
             bar = tqdm(scorer.score(revisions), unit="rev", disable=not sys.stderr.isatty(), file=sys.stderr)
             for row in bar:
                 writer.row(row)
@@ -196,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as e:  # ModelLoadError is a ValueError
         print(f"vq-lsp score: error: {e}", file=sys.stderr)
         return 2
+    sys.stdout.flush()
     s = scorer.summary
     if s.revisions == 0:
         print("vq-lsp score: error: no revision could be scored", file=sys.stderr)

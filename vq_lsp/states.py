@@ -78,12 +78,7 @@ class DocumentState:
     last_touch: float = 0.0
 
     def bytes(self) -> int:
-        if self.doc is None:
-            return 0
-        total = 0
-        for w in self.doc.windows:
-            total += sum(t.element_size() * t.nelement() for t in vars(w).values() if isinstance(t, torch.Tensor))
-        return total
+        return 0 if self.doc is None else self.doc.state_bytes()
 
 
 class Documents:

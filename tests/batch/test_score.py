@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,25 @@ def test_runs_as_a_program(folder, tiny_model_dir):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1])["revisions"] == 4
+
+
+def test_text_format_prints_the_hints_of_the_shipped_example(tiny_model_dir, capsys):
+    example = Path(__file__).resolve().parents[2] / "examples" / "review"
+    code, out, err = _run([str(example), "--model", str(tiny_model_dir), "--format", "text",
+                           "--sentiment-threshold", "0", "--surprise-threshold", "0"], capsys)
+    assert code == 0, err
+    headers = [line for line in out.splitlines() if not line.startswith("  ")]
+    assert [h.split(":")[0] for h in headers] == [f"review/draft{i}.txt" for i in range(1, 5)]
+    assert "tokens changed" in headers[1] and "fewer MACs" in headers[1]
+    assert "  line 3: " in out and " tone (" in out  # every paragraph passes a zero threshold
+    assert "possible typo" in out
+
+
+def test_surprise_hints_point_at_real_tokens(tmp_path, tiny_model_dir, capsys):
+    (tmp_path / "a.txt").write_text("First line.\nSecond line with a wrod in it.\n")
+    code, out, _ = _run([str(tmp_path), "--model", str(tiny_model_dir), "--surprise-threshold", "0"], capsys)
+    assert code == 0
+    row = _records(out)[0][0]
+    text = (tmp_path / "a.txt").read_text().splitlines()
+    for h in row["surprises"]:
+        assert text[h["line"]][h["column"]:].startswith(h["text"])
