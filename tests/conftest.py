@@ -38,3 +38,20 @@ def tiny_model_dir(tmp_path_factory, gpt2_tokenizer) -> Path:
     model = tiny_model(11, tokenizer=gpt2_tokenizer, vocab_size=50257, window_tokens=256, position_pool=25600)
     return inference.save_model_folder(model.net, gpt2_tokenizer, tmp_path_factory.mktemp("model") / "tiny",
                                        {"note": "random weights, for tests"})
+
+
+REPLAY_DOC = "src/ch12-02-reading-a-file.md"  # a Rust book chapter with 29 consecutive revisions
+
+
+@pytest.fixture(scope="session")
+def rust_book_revisions(data_dir) -> list[str]:
+    """Texts of REPLAY_DOC's consecutive revisions, oldest first (real edit history)."""
+    import gzip
+    import json
+
+    with gzip.open(data_dir / "revisions" / "rust_book_chapters.jsonl.gz", "rt") as f:
+        for line in f:
+            row = json.loads(line)
+            if row["doc"] == REPLAY_DOC:
+                return [r["text"] for r in row["revisions"]]
+    pytest.fail(f"{REPLAY_DOC} not found in the revisions data")

@@ -8,22 +8,17 @@ from pathlib import Path
 import pytest
 
 import inference
-from tests.engine.helpers import tiny_model
 
 
 @pytest.fixture(scope="session")
-def gpt2(data_dir) -> inference.Tokenizer:
-    folder = data_dir / "gpt2_tokenizer"
-    return inference.Tokenizer.from_gpt2_files(folder / "vocab.json", folder / "merges.txt")
+def gpt2(gpt2_tokenizer) -> inference.Tokenizer:
+    return gpt2_tokenizer
 
 
 @pytest.fixture(scope="session")
-def model_dir(tmp_path_factory, gpt2) -> Path:
-    """A tiny random VQ model with the GPT-2 tokenizer, 256-token windows."""
-    model = tiny_model(3, tokenizer=gpt2, vocab_size=50257, window_tokens=256, position_pool=25600)
-    folder = tmp_path_factory.mktemp("model")
-    inference.save_model_folder(model.net, gpt2, folder, {"name": "tiny-test", "trained_on": "nothing (random)"})
-    return folder
+def model_dir(tiny_model_dir) -> Path:
+    """The shared tiny random VQ model folder (GPT-2 tokenizer, 256-token windows)."""
+    return tiny_model_dir
 
 
 @pytest.fixture(scope="session")

@@ -6,29 +6,16 @@ the tokenization of the final text."""
 from __future__ import annotations
 
 import difflib
-import gzip
-import json
 import statistics
 
 import pytest
 import pytest_lsp
 
+from tests.conftest import REPLAY_DOC
+
 from .lsp_helpers import CONFIG, change, diagnostics_for, initialize, open_doc, scores, utf16_position, verify
 
 pytestmark = pytest.mark.asyncio
-
-DOC = "src/ch12-02-reading-a-file.md"
-
-
-@pytest.fixture(scope="module")
-def revisions(data_dir):
-    with gzip.open(data_dir / "revisions" / "rust_book_chapters.jsonl.gz", "rt") as f:
-        for line in f:
-            row = json.loads(line)
-            if row["doc"] == DOC:
-                return [r["text"] for r in row["revisions"]]
-    pytest.fail(f"{DOC} not found in the revisions data")
-
 
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: pytest_lsp.LanguageClient, model_dir):
@@ -54,13 +41,13 @@ def hunks(old: str, new: str):
     return changes
 
 
-async def test_real_revision_history_replays_and_verifies(client, revisions, gpt2):
-    assert len(revisions) >= 21
+async def test_real_revision_history_replays_and_verifies(client, rust_book_revisions, gpt2):
+    assert len(rust_book_revisions) >= 21
     uri = "file:///tmp/vq/ch12-02.md"
-    open_doc(client, uri, revisions[0], version=1, language="markdown")
+    open_doc(client, uri, rust_book_revisions[0], version=1, language="markdown")
     await diagnostics_for(client, uri, 1)
     version, ratios, seconds = 1, [], []
-    for old, new in zip(revisions, revisions[1:]):
+    for old, new in zip(rust_book_revisions, rust_book_revisions[1:]):
         changes = hunks(old, new)
         if not changes:
             continue
@@ -74,11 +61,11 @@ async def test_real_revision_history_replays_and_verifies(client, revisions, gpt
             seconds.append(res["cost"]["seconds"])
     assert version >= 20
     final = await scores(client, uri)
-    assert final["tokens"] == len(gpt2.encode(revisions[-1]))
+    assert final["tokens"] == len(gpt2.encode(rust_book_revisions[-1]))
     assert final["windows"] >= 2  # the chapter spans several 256-token windows
     check = await verify(client, uri)
     assert check["codesEqual"] and check["tokensMatchText"] and not check["rebuilt"], check
     assert check["maxAbsDiff"] < 1e-4
-    print(f"\nreplayed {version - 1} revisions of {DOC} ({final['tokens']} tokens, {final['windows']} windows): "
+    print(f"\nreplayed {version - 1} revisions of {REPLAY_DOC} ({final['tokens']} tokens, {final['windows']} windows): "
           f"median dense/incremental MACs {statistics.median(ratios):.1f}x, "
           f"median engine time {statistics.median(seconds) * 1000:.1f} ms")

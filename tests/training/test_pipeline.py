@@ -1,0 +1,104 @@
+"""End to end on tiny models: every stage runs, losses fall, resume equals an uninterrupted run,
+distillation starts from a random-init OPT saved with save_pretrained, and the exported folder
+loads with ``inference.load_model`` and passes the engine's exactness check."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import inference
+from tests.training.conftest import read_log, run_cli
+
+TEACHER = ["--d", 32, "--layers", 2, "--heads", 2, "--ffn", 64, "--max-pos", 64, "--batch", 4, "--seq", 32,
+           "--tokens", 20_000, "--valid-tokens", 3000, "--lr", 3e-3, "--warmup", 2, "--log-every", 1, "--quiet"]
+DISTILL = ["--batch", 2, "--seq", 32, "--tokens", 20_000, "--window", 64, "--scale", 1 / 16, "--lr", 3e-3,
+           "--warmup", 1, "--log-every", 1, "--kmeans-batches", 2, "--quiet"]
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_teacher_loss_falls_and_resume_matches(tmp_path, data_dir, tiny_tokenizer):
+    common = ["teacher", "--data", data_dir, "--tokenizer", tiny_tokenizer, *TEACHER]
+    run_cli(*common, "--out", tmp_path / "a", "--steps", 30)
+    losses = [r["loss"] for r in read_log(tmp_path / "a", "teacher")]
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.3, losses
+    report = json.loads((tmp_path / "a" / "model" / "teacher_report.json").read_text())
+    assert report["tokens_seen"] == 30 * 4 * 32 and "valid_loss_without_attention" in report
+
+    run_cli(*common, "--out", tmp_path / "b", "--steps", 8)
+    run_cli(*common, "--out", tmp_path / "c", "--steps", 8, "--stop-after", 3)  # interrupted
+    assert not (tmp_path / "c" / "model").exists()
+    run_cli(*common, "--out", tmp_path / "c", "--steps", 8, "--resume")
+    assert same_weights(load_file(tmp_path / "b" / "model" / "model.safetensors"),
+                        load_file(tmp_path / "c" / "model" / "model.safetensors"))
+
+
+def test_distill_from_random_opt_and_resume_matches(tmp_path, data_dir, random_opt):
+    common = ["distill", "--data", data_dir, "--teacher", random_opt, *DISTILL]
+    run_cli(*common, "--out", tmp_path / "a", "--steps", 6)
+    run_cli(*common, "--out", tmp_path / "b", "--steps", 6, "--stop-after", 4)
+    run_cli(*common, "--out", tmp_path / "b", "--steps", 6, "--resume")
+    wa = load_file(tmp_path / "a" / "model" / "model.safetensors")
+    assert same_weights(wa, load_file(tmp_path / "b" / "model" / "model.safetensors"))
+
+    card = json.loads((tmp_path / "a" / "model" / "card.json").read_text())
+    assert all(min(layer["codes_used"]) >= 32 for layer in card["distill"]["kmeans_init"])  # k-means spreads codes
+    logs = read_log(tmp_path / "a", "distill")
+    assert all("locality" in r and "flip" in r for r in logs)
+    model = inference.load_model(tmp_path / "a" / "model", device="cpu")
+    assert model.config.attention == "gelu" and model.config.vq and model.config.vq_heads == 2
+
+
+def test_distill_loss_decreases(tmp_path, data_dir, peaked_opt):
+    run_cli("distill", "--data", data_dir, "--teacher", peaked_opt, *DISTILL, "--out", tmp_path, "--steps", 25,
+            "--locality", 0, "--w-ce", 0)
+    logs = read_log(tmp_path, "distill")
+    assert "locality" not in logs[0]  # the ablation: no edited copies at all
+    first, last = [r["loss"] for r in logs[:4]], [r["loss"] for r in logs[-4:]]
+    assert sum(last) < sum(first) * 0.8, (first, last)
+
+
+@pytest.fixture(scope="module")
+def distilled(tmp_path_factory, data_dir, random_opt):
+    out = tmp_path_factory.mktemp("distilled")
+    run_cli("distill", "--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", out, "--steps", 3)
+    return out / "model"
+
+
+def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, distilled):
+    ft = ["--data", data_dir, "--batch", 8, "--seq", 48, "--limit", 160, "--holdout", 40, "--lr", 3e-3,
+          "--warmup", 2, "--log-every", 1, "--quiet", "--steps", 20]
+    run_cli("finetune", "--model", distilled, "--out", tmp_path / "ft", *ft)
+    run_cli("finetune", "--dense", "--model", random_opt, "--out", tmp_path / "ftd", *ft)
+    logs = read_log(tmp_path / "ft", "finetune")
+    assert sum(r["cls"] for r in logs[-5:]) < sum(r["cls"] for r in logs[:5])  # the classifier learns
+    card = json.loads((tmp_path / "ft" / "model" / "card.json").read_text())
+    assert {"distill", "finetune"} <= card.keys()
+
+    run_cli("evaluate", "--data", data_dir, "--model", tmp_path / "ft" / "model", "--dense-model",
+            tmp_path / "ftd" / "model", "--out", tmp_path / "ev", "--test-limit", 30, "--max-tokens", 40,
+            "--lm-batches", 1, "--lm-seq", 48, "--edit-docs", 2, "--edit-seq", 60)
+    report = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert report["imdb_test"]["vq"]["n"] == 30 and 0 <= report["imdb_test"]["dense_teacher"]["accuracy"] <= 1
+    assert all(report["engine"]["verify_codes_equal"])
+    assert len(report["single_token_edits"]["flip_rate_per_layer"]) == 2
+    assert report["held_out_lm"]["code_usage_per_layer"][0]["codes_used"][0] > 1
+
+    out = tmp_path / "export"
+    run_cli("export", "--model", tmp_path / "ft" / "model", "--eval", tmp_path / "ev" / "eval.json", "--out", out)
+    assert sorted(p.name for p in out.iterdir()) == ["card.json", "config.json", "model.safetensors", "tokenizer.json"]
+    model = inference.load_model(out, device="cpu")
+    assert model.card["evaluation"]["imdb_test"]["vq"]["n"] == 30
+    ids = model.tokenizer.encode("A slow start, but the ending was wonderful and moving.")
+    doc = inference.IncrementalDocument(model, ids)
+    doc.apply([inference.Splice(2, 3, [ids[5]])])
+    doc.apply([inference.Splice(4, 4, ids[:2])])
+    check = doc.verify()
+    assert check.codes_equal and check.max_abs_diff < 1e-6
+    assert set(doc.scores) == {"negative", "positive"}

@@ -1,0 +1,71 @@
+"""Training-time VQ (k-means, EMA, Gumbel pseudo-gradient) and the locality loss."""
+
+from __future__ import annotations
+
+import torch
+
+from inference import VQOPT, VQOPTConfig
+from training.locality import make_edits, margin_hinge
+from training.vq import TrainQuantizer, distances, kmeans
+
+
+def tiny_net(heads=2) -> VQOPT:
+    torch.manual_seed(0)
+    cfg = VQOPTConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, ffn_dim=32,
+                      max_position_embeddings=32, position_pool=3200, position_repeat=100, window_tokens=32,
+                      attention_scale=1 / 16, vq_heads=heads, vq_codes=8)
+    return VQOPT(cfg)
+
+
+def test_kmeans_finds_separated_clusters():
+    g = torch.Generator().manual_seed(0)
+    centres = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    x = (centres[torch.arange(300) % 3] + 0.1 * torch.randn(300, 2, generator=g))[:, None, :]  # (N, 1, 2)
+    cent = kmeans(x, 3, iters=10, generator=g)[0]  # (3, 2)
+    nearest = torch.cdist(centres, cent).min(-1).values
+    assert (nearest < 0.2).all(), cent
+
+
+def test_forward_value_is_the_hard_code_bit_exactly_and_gradient_reaches_s():
+    net = tiny_net()
+    quant = TrainQuantizer(net, pseudo_grad="gumbel")
+    s = torch.randn(3, 5, 16, requires_grad=True)
+    z, codes = quant(0, s)
+    book = net.layers[0].vq.codebook
+    expect = distances(s.detach().reshape(-1, 2, 8), book).argmin(-1).reshape(3, 5, 2)
+    assert torch.equal(codes, expect)
+    hard = book[torch.arange(2), codes].flatten(-2)  # (3, 5, 16)
+    assert torch.equal(z, hard)  # no rounding noise leaks into the forward value
+    (z * torch.randn_like(z)).sum().backward()
+    assert s.grad is not None and s.grad.abs().sum() > 0
+
+
+def test_ema_moves_codes_to_their_members_and_reseeds_dead_codes():
+    net = tiny_net(heads=1)
+    quant = TrainQuantizer(net, decay=0.5, dead_threshold=0.5)
+    s = torch.randn(1, 64, 16) * 0.01 + 3.0  # all rows near one point: most codes go unused
+    for _ in range(8):
+        quant(0, s)
+        quant.update()
+    book = net.layers[0].vq.codebook[0]  # (K, w)
+    assert torch.cdist(book, s[0]).min() < 0.1  # the used code moved onto the rows
+    assert quant.reseeded > 0  # unused codes were re-seeded from recent rows
+
+
+def test_margin_hinge_is_zero_deep_inside_a_cell_and_positive_at_a_boundary():
+    book = torch.tensor([[[1.0, 0.0], [-1.0, 0.0]]])  # (h=1, K=2, w=2)
+    inside = torch.tensor([[[1.0, 0.1]]])  # (B, T, d)
+    boundary = torch.tensor([[[0.0, 1.0]]])
+    ref = torch.zeros(1, 1, 1, dtype=torch.long)
+    assert margin_hinge(inside, ref, book, 0.05).item() == 0.0
+    assert margin_hinge(boundary, ref, book, 0.05).item() > 0.0
+
+
+def test_edits_replace_exactly_one_non_bos_token():
+    ids = torch.arange(40).reshape(4, 10) + 4
+    valid = torch.ones_like(ids, dtype=torch.bool)
+    valid[0, 5:] = False
+    edited, where = make_edits(ids, valid, 1000, torch.Generator().manual_seed(0))
+    diff = edited != ids
+    assert (diff.sum(1) <= 1).all() and (where >= 1).all() and where[0] < 5
+    assert not diff[:, 0].any()
