@@ -1,0 +1,101 @@
+"""Pieces every training stage shares: device/AMP choice, schedule, checkpoints, progress.
+
+Why one place: every stage must be seeded, resumable from its last checkpoint and show loss and
+tokens/s; doing that once keeps the stages short and makes "resume == uninterrupted" a
+property of one function pair (``save_checkpoint``/``load_checkpoint``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+
+def pick_device(name: str | None = None) -> torch.device:
+    if name:
+        return torch.device(name)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def autocast(device: torch.device):
+    """bf16 mixed precision on CUDA; plain fp32 on CPU (CPU autocast is slower here)."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def set_threads(n: int | None) -> None:
+    """Background jobs share a 2-core machine: they run with one thread unless told otherwise."""
+    if n:
+        torch.set_num_threads(n)
+        os.environ.setdefault("RAYON_NUM_THREADS", str(n))
+
+
+def warmup_cosine(step: int, total: int, warmup: int, floor: float = 0.1) -> float:
+    """LR multiplier: linear warm-up to 1, then cosine decay to ``floor``."""
+    if step < warmup:
+        return (step + 1) / max(1, warmup)
+    t = (step - warmup) / max(1, total - warmup)
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+
+
+def set_lr(opt: torch.optim.Optimizer, base_lr: float, mult: float) -> None:
+    for group in opt.param_groups:
+        group["lr"] = base_lr * mult
+
+
+def save_checkpoint(path: Path, **state) -> None:
+    """Atomic save: a crash mid-write never leaves a half checkpoint behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path) -> dict:
+    return torch.load(Path(path), map_location="cpu", weights_only=False)
+
+
+class Progress:
+    """tqdm bar plus a JSON-lines log (``log.jsonl``) with loss and tokens/s."""
+
+    def __init__(self, out_dir: Path, total: int, start: int, desc: str, disable: bool = False):
+        self.log_path = Path(out_dir) / "log.jsonl"
+        self.bar = tqdm(total=total, initial=start, desc=desc, disable=disable, dynamic_ncols=True,
+                        mininterval=2.0)
+        self.t0 = time.time()
+        self.tokens = 0
+
+    def step(self, tokens: int, **metrics) -> None:
+        self.tokens += tokens
+        rate = self.tokens / max(1e-9, time.time() - self.t0)
+        shown = {k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in metrics.items()}
+        self.bar.set_postfix(**shown, tok_s=f"{rate:.0f}", refresh=False)
+        self.bar.update(1)
+        self.rate = rate
+
+    def log(self, **record) -> None:
+        record.setdefault("time", time.time())
+        with open(self.log_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def write_json(path: Path, obj) -> None:
+    Path(path).write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,156 @@
+"""Evaluate a fine-tuned VQ model (and its dense teacher) into one JSON report.
+
+Why each figure is here (DESIGN.md, "Lessons from a feasibility run"): locality alone can be
+faked by a collapsed codebook, so the flip rate after single-token edits is always reported
+next to held-out code usage (codes used of 64, perplexity) and the LM loss gap between VQ on
+and VQ off. Accuracy/F1 use inference-time positions (evenly spread over the pool), the MAC
+saving and exactness come from the real incremental engine, and the incremental score after
+an edit sequence is compared with a fresh open of the same text.
+
+Data: IMDB test (a seeded subset) and held-out LM text (Gutenberg valid split, IMDB test text).
+Nothing under eval/ is read.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import common
+from .data import imdb_examples, sample_chunks
+from .distill import pool_batch
+from .finetune import accuracy, encode_reviews
+from .teacher import load_or_collect_tokens
+from .tokenizer import BOS_ID, load_tokenizer
+from .vq import code_stats
+
+
+@torch.no_grad()
+def lm_report(net, batches) -> dict:
+    """LM loss with VQ on and off, and held-out code usage per layer."""
+    losses = {True: [], False: []}
+    codes = [[] for _ in net.layers]
+    for ids, pos in batches:
+        for vq in (True, False):
+            out = net(ids, pos, vq=vq)
+            logits = net.lm_logits(out.hidden)  # (B, T, V)
+            losses[vq].append(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item())
+            if vq:
+                for i, c in enumerate(out.codes):
+                    codes[i].append(c.reshape(-1, c.shape[-1]))
+    on, off = sum(losses[True]) / len(batches), sum(losses[False]) / len(batches)
+    usage = [code_stats(torch.cat(c), net.config.vq_codes) for c in codes]
+    return {"lm_loss_vq_on": on, "lm_loss_vq_off": off, "vq_loss_gap": on - off, "code_usage_per_layer": usage}
+
+
+@torch.no_grad()
+def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
+    """Replace one random token per sequence; per layer, the fraction of later positions whose
+    code flipped and whose layer input changed (the engine's dirty set), at spread positions."""
+    from inference.positions import spread_positions
+
+    from .locality import make_edits
+
+    b, t = ids.shape
+    pos = spread_positions(t, net.config.position_pool).expand(b, t)  # (B, T)
+    g = torch.Generator().manual_seed(seed)
+    edited, where = make_edits(ids, torch.ones_like(ids, dtype=torch.bool), net.config.vocab_size, g)
+    a, e = net(ids, pos, vq=True), net(edited, pos, vq=True)
+    later = torch.arange(t)[None] > where[:, None]  # (B, T)
+    flips, dirty = [], []
+    inputs_a, inputs_e = [None] + a.layer_outputs[:-1], [None] + e.layer_outputs[:-1]
+    for i, (ca, ce) in enumerate(zip(a.codes, e.codes)):
+        flips.append(float((ca != ce).any(-1)[later].float().mean()))
+        if i == 0:
+            dirty.append(0.0)  # only the edited token itself is dirty at layer 0
+        else:
+            dirty.append(float((inputs_a[i] != inputs_e[i]).any(-1)[later].float().mean()))
+    return {"flip_rate_per_layer": flips, "dirty_fraction_of_later_per_layer": dirty,
+            "mean_flip_rate": sum(flips) / len(flips), "sequences": b, "tokens": t}
+
+
+def engine_report(net, tok_path: Path, docs: list[list[int]], seed: int) -> dict:
+    """The real engine: MAC saving of one replaced token, exactness, and incremental-vs-fresh scores."""
+    from inference import IncrementalDocument, LoadedModel, Splice, Tokenizer
+
+    model = LoadedModel.from_net(net, Tokenizer.from_file(tok_path), device="cpu", dtype=torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    speedups, exact, score_gaps, seconds = [], [], [], []
+    vocab = net.config.vocab_size
+    for ids in docs:
+        doc = IncrementalDocument(model, ids)
+        j = int(torch.randint(1, len(ids), (1,), generator=g))
+        res = doc.apply([Splice(j, j + 1, [int(torch.randint(4, vocab, (1,), generator=g))])])
+        speedups.append(res.cost.speedup)
+        seconds.append(res.cost.seconds)
+        # A short edit sequence (replace, insert, delete), then compare with a fresh open.
+        for _ in range(8):
+            n = doc.n_tokens
+            k = int(torch.randint(0, n, (1,), generator=g))
+            kind = int(torch.randint(0, 3, (1,), generator=g))
+            new = [int(torch.randint(4, vocab, (1,), generator=g))]
+            sp = Splice(k, k + 1, new) if kind == 0 else Splice(k, k, new) if kind == 1 else Splice(k, k + 1, [])
+            doc.apply([sp])
+        check = doc.verify()
+        exact.append(bool(check.codes_equal))
+        fresh = IncrementalDocument(model, doc.token_ids)
+        label = net.config.labels[-1]
+        score_gaps.append(abs(doc.scores[label] - fresh.scores[label]))
+    model.net.float()  # LoadedModel moved the shared net to float64
+    return {"single_token_mac_speedup_median": statistics.median(speedups), "single_token_mac_speedups": speedups,
+            "single_token_edit_seconds_median": statistics.median(seconds), "verify_codes_equal": exact,
+            "incremental_vs_fresh_score_abs_diff_mean": sum(score_gaps) / len(score_gaps),
+            "incremental_vs_fresh_score_abs_diff_max": max(score_gaps), "docs": len(docs),
+            "doc_tokens": [len(d) for d in docs]}
+
+
+def run_evaluate(args) -> Path:
+    from inference import load_model_folder
+    from inference.positions import spread_positions
+
+    common.set_threads(args.threads)
+    common.seed_everything(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    net, card = load_model_folder(args.model)
+    tok_path = Path(args.model) / "tokenizer.json"
+    tok = load_tokenizer(tok_path)
+    pool = net.config.position_pool
+    report: dict = {"model": str(args.model)}
+
+    test_ids = []
+    if not args.no_imdb:
+        test, _ = imdb_examples(args.data, "test", limit=args.test_limit, seed=args.seed)
+        test_ids = encode_reviews(tok, test, args.max_tokens)
+        spread = lambda n: spread_positions(n, pool)  # noqa: E731
+        report["imdb_test"] = {"vq": accuracy(net, test_ids, spread),
+                               "subset": f"{len(test)} reviews (seeded shuffle of imdb_test), first {args.max_tokens} tokens"}
+    if args.dense_model and not args.no_imdb:
+        dense, dense_card = load_model_folder(args.dense_model)
+        report["dense_teacher_finetune"] = dense_card.get("finetune")
+        dense_acc = accuracy(dense, test_ids, lambda n: spread_positions(n, dense.config.position_pool))
+        report["imdb_test"]["dense_teacher"] = dense_acc
+        report["imdb_test"]["vq_over_dense_accuracy"] = report["imdb_test"]["vq"]["accuracy"] / max(1e-9, dense_acc["accuracy"])
+
+    valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
+    lm_batches = [pool_batch(valid, 2, args.lm_seq, 50_000 + i, args.seed, pool) for i in range(args.lm_batches)]
+    report["held_out_lm"] = lm_report(net, lm_batches)
+
+    body = sample_chunks(valid, args.edit_docs, args.edit_seq - 1, 90_000, args.seed)  # (N, T-1)
+    ids = torch.cat([torch.full((args.edit_docs, 1), BOS_ID), body], 1)  # (N, T)
+    report["single_token_edits"] = flip_report(net, ids, args.seed)
+    reviews = [r[0] for r in test_ids[: args.edit_docs // 2]]  # real reviews, without BOS
+    chunks = [b[1:].tolist() for b in body[: args.edit_docs - len(reviews)]]  # held-out LM text
+    report["engine"] = engine_report(net, tok_path, reviews + chunks, args.seed)
+
+    if args.teacher and (Path(args.teacher) / "teacher_report.json").is_file():
+        import json
+        report["teacher_uses_context"] = json.loads((Path(args.teacher) / "teacher_report.json").read_text())
+    report["seconds"] = round(time.time() - t0, 1)
+    common.write_json(out / "eval.json", report)
+    return out / "eval.json"

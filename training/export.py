@@ -1,0 +1,72 @@
+"""Write the final model folder: config.json, model.safetensors, tokenizer.json, card.json.
+
+The card merges what every stage recorded (data, tokens seen, wall time) with the evaluation
+report, so the bundled model carries its own measured accuracy and locality figures. The
+folder is checked by loading it back through ``inference.load_model`` and must stay under the
+size limit (the bundled model ships inside the package).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+
+def summary(card: dict) -> dict:
+    """The headline figures, gathered from the stages' sections of the card (missing ones skipped)."""
+    ev = card.get("evaluation", {})
+    out: dict = {}
+    imdb = ev.get("imdb_test", {})
+    if imdb:
+        out["imdb_test_accuracy_vq"] = imdb["vq"]["accuracy"]
+        out["imdb_test_f1_vq"] = imdb["vq"]["f1"]
+        out["imdb_test_subset"] = imdb.get("subset")
+        if "dense_teacher" in imdb:
+            out["imdb_test_accuracy_dense_teacher"] = imdb["dense_teacher"]["accuracy"]
+            out["imdb_test_f1_dense_teacher"] = imdb["dense_teacher"]["f1"]
+            out["vq_over_dense_accuracy"] = imdb["vq_over_dense_accuracy"]
+    lm = ev.get("held_out_lm", {})
+    if lm:
+        out["vq_loss_gap"] = lm["vq_loss_gap"]
+        out["codes_used_per_layer"] = [u["codes_used"] for u in lm["code_usage_per_layer"]]
+        out["code_perplexity_per_layer"] = [u["perplexity"] for u in lm["code_usage_per_layer"]]
+    if "single_token_edits" in ev:
+        out["flip_rate_per_layer"] = ev["single_token_edits"]["flip_rate_per_layer"]
+    if "engine" in ev:
+        out["single_token_mac_speedup_median"] = ev["engine"]["single_token_mac_speedup_median"]
+    teacher = ev.get("teacher_uses_context", {})
+    out["tokens_seen"] = {"teacher": teacher.get("tokens_seen"), "distill": card.get("distill", {}).get("tokens_seen"),
+                          "finetune_reviews": card.get("finetune", {}).get("reviews_seen")}
+    out["wall_seconds"] = {"teacher": teacher.get("wall_seconds"), "distill": card.get("distill", {}).get("wall_seconds"),
+                           "finetune": card.get("finetune", {}).get("wall_seconds")}
+    return out
+
+
+def export(args) -> Path:
+    from inference import Tokenizer, load_model, load_model_folder, save_model_folder
+
+    net, card = load_model_folder(args.model)
+    if args.eval:
+        card["evaluation"] = json.loads(Path(args.eval).read_text())
+    card["summary"] = summary(card)
+    card.setdefault("vq_heads", net.config.vq_heads)
+    card.setdefault("vq_codes", net.config.vq_codes)
+    if args.fp16:
+        net = net.half()
+        card["weights_dtype"] = "float16"
+    else:
+        card["weights_dtype"] = "float32"
+    out = Path(args.out)
+    save_model_folder(net, Tokenizer.from_file(Path(args.model) / "tokenizer.json"), out, card)
+    if args.fp16:  # save_model_folder stores float32; re-store the tensors as float16
+        from safetensors.torch import load_file, save_file
+        weights = load_file(str(out / "model.safetensors"))
+        save_file({k: v.to(torch.float16) for k, v in weights.items()}, str(out / "model.safetensors"))
+    size_mb = sum(f.stat().st_size for f in out.iterdir()) / 2**20
+    if size_mb > args.max_mb:
+        raise SystemExit(f"{out} is {size_mb:.1f} MB, over the {args.max_mb} MB limit (try --fp16)")
+    load_model(out, device="cpu")  # fails loudly if the folder does not load
+    print(f"{out}: {size_mb:.1f} MB")
+    return out

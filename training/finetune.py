@@ -1,0 +1,192 @@
+"""Fine-tune for IMDB sentiment with the per-token head; the document score is the token mean.
+
+Why the mean of token probabilities: it is what the engine reports and what updates
+incrementally (a paragraph's score is the mean over its tokens). So the loss is exactly the
+negative log of the mean probability of the true label over the non-BOS tokens, trained with
+sampled pool positions as everywhere else. A small LM loss keeps the LM head (surprise hints)
+alive. The VQ model keeps EMA codebooks, the Gumbel pseudo-gradient and the locality term; the
+dense teacher (``--dense``) is fine-tuned by the same code for the comparison row.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import common
+from .data import imdb_examples
+from .locality import locality_loss, make_edits
+from .tokenizer import BOS_ID, PAD_ID, batch_encoder, load_tokenizer
+from .vq import TrainQuantizer
+
+
+def encode_reviews(tok, rows: list[tuple[str, int]], max_tokens: int) -> list[tuple[list[int], int]]:
+    """(ids without BOS, truncated to max_tokens, label)."""
+    ids = batch_encoder(tok)([t for t, _ in rows])
+    return [(x[:max_tokens] or [PAD_ID], y) for x, (_, y) in zip(ids, rows)]
+
+
+def pad_batch(examples: list[tuple[list[int], int]], positions_for) -> tuple[torch.Tensor, ...]:
+    """(ids, positions, valid, labels): BOS + tokens, right-padded; positions from a callback.
+
+    ``positions_for(n)`` gives the (n,) positions of an n-row sequence (BOS included).
+    """
+    t = 1 + max(len(x) for x, _ in examples)
+    b = len(examples)
+    ids = torch.full((b, t), PAD_ID, dtype=torch.long)  # (B, T)
+    pos = torch.zeros((b, t), dtype=torch.long)  # (B, T)
+    valid = torch.zeros((b, t), dtype=torch.bool)  # (B, T)
+    for i, (x, _) in enumerate(examples):
+        n = 1 + len(x)
+        ids[i, 0] = BOS_ID
+        ids[i, 1:n] = torch.tensor(x)
+        p = positions_for(n)  # (n,)
+        pos[i, :n] = p
+        pos[i, n:] = p[-1]  # padding: masked out by `valid`
+        valid[i, :n] = True
+    labels = torch.tensor([y for _, y in examples])  # (B,)
+    return ids, pos, valid, labels
+
+
+def doc_probs(cls_logits: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Document class probabilities (B, C): mean over non-BOS valid tokens of softmax."""
+    tok = valid.clone()
+    tok[:, 0] = False  # BOS is not part of the document
+    probs = cls_logits.float().softmax(-1) * tok[..., None]  # (B, T, C)
+    return probs.sum(1) / tok.sum(1, keepdim=True).clamp(min=1)  # (B, C)
+
+
+def load_for_finetune(args):
+    """(net, tokenizer path, is_vq). The VQ model comes from our folder, the dense one from OPT."""
+    from inference import load_hf_opt, load_model_folder
+
+    folder = Path(args.model)
+    if args.dense:
+        net = load_hf_opt(folder, attention="softmax", vq=False)
+    else:
+        net, _ = load_model_folder(folder)
+    tok_path = Path(args.tokenizer) if args.tokenizer else folder / "tokenizer.json"
+    return net.train(), tok_path, (not args.dense) and net.config.vq
+
+
+def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tensor]:
+    ids, pos, valid, labels = batch
+    b = ids.shape[0]
+    n_edit = min(b, args.edit_batch) if (quant is not None and args.locality > 0) else 0
+    all_ids, all_pos, all_valid = ids, pos, valid
+    if n_edit:
+        g = torch.Generator().manual_seed(args.seed * 31 + step)
+        edited, where = make_edits(ids[:n_edit], valid[:n_edit], net.config.vocab_size, g)
+        all_ids, all_pos, all_valid = torch.cat([ids, edited]), torch.cat([pos, pos[:n_edit]]), torch.cat([valid, valid[:n_edit]])
+    out = net(all_ids, all_pos, all_valid, quantizer=quant)
+    probs = doc_probs(out.cls_logits[:b], valid)  # (B, C)
+    cls = F.nll_loss(probs.clamp(min=1e-8).log(), labels)
+    logits = net.lm_logits(out.hidden[:b])  # (B, T, V)
+    keep = valid[:, 1:]  # (B, T-1)
+    lm = F.cross_entropy(logits[:, :-1][keep].float(), ids[:, 1:][keep])
+    terms = {"cls": cls, "lm": lm, "acc": (probs.argmax(-1) == labels).float().mean()}
+    loss = cls + args.w_lm * lm
+    if n_edit:
+        terms["locality"] = locality_loss(net, [s[:n_edit] for s in out.pre_vq], [c[:n_edit] for c in out.codes],
+                                          [s[b:] for s in out.pre_vq], where, valid[:n_edit], args.margin)
+        loss = loss + args.locality * terms["locality"]
+    terms["loss"] = loss
+    return terms
+
+
+@torch.no_grad()
+def accuracy(net, examples, positions_for, batch: int = 16) -> dict:
+    """Accuracy and F1 (positive class) of the mean token score; length-sorted batches."""
+    net.eval()
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
+    pred = torch.empty(len(examples), dtype=torch.long)
+    for a in range(0, len(order), batch):
+        idx = order[a:a + batch]
+        ids, pos, valid, _ = pad_batch([examples[i] for i in idx], positions_for)
+        pred[idx] = doc_probs(net(ids, pos, valid).cls_logits, valid).argmax(-1)
+    gold = torch.tensor([y for _, y in examples])
+    tp = int(((pred == 1) & (gold == 1)).sum())
+    fp = int(((pred == 1) & (gold == 0)).sum())
+    fn = int(((pred == 0) & (gold == 1)).sum())
+    f1 = 2 * tp / max(1, 2 * tp + fp + fn)
+    return {"accuracy": float((pred == gold).float().mean()), "f1": f1, "n": len(examples)}
+
+
+def train_finetune(args) -> Path:
+    from inference import Tokenizer, save_model_folder
+    from inference.positions import sample_positions, spread_positions
+
+    common.set_threads(args.threads)
+    common.seed_everything(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = common.pick_device(args.device)
+    net, tok_path, is_vq = load_for_finetune(args)
+    net = net.to(device)  # fp32 (codes must match the engine); see distill.py
+    pool = net.config.position_pool
+    tok = load_tokenizer(tok_path)
+    rows, held = imdb_examples(args.data, "train", limit=args.limit, seed=args.seed, holdout=args.holdout)
+    train = encode_reviews(tok, rows, args.seq - 1)
+    quant = TrainQuantizer(net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau) if is_vq else None
+    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
+                            weight_decay=0.01)
+    ckpt = out / "checkpoint.pt"
+    step, t_used = 0, 0.0
+    if args.resume and ckpt.is_file():
+        state = common.load_checkpoint(ckpt)
+        net.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        if quant is not None:
+            quant.load_state_dict(state["quant"])
+        torch.set_rng_state(state["rng"])
+        step, t_used = state["step"], state["seconds"]
+
+    bar = common.Progress(out, args.steps, step, "finetune-dense" if args.dense else "finetune", disable=args.quiet)
+    t0 = time.time()
+    seen = 0
+    stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
+    while step < stop:
+        common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
+        g = torch.Generator().manual_seed(args.seed * 104_729 + step)
+        pick = torch.randint(0, len(train), (args.batch,), generator=g).tolist()
+        batch = tuple(t.to(device) for t in pad_batch([train[i] for i in pick], lambda n: sample_positions(n, pool, g)))
+        terms = finetune_losses(net, quant, batch, args, step)
+        opt.zero_grad(set_to_none=True)
+        terms["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        if quant is not None:
+            quant.update()
+        step += 1
+        n_tok = int(batch[2].sum())
+        seen += n_tok
+        shown = {k: float(v.detach()) for k, v in terms.items()}
+        bar.step(n_tok, loss=shown["loss"], acc=shown["acc"])
+        if step % args.log_every == 0 or step == args.steps:
+            bar.log(stage="finetune", dense=args.dense, step=step, tok_s=bar.rate, **shown)
+        if step % args.ckpt_every == 0 or step == stop:
+            common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), rng=torch.get_rng_state(),
+                                   quant=quant.state_dict() if quant is not None else None, step=step,
+                                   seconds=t_used + time.time() - t0)
+    bar.close()
+    if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
+        return ckpt
+
+    net = net.cpu()
+    val = encode_reviews(tok, held[:500], args.seq - 1)
+    val_acc = accuracy(net, val, lambda n: spread_positions(n, pool)) if val else {}
+    net.eval()
+    card = {"finetune": {
+        "source": str(args.model), "dense": args.dense, "steps": step, "batch": args.batch, "max_tokens": args.seq - 1,
+        "reviews_seen": step * args.batch, "data": "imdb_train (seeded shuffle, last %d rows held out)" % args.holdout,
+        "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq else None,
+        "wall_seconds": round(t_used + time.time() - t0, 1),
+    }}
+    if not args.dense:
+        from inference import load_model_folder
+        card = {**load_model_folder(args.model)[1], **card}
+    save_model_folder(net, Tokenizer.from_file(tok_path), out / "model", card)
+    return out / "model"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Reproduce the bundled default model (inference/default_model/) end to end on a CPU.
+#
+#   VQ_LSP_DATA=../shared/data bash training/reproduce_default_model.sh
+#
+# Every stage is seeded and runs with --resume, so re-running the script after an
+# interruption continues where it stopped. Each stage uses one thread (THREADS); after the
+# teacher, two streams run side by side (a 2-core machine): the main one (distil, fine-tune,
+# evaluate) and a side one (the dense comparison row and the locality ablation).
+# Logs: $RUN/<stage>/log.jsonl and $RUN/<stage>.out. Nothing here reads $VQ_LSP_DATA/eval/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${VQ_LSP_DATA:?set VQ_LSP_DATA to the data folder}"
+RUN="${RUN:-runs/default}"
+THREADS="${THREADS:-1}"
+EXPORT_TO="${EXPORT_TO:-inference/default_model}"
+export OMP_NUM_THREADS="$THREADS" RAYON_NUM_THREADS="$THREADS"
+T="--threads $THREADS --quiet"
+mkdir -p "$RUN"
+
+stage() {  # stage NAME vq-train-args... : run one stage, its progress bar output to $RUN/NAME.out
+  local name="$1"; shift
+  echo "[$(date +%T)] $name: vq-train $*"
+  vq-train "$@" >"$RUN/$name.out" 2>&1 || { echo "$name failed, see $RUN/$name.out"; tail -5 "$RUN/$name.out"; return 1; }
+}
+
+# Settings (each overridable from the environment, e.g. for a tiny dry run).
+TOKENIZER_ARGS="${TOKENIZER_ARGS:---vocab 8192 --chars 20000000}"
+TEACHER_ARGS="${TEACHER_ARGS:---steps 900 --batch 4 --seq 1024 --lr 1e-3 --warmup 45 --tokens 6000000 --valid-tokens 200000 --ckpt-every 25 --log-every 5}"
+# Distillation settings are shared by the main run and the locality ablation.
+DISTILL="${DISTILL:---steps 120 --batch 2 --seq 1024 --warmup 10 --lr 3e-4 --vq-heads 2 --scale 0.0009765625 --tokens 1500000 --edit-batch 1 --ckpt-every 10}"
+FINETUNE="${FINETUNE:---steps 280 --batch 8 --seq 256 --warmup 10 --lr 3e-4 --holdout 1000 --ckpt-every 10}"
+EVAL_ARGS="${EVAL_ARGS:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024}"
+ABLATION_ARGS="${ABLATION_ARGS:---lm-batches 4 --edit-docs 8 --edit-seq 1024}"
+
+main_stream() {
+  stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" --locality 1.0 $DISTILL --resume $T
+  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $FINETUNE --resume $T
+}
+
+side_stream() {
+  stage finetune_dense finetune --dense --model "$RUN/teacher/model" --out "$RUN/finetune_dense" $FINETUNE --resume $T
+  stage distill_noloc distill --teacher "$RUN/teacher/model" --out "$RUN/distill_noloc" --locality 0 $DISTILL --resume $T
+  for arm in distill distill_noloc; do
+    while [ ! -f "$RUN/$arm/model/card.json" ]; do sleep 20; done
+    stage "ablation_$arm" evaluate --no-imdb --model "$RUN/$arm/model" --out "$RUN/ablation_$arm" $ABLATION_ARGS $T
+  done
+}
+
+[ -f "$RUN/tokenizer/tokenizer.json" ] || stage tokenizer tokenizer --out "$RUN/tokenizer" $TOKENIZER_ARGS
+stage teacher teacher --tokenizer "$RUN/tokenizer" --out "$RUN/teacher" $TEACHER_ARGS --resume $T
+
+main_stream & MAIN=$!
+side_stream & SIDE=$!
+wait $MAIN
+stage evaluate evaluate --model "$RUN/finetune/model" --dense-model "$RUN/finetune_dense/model" \
+  --teacher "$RUN/teacher/model" --out "$RUN/evaluate" $EVAL_ARGS $T
+wait $SIDE
+python - "$RUN" <<'EOF'
+import json, sys
+run = sys.argv[1]
+report = json.load(open(f"{run}/evaluate/eval.json"))
+report["locality_ablation"] = {arm: json.load(open(f"{run}/ablation_{arm}/eval.json"))
+                               for arm in ("distill", "distill_noloc")}
+json.dump(report, open(f"{run}/evaluate/eval_with_ablation.json", "w"), indent=2)
+EOF
+stage export export --model "$RUN/finetune/model" --eval "$RUN/evaluate/eval_with_ablation.json" --out "$EXPORT_TO"
+echo "[$(date +%T)] done: $EXPORT_TO"

@@ -1,0 +1,83 @@
+"""Options and dispatch for the stages that need the inference package.
+
+distill, finetune, evaluate and export import ``inference`` (and their own modules) only when
+run, so ``vq-train tokenizer`` and ``vq-train teacher`` work on their own.
+"""
+
+from __future__ import annotations
+
+
+def add_parsers(sub, common, train_loop) -> None:
+    p = sub.add_parser("distill", help="convert a dense OPT into VQ-OPT by distillation")
+    common(p)
+    train_loop(p, steps=300, lr=3e-4, batch=2, seq=1024)
+    p.add_argument("--teacher", required=True, help="Hugging Face OPT folder (save_pretrained)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: TEACHER/tokenizer.json)")
+    p.add_argument("--vq-heads", type=int, default=2, choices=(1, 2, 4))
+    p.add_argument("--scale", type=float, default=1 / 1024, help="fixed GELU attention scale c")
+    p.add_argument("--window", type=int, default=2048, help="tokens per window at inference")
+    p.add_argument("--tokens", type=int, default=2_000_000)
+    p.add_argument("--kmeans-batches", type=int, default=4)
+    p.add_argument("--ema-decay", type=float, default=0.99)
+    p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
+    p.add_argument("--tau", type=float, default=1.0, help="Gumbel temperature (relative to distance spread)")
+    p.add_argument("--temperature", type=float, default=2.0, help="distillation softmax temperature")
+    p.add_argument("--w-hidden", type=float, default=1.0)
+    p.add_argument("--w-ce", type=float, default=0.5)
+    p.add_argument("--locality", type=float, default=1.0, help="locality weight; 0 = ablation (off)")
+    p.add_argument("--margin", type=float, default=0.05, help="code margin, relative to |s|^2")
+    p.add_argument("--edit-batch", type=int, default=1, help="sequences per batch given an edited copy")
+
+    p = sub.add_parser("finetune", help="IMDB sentiment with the per-token head (mean score)")
+    common(p)
+    train_loop(p, steps=300, lr=1e-4, batch=8, seq=384)
+    p.add_argument("--model", required=True, help="VQ model folder (from distill) or, with --dense, an OPT folder")
+    p.add_argument("--dense", action="store_true", help="fine-tune a dense softmax OPT (the comparison row)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: MODEL/tokenizer.json)")
+    p.add_argument("--w-lm", type=float, default=0.2, help="weight of the LM loss kept during fine-tuning")
+    p.add_argument("--holdout", type=int, default=1000, help="IMDB train rows kept for validation")
+    p.add_argument("--limit", type=int, default=None, help="use only this many training reviews")
+    p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
+    p.add_argument("--tau", type=float, default=1.0)
+    p.add_argument("--ema-decay", type=float, default=0.99)
+    p.add_argument("--locality", type=float, default=1.0)
+    p.add_argument("--margin", type=float, default=0.05)
+    p.add_argument("--edit-batch", type=int, default=1)
+
+    p = sub.add_parser("evaluate", help="accuracy/F1, code usage, VQ gap, flip rate -> JSON")
+    common(p)
+    p.add_argument("--model", required=True, help="fine-tuned VQ model folder")
+    p.add_argument("--dense-model", default=None, help="fine-tuned dense model folder (comparison row)")
+    p.add_argument("--teacher", default=None, help="teacher folder (its teacher_report.json is copied)")
+    p.add_argument("--no-imdb", action="store_true", help="skip accuracy (e.g. a model before fine-tuning)")
+    p.add_argument("--test-limit", type=int, default=2000, help="IMDB test reviews scored (seeded subset)")
+    p.add_argument("--max-tokens", type=int, default=512, help="review tokens scored (BOS excluded)")
+    p.add_argument("--lm-batches", type=int, default=4)
+    p.add_argument("--lm-seq", type=int, default=1024)
+    p.add_argument("--edit-docs", type=int, default=8, help="documents for flip rate and engine costs")
+    p.add_argument("--edit-seq", type=int, default=1024)
+
+    p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")
+    p.add_argument("--model", required=True, help="fine-tuned VQ model folder")
+    p.add_argument("--eval", default=None, help="evaluate's JSON, merged into card.json")
+    p.add_argument("--out", required=True)
+    p.add_argument("--fp16", action="store_true", help="store weights in float16 (smaller folder)")
+    p.add_argument("--max-mb", type=float, default=40.0)
+
+
+def run(args) -> int:
+    if args.cmd == "distill":
+        from .distill import train_distill
+        print(f"distilled -> {train_distill(args)}")
+    elif args.cmd == "finetune":
+        from .finetune import train_finetune
+        print(f"fine-tuned -> {train_finetune(args)}")
+    elif args.cmd == "evaluate":
+        from .evaluate import run_evaluate
+        print(f"evaluation -> {run_evaluate(args)}")
+    elif args.cmd == "export":
+        from .export import export
+        print(f"exported -> {export(args)}")
+    else:
+        raise SystemExit(f"unknown command {args.cmd}")
+    return 0
