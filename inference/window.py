@@ -28,8 +28,7 @@ import numpy as np
 import torch
 
 from . import kernels
-from .config import VQOPTConfig
-from .costs import Cost, causal_pairs, dense_macs, head_row_macs
+from .costs import Cost, dense_macs, head_row_macs
 from .model import VQOPT
 from .positions import NEW, assign_positions, spread_positions
 
