@@ -7,8 +7,8 @@ Consecutive revision pairs whose old and new versions have 1536-2048 tokens (BOS
 `--pairs` of them drawn at random (seeded), or all if fewer. Three scenarios, each measured
 side by side in one run on the same model:
   entire revision  process the new revision given the old one's state;
-  atomic           pick a random modified location, apply the changes before it, then one
-                   single-token edit there, and measure that edit;
+  atomic           pick a random modified location, apply the changes before it to the old
+                   revision's state, then one single-token edit there, and measure that edit;
   first 5%         one single-token replacement at a random place in the first 5% of tokens.
 Against: (a) a dense pass; (b) prefix-KV reuse by a softmax OPT of the same shape, recomputing
 from the first edited token; (c) a paragraph cache: the dense model re-run only on the
@@ -16,11 +16,17 @@ paragraphs that changed, each scored alone. (c) loses context across paragraphs;
 shown on IMDB test: accuracy of whole-document scoring vs the token-weighted mean of
 independently scored paragraphs. Reported: median reduction in MACs and median wall-clock
 speedup of the incremental engine over each baseline; two plots like the paper's figures.
+
+MACs are counted for every pair (the baselines' by formula, the engine's by running it); wall
+clock is timed for the engine on every pair and for the baselines on the first --timed-pairs
+pairs (a dense float64 pass takes seconds here), so time medians are over those pairs.
+--workers N splits the pairs over N processes of one thread each.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import json
 import random
@@ -79,32 +85,37 @@ def pep_pairs(model, root: Path, lo: int, hi: int) -> list[tuple[list[int], list
     return pairs
 
 
+def fork(doc: inference.IncrementalDocument) -> inference.IncrementalDocument:
+    """An independent copy of a document's state (the model and its constants are shared)."""
+    m = doc.model
+    return copy.deepcopy(doc, memo={id(m): m, id(m.net): m.net, id(m.consts): m.consts})
+
+
 class Bench:
     def __init__(self, model, twin) -> None:
         self.model, self.twin, self.cfg, self.dev = model, twin, model.config, model.device
+        self.timing = True  # time the baselines too (MACs are always counted)
 
     def baselines(self, sample: Sample, new: list[int], first_edit: int, changed_paras: list[tuple[int, int]]) -> Sample:
         """Measure (a) dense, (b) prefix reuse from `first_edit`, (c) re-running `changed_paras` alone."""
         cfg = self.cfg
-        _, secs = timed(lambda: dense_pass(self.model, new), self.dev)
-        sample.base_s["dense"], sample.base_macs["dense"] = secs, inference.dense_macs(cfg, len(new) + 1)
         keep = 1 + first_edit
-        sample.base_s["prefix"] = prefix_reuse_seconds(self.twin, cfg, new, keep, self.dev)
+        sample.base_macs["dense"] = inference.dense_macs(cfg, len(new) + 1)
         sample.base_macs["prefix"] = prefix_macs(cfg, len(new) + 1, keep)
-        total_s, total_macs = 0.0, 0
-        for a, b in changed_paras:
-            _, secs = timed(lambda: dense_pass(self.model, new[a:b]), self.dev)
-            total_s += secs
-            total_macs += inference.dense_macs(cfg, b - a + 1)
-        sample.base_s["paragraph"], sample.base_macs["paragraph"] = total_s, total_macs
+        sample.base_macs["paragraph"] = sum(inference.dense_macs(cfg, b - a + 1) for a, b in changed_paras)
+        if self.timing:
+            sample.base_s["dense"] = timed(lambda: dense_pass(self.model, new), self.dev)[1]
+            sample.base_s["prefix"] = prefix_reuse_seconds(self.twin, cfg, new, keep, self.dev)
+            sample.base_s["paragraph"] = sum(timed(lambda: dense_pass(self.model, new[a:b]), self.dev)[1]
+                                             for a, b in changed_paras)
         return sample
 
     def paragraphs_touching(self, ids: list[int], lo: int, hi: int) -> list[tuple[int, int]]:
         runs = paragraph_runs(ids, self.model)
         return [(a, b) for a, b in runs if a < max(hi, lo + 1) and b > lo] or [runs[-1]]
 
-    def entire(self, old: list[int], new: list[int]) -> tuple[Sample, inference.IncrementalDocument]:
-        doc = inference.IncrementalDocument(self.model, old)
+    def entire(self, old_doc: inference.IncrementalDocument, new: list[int]) -> tuple[Sample, inference.IncrementalDocument]:
+        doc, old = fork(old_doc), old_doc.token_ids
         splices = inference.diff(old, new)
         res = doc.apply(splices)
         # changed regions in the new revision's coordinates
@@ -127,7 +138,8 @@ class Bench:
         lo = min(splice.start, len(ids) - 1)
         return self.baselines(sample, ids, lo, self.paragraphs_touching(ids, lo, lo + len(splice.new_ids)))
 
-    def atomic(self, old: list[int], new: list[int], rng: random.Random) -> Sample:
+    def atomic(self, old_doc: inference.IncrementalDocument, new: list[int], rng: random.Random) -> Sample:
+        old = old_doc.token_ids
         splices = inference.diff(old, new)
         k = rng.randrange(len(splices))
         before = inference.apply_splices(old, splices[:k])
@@ -140,7 +152,9 @@ class Bench:
             edit = Splice(at, at + 1, [])
         if len(before) == 1 and not edit.new_ids:
             edit = Splice(0, 1, [new[0]])
-        return self.single_edit(inference.IncrementalDocument(self.model, before), edit)
+        if k:
+            old_doc.apply(splices[:k])
+        return self.single_edit(old_doc, edit)
 
     def first_five(self, doc: inference.IncrementalDocument, rng: random.Random) -> Sample:
         ids = doc.token_ids
@@ -176,9 +190,11 @@ def summarise(results: dict[str, list[Sample]]) -> list[list[str]]:
         if not samples:
             continue
         row = [scenario, str(len(samples)), f"{median([s.inc_macs for s in samples]) / 1e6:.1f}"]
+        timed_ = [s for s in samples if s.base_s]
+        row.append(str(len(timed_)))
         for b in BASELINES:
             row.append(f"{median([s.base_macs[b] / max(1, s.inc_macs) for s in samples]):.1f}x")
-            row.append(f"{median([s.base_s[b] / s.inc_s for s in samples]):.1f}x")
+            row.append(f"{median([s.base_s[b] / s.inc_s for s in timed_]):.1f}x" if timed_ else "-")
         rows.append(row)
     return rows
 
@@ -218,11 +234,49 @@ def plot(results: dict[str, list[Sample]], out: Path) -> list[Path]:
     return paths
 
 
+def measure_pairs(job: dict) -> dict[str, list[Sample]]:
+    """Run the three scenarios on job["pairs"] ((index, old, new, timed) tuples) in this process."""
+    torch.set_num_threads(job["threads"])
+    torch.manual_seed(job["seed"])
+    model = load_for_window(job["model_dir"], 2048, job["device"], job["dtype"])
+    bench = Bench(model, softmax_twin(model.config, model.device, job["dtype"]))
+    results: dict[str, list[Sample]] = {s: [] for s in SCENARIOS}
+    from tqdm import tqdm
+
+    for index, old, new, timing in tqdm(job["pairs"], desc="pairs", disable=not (job["bar"] and sys.stderr.isatty())):
+        rng = random.Random(job["seed"] * 1_000_003 + index)  # per pair: results do not depend on --workers
+        bench.timing = timing
+        old_doc = inference.IncrementalDocument(model, old)
+        entire, doc = bench.entire(old_doc, new)
+        results["entire revision"].append(entire)
+        results["first 5%"].append(bench.first_five(doc, rng))
+        results["atomic"].append(bench.atomic(old_doc, new, rng))
+    return results
+
+
+def run_all(chosen, args, dtype) -> dict[str, list[Sample]]:
+    """Split the pairs over --workers processes (strided, so timed pairs spread evenly) and merge."""
+    jobs = [{"pairs": [(i, o, n, i < args.timed_pairs) for i, (o, n) in enumerate(chosen)][w::args.workers],
+             "model_dir": args.model_dir, "device": args.device, "dtype": dtype, "seed": args.seed,
+             "threads": args.threads or (1 if args.workers > 1 else torch.get_num_threads()), "bar": w == 0}
+            for w in range(args.workers)]
+    if args.workers == 1:
+        parts = [measure_pairs(jobs[0])]
+    else:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(args.workers) as pool:
+            parts = pool.map(measure_pairs, jobs)
+    return {s: [x for part in parts for x in part[s]] for s in SCENARIOS}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir", nargs="?", help="model folder (default: the bundled model)")
     ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA or ../shared/data)")
     ap.add_argument("--pairs", type=int, default=500)
+    ap.add_argument("--timed-pairs", type=int, default=100, help="pairs whose baselines are also timed")
+    ap.add_argument("--workers", type=int, default=1, help="processes (one thread each when more than one)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--imdb", type=int, default=1000, help="IMDB test reviews for the context check (0: skip)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
@@ -232,30 +286,22 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
     dtype = getattr(torch, args.dtype)
     root, out = data_dir(args.data), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model = load_for_window(args.model_dir, 2048, args.device, dtype)
-    bench = Bench(model, softmax_twin(model.config, model.device, dtype))
-    rng = random.Random(args.seed)
     pairs = pep_pairs(model, root, 1536, 2048)
-    chosen = rng.sample(pairs, min(args.pairs, len(pairs)))
-    results: dict[str, list[Sample]] = {s: [] for s in SCENARIOS}
-    from tqdm import tqdm
+    chosen = random.Random(args.seed).sample(pairs, min(args.pairs, len(pairs)))
+    results = run_all(chosen, args, dtype)
 
-    for old, new in tqdm(chosen, desc="pairs", disable=not sys.stderr.isatty()):
-        entire, doc = bench.entire(old, new)
-        results["entire revision"].append(entire)
-        results["first 5%"].append(bench.first_five(doc, rng))
-        results["atomic"].append(bench.atomic(old, new, rng))
-
-    header = ["scenario", "edits", "median MMACs (ours)"] + [
+    header = ["scenario", "edits", "median MMACs (ours)", "timed edits"] + [
         f"{what} vs {b}" for b in ("dense", "prefix-KV", "paragraph cache") for what in ("MACs", "time")]
     table = markdown_table(header, summarise(results))
     lines = [f"model: {model.path}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of 1536-2048 tokens, "
-             f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  threads: {torch.get_num_threads()}",
-             "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper", "", table]
+             f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  workers: {args.workers} "
+             f"(threads each: {args.threads or (1 if args.workers > 1 else torch.get_num_threads())})",
+             "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper; "
+             "time medians over the timed edits", "", table]
     if args.imdb:
         check = imdb_context_check(model, root, args.imdb, args.seed)
         lines += ["", f"IMDB test, {check['reviews']} reviews ({check['multi_paragraph']} with several paragraphs): "

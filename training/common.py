@@ -54,7 +54,7 @@ def warmup_cosine(step: int, total: int, warmup: int, floor: float = 0.1) -> flo
 
 def set_lr(opt: torch.optim.Optimizer, base_lr: float, mult: float) -> None:
     for group in opt.param_groups:
-        group["lr"] = base_lr * mult
+        group["lr"] = base_lr * mult * group.get("lr_mult", 1.0)
 
 
 def save_checkpoint(path: Path, **state) -> None:

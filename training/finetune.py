@@ -1,9 +1,12 @@
 """Fine-tune for IMDB sentiment with the per-token head; the document score is the token mean.
 
 Why the mean of token probabilities: it is what the engine reports and what updates
-incrementally (a paragraph's score is the mean over its tokens). So the loss is exactly the
-negative log of the mean probability of the true label over the non-BOS tokens, trained with
-sampled pool positions as everywhere else. A small LM loss keeps the LM head (surprise hints)
+incrementally (a paragraph's score is the mean over its tokens). So the loss is the negative
+log of the mean probability of the true label over the non-BOS tokens, trained with sampled
+pool positions as everywhere else, plus a token-level term (every token's own cross-entropy
+against the review's label, weight ``--w-token``): the mean-probability loss alone gives each
+token a 1/T share of a weak gradient, and fine-tuning crawled (64% after 2,240 reviews);
+the token term is an upper bound of it (Jensen) that trains every token directly. A small LM loss keeps the LM head (surprise hints)
 alive. The VQ model keeps EMA codebooks, the Gumbel pseudo-gradient and the locality term; the
 dense teacher (``--dense``) is fine-tuned by the same code for the comparison row.
 """
@@ -59,6 +62,23 @@ def doc_probs(cls_logits: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return probs.sum(1) / tok.sum(1, keepdim=True).clamp(min=1)  # (B, C)
 
 
+def token_cross_entropy(cls_logits: torch.Tensor, valid: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean over documents of the mean over non-BOS tokens of -log p_token(label)."""
+    tok = valid.clone()
+    tok[:, 0] = False
+    logp = cls_logits.float().log_softmax(-1)  # (B, T, C)
+    nll = -logp.gather(-1, labels[:, None, None].expand(-1, logp.shape[1], 1))[..., 0]  # (B, T)
+    return ((nll * tok).sum(1) / tok.sum(1).clamp(min=1)).mean()
+
+
+def param_groups(net, head_lr_mult: float) -> list[dict]:
+    """The fresh classification head learns ``head_lr_mult`` times faster than the body."""
+    head = [p for p in net.score_head.parameters() if p.requires_grad]
+    ids = {id(p) for p in head}
+    body = [p for p in net.parameters() if p.requires_grad and id(p) not in ids]
+    return [{"params": body, "lr_mult": 1.0}, {"params": head, "lr_mult": head_lr_mult}]
+
+
 def load_for_finetune(args):
     """(net, tokenizer path, is_vq). The VQ model comes from our folder, the dense one from OPT."""
     from inference import load_hf_opt, load_model_folder
@@ -84,11 +104,12 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
     out = net(all_ids, all_pos, all_valid, quantizer=quant)
     probs = doc_probs(out.cls_logits[:b], valid)  # (B, C)
     cls = F.nll_loss(probs.clamp(min=1e-8).log(), labels)
+    token_ce = token_cross_entropy(out.cls_logits[:b], valid, labels)
     logits = net.lm_logits(out.hidden[:b])  # (B, T, V)
     keep = valid[:, 1:]  # (B, T-1)
     lm = F.cross_entropy(logits[:, :-1][keep].float(), ids[:, 1:][keep])
-    terms = {"cls": cls, "lm": lm, "acc": (probs.argmax(-1) == labels).float().mean()}
-    loss = cls + args.w_lm * lm
+    terms = {"cls": cls, "token_ce": token_ce, "lm": lm, "acc": (probs.argmax(-1) == labels).float().mean()}
+    loss = cls + args.w_token * token_ce + args.w_lm * lm
     if n_edit:
         terms["locality"] = locality_loss(net, [s[:n_edit] for s in out.pre_vq], [c[:n_edit] for c in out.codes],
                                           [s[b:] for s in out.pre_vq], where, valid[:n_edit], args.margin)
@@ -131,8 +152,8 @@ def train_finetune(args) -> Path:
     rows, held = imdb_examples(args.data, "train", limit=args.limit, seed=args.seed, holdout=args.holdout)
     train = encode_reviews(tok, rows, args.seq - 1)
     quant = TrainQuantizer(net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau) if is_vq else None
-    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95),
-                            weight_decay=0.01)
+    opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
+    probe = encode_reviews(tok, held[-args.eval_reviews:], args.seq - 1) if args.eval_every else []
     ckpt = out / "checkpoint.pt"
     step, t_used = 0, 0.0
     if args.resume and ckpt.is_file():
@@ -167,6 +188,9 @@ def train_finetune(args) -> Path:
         bar.step(n_tok, loss=shown["loss"], acc=shown["acc"])
         if step % args.log_every == 0 or step == args.steps:
             bar.log(stage="finetune", dense=args.dense, step=step, tok_s=bar.rate, **shown)
+        if probe and step % args.eval_every == 0:  # held-out accuracy as training goes (not the test split)
+            bar.log(stage="finetune", step=step, probe=accuracy(net, probe, lambda n: spread_positions(n, pool)))
+            net.train()
         if step % args.ckpt_every == 0 or step == stop:
             common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), rng=torch.get_rng_state(),
                                    quant=quant.state_dict() if quant is not None else None, step=step,
