@@ -92,8 +92,7 @@ def train_distill(args) -> Path:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     teacher = Path(args.teacher)
-    tok_path = Path(args.tokenizer) if args.tokenizer else teacher / "tokenizer.json"
-    tok = load_tokenizer(tok_path)
+    tok = load_tokenizer(Path(args.tokenizer) if args.tokenizer else teacher)
     # The VQ student stays in fp32 even on CUDA: its code choices must match the fp32/fp64 engine.
     device = common.pick_device(args.device)
     student, dense = load_teacher_pair(teacher, args.vq_heads, args.scale, args.window)
@@ -154,7 +153,7 @@ def train_distill(args) -> Path:
         "pseudo_grad": args.pseudo_grad, "kmeans_init": init_report, "codes_reseeded": quant.reseeded,
         "wall_seconds": round(t_used + time.time() - t0, 1), "data": "gutenberg train + imdb train text",
     }}
-    folder = save_model_folder(student.cpu(), Tokenizer.from_file(tok_path), out / "model", card)
+    folder = save_model_folder(student.cpu(), Tokenizer(tok), out / "model", card)
     return folder
 
 

@@ -50,15 +50,20 @@ def train_bpe(texts: Iterable[str], vocab_size: int, char_budget: int) -> Tokeni
 
 
 def gpt2_tokenizer(gpt2_dir: Path) -> Tokenizer:
-    """GPT-2's merges with OPT-style ids: the four specials first, GPT-2 ids shifted by 4.
+    """A byte-level BPE from ``vocab.json`` + ``merges.txt`` with OPT-style ids.
 
-    GPT-2's own ``<|endoftext|>`` is dropped (its role is played by ``</s>``).
+    An OPT checkpoint's files already hold the four specials at ids 0-3 and are used as they
+    are. GPT-2's files get the specials first and every GPT-2 id shifted by 4; GPT-2's own
+    ``<|endoftext|>`` is dropped (its role is played by ``</s>``).
     """
     vocab = json.loads((Path(gpt2_dir) / "vocab.json").read_text(encoding="utf-8"))
-    vocab.pop("<|endoftext|>", None)
-    shifted = {t: i for i, t in enumerate(SPECIALS)}
-    for t, i in sorted(vocab.items(), key=lambda kv: kv[1]):
-        shifted[t] = len(shifted)
+    if all(vocab.get(t) == i for i, t in enumerate(SPECIALS)):
+        shifted = vocab
+    else:
+        vocab.pop("<|endoftext|>", None)
+        shifted = {t: i for i, t in enumerate(SPECIALS)}
+        for t, i in sorted(vocab.items(), key=lambda kv: kv[1]):
+            shifted[t] = len(shifted)
     merges = []
     for line in (Path(gpt2_dir) / "merges.txt").read_text(encoding="utf-8").splitlines():
         if line and not line.startswith("#version"):
@@ -77,8 +82,14 @@ def _check_specials(tok: Tokenizer) -> None:
 
 
 def load_tokenizer(path: Path) -> Tokenizer:
-    """A ``tokenizer.json`` file, or a folder holding one."""
+    """A ``tokenizer.json`` file, or a folder holding one or OPT/GPT-2's vocab.json + merges.txt.
+
+    A Hugging Face OPT checkpoint (``--teacher``) ships the latter pair, so it works as is.
+    """
     path = Path(path)
+    if path.is_dir() and not (path / "tokenizer.json").is_file() \
+            and (path / "vocab.json").is_file() and (path / "merges.txt").is_file():
+        return gpt2_tokenizer(path)
     if path.is_dir():
         path = path / "tokenizer.json"
     if not path.is_file():

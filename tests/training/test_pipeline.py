@@ -102,3 +102,25 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     check = doc.verify()
     assert check.codes_equal and check.max_abs_diff < 1e-6
     assert set(doc.scores) == {"negative", "positive"}
+
+
+def test_teacher_folder_with_vocab_and_merges_only(tmp_path, data_dir, random_opt, tiny_tokenizer):
+    """A Hugging Face OPT checkpoint ships vocab.json + merges.txt, not tokenizer.json: distil from it as is."""
+    import shutil
+
+    from tokenizers import Tokenizer
+
+    folder = tmp_path / "opt"
+    shutil.copytree(random_opt, folder)
+    (folder / "tokenizer.json").unlink()
+    bpe = json.loads(tiny_tokenizer.read_text())["model"]
+    (folder / "vocab.json").write_text(json.dumps(bpe["vocab"]))
+    merges = [m if isinstance(m, str) else " ".join(m) for m in bpe["merges"]]
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+    run_cli("distill", "--data", data_dir, "--teacher", folder, *DISTILL, "--out", tmp_path / "d", "--steps", 2)
+    exported = Tokenizer.from_file(str(tmp_path / "d" / "model" / "tokenizer.json"))
+    reference = Tokenizer.from_file(str(tiny_tokenizer))
+    text = "An OPT checkpoint's tokenizer, byte-level: naïve café, 3.14!"
+    assert exported.encode(text).ids == reference.encode(text).ids
+    assert inference.load_model(tmp_path / "d" / "model", device="cpu").tokenizer.encode(text) == exported.encode(
+        text, add_special_tokens=False).ids
