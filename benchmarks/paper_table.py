@@ -239,11 +239,11 @@ def measure_pairs(job: dict) -> dict[str, list[Sample]]:
     torch.set_num_threads(job["threads"])
     torch.manual_seed(job["seed"])
     model = load_for_window(job["model_dir"], 2048, job["device"], job["dtype"])
+    if job.get("imdb"):
+        return {"imdb": imdb_context_check(model, job["root"], job["imdb"], job["seed"])}
     bench = Bench(model, softmax_twin(model.config, model.device, job["dtype"]))
     results: dict[str, list[Sample]] = {s: [] for s in SCENARIOS}
-    from tqdm import tqdm
-
-    for index, old, new, timing in tqdm(job["pairs"], desc="pairs", disable=not (job["bar"] and sys.stderr.isatty())):
+    for index, old, new, timing in job["pairs"]:
         rng = random.Random(job["seed"] * 1_000_003 + index)  # per pair: results do not depend on --workers
         bench.timing = timing
         old_doc = inference.IncrementalDocument(model, old)
@@ -254,20 +254,33 @@ def measure_pairs(job: dict) -> dict[str, list[Sample]]:
     return results
 
 
-def run_all(chosen, args, dtype) -> dict[str, list[Sample]]:
-    """Split the pairs over --workers processes (strided, so timed pairs spread evenly) and merge."""
-    jobs = [{"pairs": [(i, o, n, i < args.timed_pairs) for i, (o, n) in enumerate(chosen)][w::args.workers],
-             "model_dir": args.model_dir, "device": args.device, "dtype": dtype, "seed": args.seed,
-             "threads": args.threads or (1 if args.workers > 1 else torch.get_num_threads()), "bar": w == 0}
-            for w in range(args.workers)]
-    if args.workers == 1:
-        parts = [measure_pairs(jobs[0])]
-    else:
-        import multiprocessing as mp
+def run_all(chosen, args, dtype, root: Path) -> tuple[dict[str, list[Sample]], dict | None]:
+    """Pairs in small strided chunks (plus the IMDB check) over --workers processes; merged results."""
+    from tqdm import tqdm
 
-        with mp.get_context("spawn").Pool(args.workers) as pool:
-            parts = pool.map(measure_pairs, jobs)
-    return {s: [x for part in parts for x in part[s]] for s in SCENARIOS}
+    base = {"model_dir": args.model_dir, "device": args.device, "dtype": dtype, "seed": args.seed,
+            "threads": args.threads or (1 if args.workers > 1 else torch.get_num_threads())}
+    indexed = [(i, o, n, i < args.timed_pairs) for i, (o, n) in enumerate(chosen)]
+    chunks = max(1, min(len(indexed), 20 * args.workers))
+    jobs = [{**base, "pairs": indexed[c::chunks]} for c in range(chunks)]
+    if args.imdb:
+        jobs.insert(0, {**base, "imdb": args.imdb, "root": root})
+    parts = []
+    with tqdm(total=len(jobs), desc="jobs", disable=not sys.stderr.isatty()) as bar:
+        if args.workers == 1:
+            done = map(measure_pairs, jobs)
+        else:
+            import multiprocessing as mp
+
+            pool = mp.get_context("spawn").Pool(args.workers)
+            done = pool.imap_unordered(measure_pairs, jobs)
+        for part in done:
+            parts.append(part)
+            bar.update(1)
+        if args.workers > 1:
+            pool.close()
+    check = next((part["imdb"] for part in parts if "imdb" in part), None)
+    return {s: [x for part in parts for x in part.get(s, [])] for s in SCENARIOS}, check
 
 
 def main() -> None:
@@ -292,7 +305,7 @@ def main() -> None:
     model = load_for_window(args.model_dir, 2048, args.device, dtype)
     pairs = pep_pairs(model, root, 1536, 2048)
     chosen = random.Random(args.seed).sample(pairs, min(args.pairs, len(pairs)))
-    results = run_all(chosen, args, dtype)
+    results, check = run_all(chosen, args, dtype, root)
 
     header = ["scenario", "edits", "median MMACs (ours)", "timed edits"] + [
         f"{what} vs {b}" for b in ("dense", "prefix-KV", "paragraph cache") for what in ("MACs", "time")]
@@ -302,8 +315,7 @@ def main() -> None:
              f"(threads each: {args.threads or (1 if args.workers > 1 else torch.get_num_threads())})",
              "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper; "
              "time medians over the timed edits", "", table]
-    if args.imdb:
-        check = imdb_context_check(model, root, args.imdb, args.seed)
+    if check:
         lines += ["", f"IMDB test, {check['reviews']} reviews ({check['multi_paragraph']} with several paragraphs): "
                       f"whole-document accuracy {check['whole_accuracy']:.3f}, mean of paragraphs scored alone "
                       f"{check['paragraph_mean_accuracy']:.3f}"]
