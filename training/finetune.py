@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from . import common
 from .data import imdb_examples
+from .head_fit import fit_head
 from .locality import locality_loss, make_edits
 from .tokenizer import BOS_ID, PAD_ID, batch_encoder, load_tokenizer
 from .vq import TrainQuantizer
@@ -69,6 +70,13 @@ def token_cross_entropy(cls_logits: torch.Tensor, valid: torch.Tensor, labels: t
     logp = cls_logits.float().log_softmax(-1)  # (B, T, C)
     nll = -logp.gather(-1, labels[:, None, None].expand(-1, logp.shape[1], 1))[..., 0]  # (B, T)
     return ((nll * tok).sum(1) / tok.sum(1).clamp(min=1)).mean()
+
+
+def balanced_pick(by_label: list[list[int]], batch: int, g: torch.Generator) -> list[int]:
+    """Training rows with every label equally often: a lopsided small batch drags the head's bias
+    back and forth (the per-token loss makes every token of a review vote the same way)."""
+    return [c[int(torch.randint(0, len(c), (1,), generator=g))] for k in range(batch)
+            for c in [by_label[k % len(by_label)]]]
 
 
 def param_groups(net, head_lr_mult: float) -> list[dict]:
@@ -151,11 +159,12 @@ def train_finetune(args) -> Path:
     tok = load_tokenizer(tok_path)
     rows, held = imdb_examples(args.data, "train", limit=args.limit, seed=args.seed, holdout=args.holdout)
     train = encode_reviews(tok, rows, args.seq - 1)
+    by_label = [[i for i, (_, y) in enumerate(train) if y == c] for c in sorted({y for _, y in train})]
     quant = TrainQuantizer(net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau) if is_vq else None
     opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     probe = encode_reviews(tok, held[-args.eval_reviews:], args.seq - 1) if args.eval_every else []
     ckpt = out / "checkpoint.pt"
-    step, t_used = 0, 0.0
+    step, t_used, head_report = 0, 0.0, None
     if args.resume and ckpt.is_file():
         state = common.load_checkpoint(ckpt)
         net.load_state_dict(state["model"])
@@ -164,15 +173,24 @@ def train_finetune(args) -> Path:
             quant.load_state_dict(state["quant"])
         torch.set_rng_state(state["rng"])
         step, t_used = state["step"], state["seconds"]
+        head_report = state.get("head_fit")
+    elif args.head_fit:  # a fresh run: start from the convex optimum of the head on frozen features
+        head_report = fit_head(net, train[:args.head_fit], lambda n: spread_positions(n, pool))
+        t_used = head_report["seconds"]
+        net.train()
 
     bar = common.Progress(out, args.steps, step, "finetune-dense" if args.dense else "finetune", disable=args.quiet)
+    if head_report and step == 0:
+        bar.log(stage="head_fit", **head_report,
+                probe=accuracy(net, probe, lambda n: spread_positions(n, pool)) if probe else None)
+        net.train()
     t0 = time.time()
     seen = 0
     stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
     while step < stop:
         common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
         g = torch.Generator().manual_seed(args.seed * 104_729 + step)
-        pick = torch.randint(0, len(train), (args.batch,), generator=g).tolist()
+        pick = balanced_pick(by_label, args.batch, g)
         batch = tuple(t.to(device) for t in pad_batch([train[i] for i in pick], lambda n: sample_positions(n, pool, g)))
         terms = finetune_losses(net, quant, batch, args, step)
         opt.zero_grad(set_to_none=True)
@@ -193,7 +211,7 @@ def train_finetune(args) -> Path:
             net.train()
         if step % args.ckpt_every == 0 or step == stop:
             common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), rng=torch.get_rng_state(),
-                                   quant=quant.state_dict() if quant is not None else None, step=step,
+                                   quant=quant.state_dict() if quant is not None else None, step=step, head_fit=head_report,
                                    seconds=t_used + time.time() - t0)
     bar.close()
     if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
@@ -206,7 +224,7 @@ def train_finetune(args) -> Path:
     card = {"finetune": {
         "source": str(args.model), "dense": args.dense, "steps": step, "batch": args.batch, "max_tokens": args.seq - 1,
         "reviews_seen": step * args.batch, "data": "imdb_train (seeded shuffle, last %d rows held out)" % args.holdout,
-        "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq else None,
+        "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq else None, "head_fit": head_report,
         "wall_seconds": round(t_used + time.time() - t0, 1),
     }}
     if not args.dense:

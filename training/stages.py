@@ -37,6 +37,8 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--w-lm", type=float, default=0.2, help="weight of the LM loss kept during fine-tuning")
     p.add_argument("--w-token", type=float, default=1.0, help="weight of the per-token label cross-entropy")
     p.add_argument("--head-lr-mult", type=float, default=10.0, help="learning-rate multiplier of the new head")
+    p.add_argument("--head-fit", type=int, default=0,
+                   help="first fit the head on frozen features of this many training reviews (0: no)")
     p.add_argument("--eval-every", type=int, default=0, help="log held-out accuracy every N steps (0: never)")
     p.add_argument("--eval-reviews", type=int, default=200, help="held-out reviews for --eval-every")
     p.add_argument("--holdout", type=int, default=1000, help="IMDB train rows kept for validation")

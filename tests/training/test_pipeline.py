@@ -124,3 +124,20 @@ def test_teacher_folder_with_vocab_and_merges_only(tmp_path, data_dir, random_op
     assert exported.encode(text).ids == reference.encode(text).ids
     assert inference.load_model(tmp_path / "d" / "model", device="cpu").tokenizer.encode(text) == exported.encode(
         text, add_special_tokens=False).ids
+
+
+def test_head_fit_lowers_the_document_loss_before_fine_tuning(tmp_path, data_dir, distilled):
+    """--head-fit solves the head on frozen features first; a resumed run keeps that report."""
+    ft = ["finetune", "--data", data_dir, "--model", distilled, "--batch", 4, "--seq", 48, "--limit", 120,
+          "--holdout", 40, "--lr", 1e-3, "--warmup", 1, "--quiet", "--steps", 4, "--head-fit", 100, "--w-token", 0,
+          "--eval-every", 2, "--eval-reviews", 20]
+    run_cli(*ft, "--out", tmp_path / "a")
+    fit = read_log(tmp_path / "a", "head_fit")[0]
+    assert fit["reviews"] == 100 and fit["doc_nll_after"] < fit["doc_nll_before"] - 0.01, fit
+    assert 0 <= fit["probe"]["accuracy"] <= 1
+    run_cli(*ft, "--out", tmp_path / "b", "--stop-after", 2)
+    run_cli(*ft, "--out", tmp_path / "b", "--resume")
+    assert same_weights(load_file(tmp_path / "a" / "model" / "model.safetensors"),
+                        load_file(tmp_path / "b" / "model" / "model.safetensors"))
+    card = json.loads((tmp_path / "b" / "model" / "card.json").read_text())
+    assert card["finetune"]["head_fit"]["doc_nll_after"] == fit["doc_nll_after"]  # carried through the resume
