@@ -121,7 +121,7 @@ class WindowState:
         self.codes = torch.zeros(L, cap, h, dtype=torch.long, device=dev)
         self.vc = torch.zeros(L, cap, G, K, dtype=dt, device=dev)
         self.hidden = torch.zeros(cap, d, dtype=dt, device=dev)
-        self.cls_prob = torch.zeros(cap, cfg.num_labels, dtype=dt, device=dev)
+        self.cls_logp = torch.zeros(cap, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
         self.lse = torch.zeros(cap, dtype=dt, device=dev)
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
@@ -146,7 +146,7 @@ class WindowState:
 
     def _fill_heads(self, slots: torch.Tensor, hidden: torch.Tensor, cls_logits: torch.Tensor) -> None:
         self.hidden[slots] = hidden
-        self.cls_prob[slots] = torch.softmax(cls_logits, -1)
+        self.cls_logp[slots] = torch.log_softmax(cls_logits, -1)
         self.lse[slots] = torch.logsumexp(self.net.lm_logits(hidden), -1)
 
     # ----------------------------------------------------------------- reading
@@ -192,7 +192,7 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr, np.zeros(cap - old, dtype=arr.dtype)]))
-        for name, dim in (("alive", 0), ("pos", 0), ("hidden", 0), ("cls_prob", 0), ("lse", 0), ("x", 1),
+        for name, dim in (("alive", 0), ("pos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0), ("x", 1),
                           ("q", 1), ("k", 1), ("v", 1), ("s", 1), ("proj", 1), ("codes", 1), ("vc", 1)):
             t = getattr(self, name)
             shape = list(t.shape)
@@ -388,7 +388,7 @@ class WindowState:
                 mismatched += int((tr.codes[0] != self.codes[l, order]).any(-1).sum())
         diffs = [
             (out.hidden[0] - self.hidden[order]).abs().max(),
-            (torch.softmax(out.cls_logits[0], -1) - self.cls_prob[order]).abs().max(),
+            (torch.log_softmax(out.cls_logits[0], -1) - self.cls_logp[order]).abs().max(),
             (out.layer_outputs[-1][0] - self.x[-1, order]).abs().max(),
         ]
         return WindowCheck(mismatched == 0, mismatched, float(max(diffs)))

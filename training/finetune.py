@@ -1,12 +1,13 @@
 """Fine-tune for IMDB sentiment with the per-token head; the document score is the token mean.
 
-Why the mean of token probabilities: it is what the engine reports and what updates
-incrementally (a paragraph's score is the mean over its tokens). So the loss is the negative
-log of the mean probability of the true label over the non-BOS tokens, trained with sampled
-pool positions as everywhere else, plus a token-level term (every token's own cross-entropy
-against the review's label, weight ``--w-token``): the mean-probability loss alone gives each
-token a 1/T share of a weak gradient, and fine-tuning crawled (64% after 2,240 reviews);
-the token term is an upper bound of it (Jensen) that trains every token directly. A small LM loss keeps the LM head (surprise hints)
+Why this document score: it is what the engine reports and what updates incrementally (a
+paragraph's score is the mean of its tokens' class log-probabilities, renormalised; see
+``inference.document.span_probs``). The loss is the negative log of the document probability
+of the true label, trained with sampled pool positions as everywhere else, optionally plus a
+token-level term (every token's own cross-entropy against the review's label, ``--w-token``).
+An earlier aggregate, the mean of token probabilities, squashed documents towards 0.5 and
+fine-tuning crawled (64% after 2,240 reviews); with log-probabilities the head on frozen
+features is plain logistic regression on mean-pooled states (``--head-fit``). A small LM loss keeps the LM head (surprise hints)
 alive. The VQ model keeps EMA codebooks, the Gumbel pseudo-gradient and the locality term; the
 dense teacher (``--dense``) is fine-tuned by the same code for the comparison row.
 """
@@ -56,11 +57,12 @@ def pad_batch(examples: list[tuple[list[int], int]], positions_for) -> tuple[tor
 
 
 def doc_probs(cls_logits: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """Document class probabilities (B, C): mean over non-BOS valid tokens of softmax."""
+    """Document class probabilities (B, C) as the engine reports them (``inference.document.span_probs``):
+    the mean over non-BOS valid tokens of the class log-probabilities, renormalised."""
     tok = valid.clone()
     tok[:, 0] = False  # BOS is not part of the document
-    probs = cls_logits.float().softmax(-1) * tok[..., None]  # (B, T, C)
-    return probs.sum(1) / tok.sum(1, keepdim=True).clamp(min=1)  # (B, C)
+    logp = cls_logits.float().log_softmax(-1) * tok[..., None]  # (B, T, C)
+    return (logp.sum(1) / tok.sum(1, keepdim=True).clamp(min=1)).softmax(-1)  # (B, C)
 
 
 def token_cross_entropy(cls_logits: torch.Tensor, valid: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,7 @@ TOKENIZER_ARGS="${TOKENIZER_ARGS:---vocab 8192 --chars 20000000}"
 TEACHER_ARGS="${TEACHER_ARGS:---steps 900 --batch 4 --seq 1024 --lr 1e-3 --warmup 45 --tokens 6000000 --valid-tokens 200000 --ckpt-every 25 --log-every 5}"
 # Distillation settings are shared by the main run and the locality ablation.
 DISTILL="${DISTILL:---steps 120 --batch 2 --seq 1024 --warmup 10 --lr 3e-4 --vq-heads 2 --scale 0.0009765625 --tokens 1500000 --edit-batch 1 --ckpt-every 10}"
-FINETUNE="${FINETUNE:---steps 300 --batch 8 --seq 256 --warmup 10 --lr 1e-4 --head-lr-mult 1 --w-token 0 --head-fit 4000 --holdout 1000 --eval-every 50 --ckpt-every 10}"
+FINETUNE="${FINETUNE:---steps 0 --seq 256 --head-fit 10000 --holdout 1000}"
 EVAL_ARGS="${EVAL_ARGS:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 ABLATION_ARGS="${ABLATION_ARGS:---lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 
