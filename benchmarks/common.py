@@ -65,7 +65,9 @@ def load_for_window(model_dir, window: int, device, dtype):
 
 
 def dense_pass(model, token_ids: list[int]):
-    """What the engine's verify() runs: a dense forward over BOS + tokens, both heads."""
+    """What the engine's verify() runs: a dense forward over BOS + tokens, both heads.
+
+    Returns (LM log-sum-exp per row, class log-probabilities per row)."""
     from inference.positions import spread_positions
 
     cfg, dev = model.config, model.device
@@ -73,7 +75,7 @@ def dense_pass(model, token_ids: list[int]):
     pos = spread_positions(ids.shape[1], cfg.position_pool).to(dev).unsqueeze(0)
     with torch.no_grad():
         out = model.net(ids, pos)
-        return torch.logsumexp(model.net.lm_logits(out.hidden), -1), torch.softmax(out.cls_logits, -1)
+        return torch.logsumexp(model.net.lm_logits(out.hidden), -1), torch.log_softmax(out.cls_logits, -1)
 
 
 def softmax_twin(cfg, device, dtype):

@@ -43,6 +43,7 @@ import inference  # noqa: E402
 from benchmarks.common import (data_dir, dense_pass, load_for_window, markdown_table, median,  # noqa: E402
                                prefix_macs, prefix_reuse_seconds, softmax_twin, timed)
 from inference import Splice  # noqa: E402
+from inference.document import span_probs  # noqa: E402
 from inference.tokenizer import paragraph_breaks  # noqa: E402
 
 BASELINES = ("dense", "prefix", "paragraph")
@@ -174,11 +175,12 @@ def imdb_context_check(model, root: Path, n: int, seed: int) -> dict:
     for row in rows:
         text = row["text"].replace("<br /><br />", "\n\n").replace("<br />", "\n")
         ids = model.tokenizer.encode(text)[:cap]
-        whole += int((dense_pass(model, ids)[1][0, 1:].mean(0)[pos_index] > 0.5)) == row["label"]
+        whole_logp = dense_pass(model, ids)[1][0, 1:].sum(0)  # summed token class log-probabilities
+        whole += int(span_probs(whole_logp, len(ids))[pos_index] > 0.5) == row["label"]
         runs = [r for r in paragraph_runs(ids, model) if r[1] > r[0]]
         multi += len(runs) > 1
-        total = sum(dense_pass(model, ids[a:b])[1][0, 1:].sum(0) for a, b in runs)
-        para += int((total[pos_index] / len(ids) > 0.5)) == row["label"]
+        alone_logp = sum(dense_pass(model, ids[a:b])[1][0, 1:].sum(0) for a, b in runs)
+        para += int(span_probs(alone_logp, len(ids))[pos_index] > 0.5) == row["label"]
     return {"reviews": len(rows), "multi_paragraph": multi, "whole_accuracy": whole / len(rows),
             "paragraph_mean_accuracy": para / len(rows)}
 
