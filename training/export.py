@@ -38,7 +38,8 @@ def summary(card: dict) -> dict:
         out["single_token_mac_speedup_median"] = ev["engine"]["single_token_mac_speedup_median"]
     teacher = ev.get("teacher_uses_context", {})
     out["tokens_seen"] = {"teacher": teacher.get("tokens_seen"), "distill": card.get("distill", {}).get("tokens_seen"),
-                          "finetune_reviews": card.get("finetune", {}).get("reviews_seen")}
+                          "finetune_reviews": card.get("finetune", {}).get("reviews_seen"),
+                          "head_fit_reviews": (card.get("finetune", {}).get("head_fit") or {}).get("reviews")}
     out["wall_seconds"] = {"teacher": teacher.get("wall_seconds"), "distill": card.get("distill", {}).get("wall_seconds"),
                            "finetune": card.get("finetune", {}).get("wall_seconds")}
     return out
