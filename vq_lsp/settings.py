@@ -52,6 +52,9 @@ class Settings:
         "Documents with more tokens get no hints (and an explanation) instead of a slow state.", 1, 10_000_000))
     debounce_ms: int = field(default=0, metadata=_meta(
         "Optional delay before processing an edit; 0 (default): coalesce only, no timer.", 0, 10_000))
+    full_recompute: bool = field(default=False, metadata=_meta(
+        "For benchmarks and debugging: recompute every update with a dense pass from scratch instead of the "
+        "incremental engine (same protocol and coalescing; far more CPU per keystroke)."))
 
     def wants(self, language_id: str) -> bool:
         return "*" in self.file_types or language_id in self.file_types
