@@ -1,5 +1,8 @@
 """The `vq-lsp` command. `vq-lsp` or `vq-lsp serve`: the language server over stdio.
 
+The server's exit code follows LSP: 0 when `shutdown` came before `exit` (or before the client
+closed the connection), else 1.
+
 Subcommands are parsed with argparse subparsers so that a batch `vq-lsp score PATH` can be
 added beside `serve` without changing how the server is started.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 
 from .settings import Settings
@@ -48,8 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     from .server import build
 
     defaults = dataclasses.replace(Settings(), model_path=args.model, device=args.device, threads=args.threads)
-    build(defaults).start_io()
-    return 0
+    server = build(defaults)
+    code = server.start_io()
+    if not server.engine_finished():  # an engine job nobody waits for any more: do not wait for it either
+        logging.getLogger(__name__).warning("exiting while the engine finishes a job it no longer needs")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """What the user sees: diagnostics, hover text and the code lens, from a document's state.
 
 Paragraphs are runs of non-blank lines (paragraphs.py, shared with the batch scorer); a
-paragraph's score is the mean class probability over its tokens (`doc.span_scores`). Sentiment diagnostics (Information) mark
-paragraphs whose top label reaches the threshold; surprise diagnostics (Hint) mark the tokens
-the LM head found least likely, as possible typos or awkward wording. Ranges are LSP ranges
+paragraph's score comes from the mean of its tokens' class log-probabilities
+(`doc.span_scores`). Sentiment diagnostics (Information) mark paragraphs whose top label
+reaches the threshold; surprise diagnostics (Hint) mark the tokens the LM head found least likely, as possible typos or awkward wording. Ranges are LSP ranges
 (UTF-16 columns) computed from the token start offsets that textsync keeps.
 """
 

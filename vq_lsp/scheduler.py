@@ -10,6 +10,12 @@ waiting (the newer version supersedes: e.g. skip publishing hints that are alrea
 
 An optional fixed debounce (`delay` seconds, 0 by default) waits before each drain; it only
 adds latency and is kept as an option.
+
+`caught_up(key)` waits until the events submitted *so far* are processed, not for events that
+arrive later: a request sent in the middle of an edit storm is answered after at most the batch
+in progress and the one holding its predecessors, instead of waiting for the storm to end
+(`idle`, which waits until no work is left, starved such requests for as long as edits kept
+coming faster than the engine).
 """
 
 from __future__ import annotations
@@ -30,9 +36,15 @@ class Coalescer:
         self.pending: dict[Hashable, list[Any]] = {}
         self.tasks: dict[Hashable, asyncio.Task] = {}
         self.batches = 0  # calls of `run` so far (for statistics and tests)
+        # events submitted per key and, of those, how many `run` has finished with; both only grow
+        # (an int pair per document ever opened), so a waiter's target never refers to a reset count
+        self.submitted: dict[Hashable, int] = {}
+        self.processed: dict[Hashable, int] = {}
+        self._tick = asyncio.Event()  # set (and replaced) whenever a batch finishes or a drain ends
 
     def submit(self, key: Hashable, *events: Any) -> None:
         self.pending.setdefault(key, []).extend(events)
+        self.submitted[key] = self.submitted.get(key, 0) + len(events)
         if key not in self.tasks:
             self.tasks[key] = asyncio.get_running_loop().create_task(self._drain(key))
 
@@ -48,16 +60,31 @@ class Coalescer:
                 return
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def caught_up(self, key: Hashable) -> None:
+        """Wait until every event submitted for `key` before this call has been processed."""
+        target = self.submitted.get(key, 0)
+        while key in self.tasks and self.processed.get(key, 0) < target:
+            tick = self._tick
+            await tick.wait()
+
+    def _ticked(self) -> None:
+        self._tick.set()
+        self._tick = asyncio.Event()
+
     async def _drain(self, key: Hashable) -> None:
         try:
             while self.pending.get(key):
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 events = self.pending.pop(key)
+                upto = self.submitted[key]
                 self.batches += 1
                 try:
                     await self.run(key, events, lambda: bool(self.pending.get(key)))
                 except Exception:  # one document's failure must not stop the others
                     log.exception("work for %s failed", key)
+                self.processed[key] = upto
+                self._ticked()
         finally:
             self.tasks.pop(key, None)
+            self._ticked()

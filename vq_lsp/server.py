@@ -3,38 +3,59 @@
 Threads: the asyncio loop only receives messages, queues document events in the `Coalescer`
 and sends results; all model and engine work (loading, tokenizing, updates, hints, requests)
 runs on one worker thread, so engine states are never touched by two threads at once.
-Requests about a document (hover, code lens, scores, verify) first wait until that
-document's queued edits are processed, so they answer for its newest version.
+Requests about a document (hover, code lens, scores, verify) first wait until the edits
+queued before them are processed (not the ones that arrive later: an edit storm must not starve
+them), so they answer for the version the client saw or a newer one.
+
+Reading stdin is ours, not pygls' (transport.py: bounded frames on a daemon thread), and every
+message goes through `Protocol.receive`, which answers each malformed request with a JSON-RPC
+error (pygls only logged it and popped up "Error in server" in the editor, leaving the request
+unanswered) and treats a malformed didChange as a lost change: the document is paused until
+the editor resends its full text, never silently out of sync.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
+import json
 import logging
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import cattrs
 
 import torch
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
 
 import inference
 
 from . import __version__, hints
+from .heap import HeapTrimmer
 from .scheduler import Coalescer
 from .settings import SECTION, Settings, parse
 from .states import Documents, Outcome
-from .textsync import Change
+from .textsync import Change, TextSyncError
+from .transport import FdReader, frames
 
 log = logging.getLogger(__name__)
 
 DOCUMENT_SCORES = "vqLsp/documentScores"
 VERIFY = "vqLsp.verify"
 _LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning, "info": types.MessageType.Info}
+# JSON-RPC and LSP error codes
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
+SERVER_NOT_INITIALIZED = -32002
+EXIT_GRACE_S = 2.0  # at exit, wait this long for a running engine job before leaving without it
 
 
 class RequestFailed(JsonRpcException):
@@ -44,26 +65,124 @@ class RequestFailed(JsonRpcException):
     MESSAGE = "Request failed"
 
 
-class Protocol(LanguageServerProtocol):
-    """pygls' protocol with two changes: positions stay UTF-16 (what textsync speaks) whatever
-    encodings the client offers, and a change pygls' own document copy cannot apply does not
-    stop our handler (which reports it properly)."""
+def _detail(exc: BaseException) -> str:
+    """A readable reason for a message pygls could not turn into typed params."""
+    cause = exc.__cause__ or exc
+    if isinstance(cause, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(cause, path="$")[:5])
+    return f"{type(cause).__name__}: {cause}"
 
+
+class Protocol(LanguageServerProtocol):
+    """pygls' protocol with these changes:
+    - `receive` validates each raw message and answers every bad request with an error;
+    - requests before `initialize` or after `shutdown` get the errors LSP prescribes instead
+      of silence, and `exit` records the exit code LSP prescribes (0 after shutdown, else 1);
+    - positions stay UTF-16 (what textsync speaks) whatever encodings the client offers;
+    - pygls' own copy of each document is not kept: it was never read, and re-splitting
+      the whole text on every keystroke only slowed the event loop in edit storms.
+    """
+
+    initialized = False  # an initialize request was received
+
+    # ----------------------------------------------------------------- raw messages
+    def receive(self, body: bytes) -> None:
+        """Handle one framed message body; anything malformed gets an error response (id null
+        when the id cannot be read), a malformed notification a log line, and nothing raises."""
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, nesting too deep
+            return self.reply_error(None, PARSE_ERROR, f"invalid JSON: {str(e)[:200]}")
+        if not isinstance(data, dict):
+            return self.reply_error(None, INVALID_REQUEST, f"expected a JSON object, got {type(data).__name__}")
+        has_id, msg_id, method = "id" in data, data.get("id"), data.get("method")
+        id_ok = isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool)
+        bad_method = "method" in data and not isinstance(method, str)  # null included
+        if data.get("jsonrpc") != "2.0" or (has_id and not id_ok) or bad_method:
+            what = ('"jsonrpc" must be "2.0"' if data.get("jsonrpc") != "2.0" else
+                    "the id must be a string or an integer" if has_id and not id_ok else "the method must be a string")
+            if has_id or method is None:
+                return self.reply_error(msg_id if id_ok else None, INVALID_REQUEST, f"invalid message: {what}")
+            return log.warning("ignored a malformed %r notification: %s", method, what)
+        if method is None and not has_id:
+            return self.reply_error(None, INVALID_REQUEST, "neither a request, a notification nor a response")
+        try:
+            message = self.structure_message(data)
+        except Exception as e:  # pygls raises JsonRpcInvalidParams / JsonRpcInternalError from cattrs errors
+            if method is None:
+                return log.warning("ignored a malformed response to request %r: %s", msg_id, _detail(e))
+            if has_id:
+                return self.reply_error(msg_id, INVALID_PARAMS, f"invalid params for {method}: {_detail(e)}")
+            return self._server.malformed_notification(method, data.get("params"), _detail(e))
+        if has_id and method is not None and not isinstance(message, RPCRequest):  # e.g. didOpen with an id
+            return self.reply_error(msg_id, INVALID_REQUEST, f"{method} is a notification: it takes no id")
+        try:
+            self.handle_message(message)
+        except Exception as e:  # a handler that failed before it could answer
+            log.exception("handling %r failed", method)
+            if has_id and method is not None:
+                self.reply_error(msg_id, INTERNAL_ERROR, f"internal error: {type(e).__name__}: {e}")
+
+    def _send_data(self, data: Any) -> None:
+        """pygls' send, except that a client gone away (broken pipe) ends serving quietly
+        instead of raising into whatever was publishing."""
+        if self._server._stopping:
+            return
+        try:
+            super()._send_data(data)
+        except (BrokenPipeError, ConnectionResetError, ValueError) as e:  # ValueError: write to a closed file
+            log.warning("the client is gone (%s): stopping", type(e).__name__)
+            self._server.stop_reading()
+
+    def reply_error(self, msg_id: Any, code: int, message: str) -> None:
+        log.warning("answering %r with error %d: %s", msg_id, code, message)
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+    def handle_message(self, message) -> None:
+        method = getattr(message, "method", None)
+        is_request = isinstance(message, RPCRequest)
+        if method is not None and method != types.EXIT:
+            if self._shutdown:
+                if is_request:
+                    self.reply_error(message.id, INVALID_REQUEST, f"{method}: the server is shutting down")
+                return
+            if not self.initialized and method != types.INITIALIZE:
+                if is_request:
+                    self.reply_error(message.id, SERVER_NOT_INITIALIZED, f"{method} before initialize")
+                return  # LSP: notifications before initialize are dropped
+            if self.initialized and method == types.INITIALIZE:
+                return self.reply_error(message.id, INVALID_REQUEST, "initialize was already received")
+        super().handle_message(message)
+
+    # ----------------------------------------------------------------- lifecycle
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
+        self.initialized = True
         if params.capabilities.general is not None:
             params.capabilities.general.position_encodings = None
         return (yield from super().lsp_initialize(params))
 
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args) -> None:
+        self._server.exit_code = 0 if self._shutdown else 1
+        self._server.stop_reading()
+
+    # ----------------------------------------------------------------- documents: our handlers only
+    def _forward(self, method: str, params):
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
+
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        try:
-            for change in params.content_changes:
-                self.workspace.update_text_document(params.text_document, change)
-        except Exception as e:  # our handler reports bad changes; pygls' copy is not used
-            log.debug("pygls could not apply a change: %s", e)
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
 
 
 class VQServer(LanguageServer):
@@ -74,26 +193,126 @@ class VQServer(LanguageServer):
         self.base = self.defaults  # defaults plus initializationOptions
         self.docs = Documents(self.defaults)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vq-engine")
+        self.engine_idle = threading.Event()  # no engine job is running (cleared while one runs)
+        self.engine_idle.set()
+        self.heap = HeapTrimmer()  # returns dropped states' memory to the OS (engine thread only)
         self.coalescer = Coalescer(self._run)
         self.pending_warnings: list[str] = []
+        self.failing: dict[str, str] = {}  # uri -> "retrying" or "gave up" after an internal error
+        self.exit_code: int | None = None  # set by `exit`; else by the end of input
         self._tokens = itertools.count(1)
+        self._stopping = False
+        self._inbox: asyncio.Queue | None = None
+
+    # ----------------------------------------------------------------- stdio
+    def start_io(self, stdin=None, stdout=None) -> int:
+        """Serve over stdio until `exit` or end of input; returns the process exit code."""
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(self._serve(stdin or FdReader(sys.stdin.fileno())))
+        except BrokenPipeError:
+            log.warning("the client closed its end of the connection")
+        finally:
+            self.pool.shutdown(wait=False, cancel_futures=True)  # queued engine work has no one to answer
+        if self.exit_code is None:  # end of input: a clean goodbye only if shutdown came first (LSP)
+            self.exit_code = 0 if self.protocol._shutdown else 1
+        return self.exit_code
+
+    async def _serve(self, stdin) -> None:
+        loop = asyncio.get_running_loop()
+        self._inbox = inbox = asyncio.Queue(maxsize=256)  # back-pressure on a client that floods us
+
+        def pump() -> None:  # on a daemon thread: a blocked read never keeps the process alive
+            try:
+                for item in frames(stdin):
+                    asyncio.run_coroutine_threadsafe(inbox.put(item), loop).result()
+            except Exception as e:  # the loop is gone or stdin broke: either way, stop
+                log.info("stopped reading: %s", e)
+            try:
+                asyncio.run_coroutine_threadsafe(inbox.put(None), loop)
+            except RuntimeError:
+                pass
+
+        threading.Thread(target=pump, name="vq-stdin", daemon=True).start()
+        while not self._stopping:
+            item = await inbox.get()
+            if item is None:
+                log.info("end of input: the client is gone")
+                break
+            body, problem = item
+            if problem is not None:
+                self.protocol.reply_error(None, INVALID_REQUEST, problem)
+            else:
+                self.protocol.receive(body)
+            await asyncio.sleep(0)  # let handlers started by this message run before the next one
+
+    def stop_reading(self) -> None:
+        """Stop serving after the message being handled (exit, or the client is gone)."""
+        self._stopping = True
+        if self._inbox is not None:
+            try:
+                self._inbox.put_nowait(None)  # wake the loop if it waits for input
+            except asyncio.QueueFull:
+                pass  # it does not wait: it checks _stopping after the current message
+
+    def engine_finished(self, timeout: float = EXIT_GRACE_S) -> bool:
+        """Wait up to `timeout` for a running engine job (at exit); True if none is running."""
+        return self.engine_idle.wait(timeout)
 
     # ----------------------------------------------------------------- helpers
+    def _engine_job(self, fn, *args):
+        self.engine_idle.clear()
+        try:
+            return fn(*args)
+        finally:
+            self.heap.observe(st.doc for st in self.docs.states.values())
+            self.engine_idle.set()
+
     async def on_engine(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self._engine_job, fn, *args)
+
+    def verify_with_text(self, uri: str) -> dict:
+        """verify() plus a hash of the server's text, so a client can check it is its own."""
+        result = self.docs.verify(uri)
+        text = self.docs.states[uri].text
+        return result | {"textSha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
+
+    def malformed_notification(self, method: str, params: Any, detail: str) -> None:
+        """A notification whose params could not be read. For didChange the change is lost, so
+        the document's text is in doubt: pause it until the editor resends the full text."""
+        log.warning("ignored a malformed %s notification: %s", method, detail)
+        doc = params.get("textDocument") if isinstance(params, dict) else None
+        uri = doc.get("uri") if isinstance(doc, dict) else None
+        if method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(uri, str):
+            version = doc.get("version") if isinstance(doc.get("version"), int) else None
+            self.coalescer.submit(uri, ("lost", version, f"a malformed didChange ({detail})"))
+        else:
+            self.window_log_message(types.LogMessageParams(
+                type=types.MessageType.Warning, message=f"vq-lsp: ignored a malformed {method} notification: {detail}"))
 
     def say(self, level: str, text: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=_LEVELS[level], message=text))
         self.window_log_message(types.LogMessageParams(type=_LEVELS[level], message=text))
 
     async def _run(self, uri: str, events: list[tuple], superseded) -> None:
+        if self.protocol._shutdown:
+            return  # shutting down: the engine pool no longer takes work
         try:
             out: Outcome = await self.on_engine(self.docs.process, uri, events, superseded)
-        except Exception as e:  # never stop serving: rebuild this document from its text next time
+        except Exception as e:  # never stop serving: drop the state, rebuild it from its text
             log.exception("processing %s failed", uri)
-            self.say("error", f"vq-lsp: internal error on {uri} ({type(e).__name__}: {e}); rebuilding it")
             await self.on_engine(self.docs.drop, uri)
+            what = f"vq-lsp: internal error on {uri} ({type(e).__name__}: {e})"
+            state = self.failing.get(uri)
+            if state is None:  # retry once at once, so the client gets hints without another edit
+                self.say("error", f"{what}; rebuilding it from its text")
+                self.failing[uri] = "retrying"
+                self.coalescer.submit(uri, ("refresh",))
+            elif state == "retrying":  # a fault that repeats: say so once, and do not loop
+                self.say("error", f"{what} again; hints for it resume when an edit succeeds")
+                self.failing[uri] = "gave up"
             return
+        self.failing.pop(uri, None)
         for m in out.messages:
             self.say(m.level, m.text)
         if out.diagnostics is not None and not superseded():
@@ -148,24 +367,27 @@ class VQServer(LanguageServer):
 
     async def ready(self, uri: str, fn, *args):
         """Run a request on a document's newest state; errors become LSP error responses."""
-        await self.coalescer.idle(uri)
+        await self.coalescer.caught_up(uri)
         try:
             return await self.on_engine(fn, uri, *args)
         except KeyError as e:
             raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None
         except LookupError as e:
             raise RequestFailed(str(e)) from None
+        except TextSyncError as e:  # a position outside the document
+            raise JsonRpcInvalidParams(str(e)) from None
 
 
 def _uri_of(params: Any) -> str:
-    if isinstance(params, dict):
-        uri = params.get("uri") or (params.get("textDocument") or {}).get("uri")
-    else:
-        uri = getattr(params, "uri", None)
-        if uri is None and getattr(params, "textDocument", None) is not None:
-            uri = params.textDocument.uri
-        if uri is None and getattr(params, "text_document", None) is not None:
-            uri = params.text_document.uri
+    """The uri of {"uri": ...} or {"textDocument": {"uri": ...}}, as a dict or as pygls' objects;
+    anything else is invalid params (a list where an object belongs was an internal error)."""
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+    uri = get(params, "uri")
+    if uri is None:
+        doc = get(params, "textDocument") or get(params, "text_document")
+        uri = None if doc is None else get(doc, "uri")
     if not isinstance(uri, str):
         raise JsonRpcInvalidParams('expected params {"uri": "..."}')
     return uri
@@ -240,7 +462,7 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def verify(ls: VQServer, *args):
         if not args or not isinstance(args[0], str):
             raise JsonRpcInvalidParams(f"{VERIFY} takes one argument: the document uri")
-        result = await ls.ready(args[0], ls.docs.verify)
+        result = await ls.ready(args[0], ls.verify_with_text)
         if result["rebuilt"]:
             ls.say("warning", f"vq-lsp: {args[0]} failed verification and was rebuilt from its text")
             ls.coalescer.submit(args[0], ("refresh",))

@@ -131,6 +131,11 @@ class Documents:
                     out.messages.append(Message("error", f"vq-lsp: change for {uri}, which is not open; ignored"))
                     continue
                 self._change(st, ev[1], ev[2], out)
+            elif kind == "lost":  # a change the server could not even read (server.py): the text is in doubt
+                st = self.states.get(uri)
+                if st is not None:
+                    st.version = ev[1] if ev[1] is not None else st.version
+                    self._pause(st, ev[2], out)
             elif kind != "refresh":
                 raise ValueError(f"unknown event {kind!r}")
         st = self.states.get(uri)
@@ -157,7 +162,7 @@ class Documents:
                 res = st.tracked.apply(changes)
                 st.text = st.tracked.text
                 if st.doc is not None and res.splices:
-                    self._engine_apply(st, res.splices)
+                    self._engine_apply(st, res.splices, out)
             else:
                 text = st.text
                 for c in changes:
@@ -167,23 +172,44 @@ class Documents:
             what = str(e) if isinstance(e, TextSyncError) else f"internal error ({type(e).__name__}: {e})"
             if not isinstance(e, TextSyncError):
                 log.exception("change to %s failed", st.uri)
-            st.out_of_sync = what
-            st.tracked, st.doc, st.problem = None, None, None
-            out.messages.append(Message("error", (
-                f"vq-lsp: rejected a change to {st.uri} (version {version}): {what}. Hints for this document are "
-                "paused until the editor sends its full text (close and reopen it).")))
+            self._pause(st, what, out)
 
-    def _engine_apply(self, st: DocumentState, splices: list[inference.Splice]) -> None:
+    def _pause(self, st: DocumentState, what: str, out: Outcome) -> None:
+        """A change was lost: ignore incremental changes until the editor sends the full text."""
+        st.out_of_sync = what
+        st.tracked, st.doc, st.problem = None, None, None
+        out.messages.append(Message("error", (
+            f"vq-lsp: rejected a change to {st.uri} (version {st.version}): {what}. Hints for this document are "
+            "paused until the editor sends its full text (close and reopen it).")))
+
+    def _engine_apply(self, st: DocumentState, splices: list[inference.Splice], out: Outcome | None = None) -> None:
         try:
-            res = st.doc.apply(splices)
+            res = self._recompute(st) if self.settings.full_recompute else st.doc.apply(splices)
             st.last_cost = res.cost.as_dict() | {"splices": len(splices)}
             st.updates += 1
             if st.doc.n_tokens != len(st.tracked.ids) or st.doc.token_ids != st.tracked.ids:
                 raise ValueError("engine tokens disagree with the text's tokens")
         except Exception as e:  # a state in doubt is rebuilt from its text
             log.warning("rebuilding %s: %s", st.uri, e)
+            if out is not None:  # recovered, but the user should know why an update was slow
+                out.messages.append(Message("warning", f"vq-lsp: the engine could not update {st.uri} "
+                                            f"({type(e).__name__}: {e}); rebuilt its state from the text"))
             st.doc = None
             st.rebuilds += 1
+
+    def _recompute(self, st: DocumentState) -> inference.EditResult:
+        """The fullRecompute setting: rebuild the state from scratch over the new tokens (a dense pass).
+
+        It exists so that benchmarks can compare the engine with full recomputation on the same
+        server, protocol and coalescing (and for debugging); it is counted as an update, not a rebuild.
+        """
+        t0 = time.perf_counter()
+        st.doc = inference.IncrementalDocument(self.model, st.tracked.ids)
+        macs = st.doc.dense_macs()
+        rows = [st.doc.n_tokens + len(st.doc.windows)] * self.model.config.num_hidden_layers  # BOS row per window
+        cost = inference.Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=rows,
+                              seconds=time.perf_counter() - t0)
+        return inference.EditResult(scores=st.doc.scores, cost=cost)
 
     def _ensure(self, st: DocumentState, out: Outcome) -> None:
         """Build what the document lacks (tokens, engine state), or record why it cannot."""

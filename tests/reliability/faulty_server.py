@@ -1,0 +1,63 @@
+"""The real `vq-lsp` server with one injected fault, for the fault tests.
+
+Run as `python -m tests.reliability.faulty_server [vq-lsp options]` with VQ_FAULT set to
+comma-separated "where:first[:count]": calls number first .. first + count - 1 (1-based;
+count 0: every call from `first` on) of the chosen function raise RuntimeError("injected
+fault"). Where:
+  layer  inference.window.WindowState._layer: one layer of one window inside an incremental
+         update, i.e. in the middle of the engine's state update
+  build  inference.IncrementalDocument construction (a full pass: open or rebuild)
+  hints  vq_lsp.hints.diagnostics, after the engine update, while building diagnostics
+  hover  vq_lsp.hints.hover_text, inside a request
+The server code is untouched; only these functions are wrapped before it starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+
+def _wrap(fn, first: int, count: int):
+    calls = {"n": 0}
+
+    @functools.wraps(fn)
+    def faulty(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] >= first and (count == 0 or calls["n"] < first + count):
+            raise RuntimeError(f"injected fault (call {calls['n']} of {fn.__qualname__})")
+        return fn(*args, **kwargs)
+
+    return faulty
+
+
+def install(specs: str) -> None:
+    for spec in filter(None, specs.split(",")):
+        _install(spec)
+
+
+def _install(spec: str) -> None:
+    where, first, *rest = spec.split(":")
+    first, count = int(first), int(rest[0]) if rest else 1
+    import inference
+    import inference.window
+    from vq_lsp import hints
+
+    if where == "layer":
+        inference.window.WindowState._layer = _wrap(inference.window.WindowState._layer, first, count)
+    elif where == "build":
+        inference.IncrementalDocument.__init__ = _wrap(inference.IncrementalDocument.__init__, first, count)
+    elif where == "hints":
+        hints.diagnostics = _wrap(hints.diagnostics, first, count)
+    elif where == "hover":
+        hints.hover_text = _wrap(hints.hover_text, first, count)
+    else:
+        raise SystemExit(f"unknown fault site {where!r}")
+
+
+if __name__ == "__main__":
+    install(os.environ.get("VQ_FAULT", ""))
+    from vq_lsp.cli import main
+
+    sys.exit(main())
