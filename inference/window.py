@@ -86,6 +86,9 @@ class LayerConstants:
         return torch.einsum("cgw,gkw->cgk", v.reshape(v.shape[0], self.segments, -1), seg)
 
 
+LSE_CHUNK_ROWS = 256
+
+
 class WindowState:
     """BOS plus up to `window_tokens - 1` tokens, with every layer's state kept up to date."""
 
@@ -147,7 +150,10 @@ class WindowState:
     def _fill_heads(self, slots: torch.Tensor, hidden: torch.Tensor, cls_logits: torch.Tensor) -> None:
         self.hidden[slots] = hidden
         self.cls_logp[slots] = torch.log_softmax(cls_logits, -1)
-        self.lse[slots] = torch.logsumexp(self.net.lm_logits(hidden), -1)
+        # LM log-sum-exp in chunks of rows: (rows x vocab) logits for a whole window would be the
+        # largest temporary of a build (2048 x 8192 float64 = 128 MiB, several times over).
+        for a in range(0, len(slots), LSE_CHUNK_ROWS):
+            self.lse[slots[a:a + LSE_CHUNK_ROWS]] = torch.logsumexp(self.net.lm_logits(hidden[a:a + LSE_CHUNK_ROWS]), -1)
 
     # ----------------------------------------------------------------- reading
     @property
