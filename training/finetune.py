@@ -146,25 +146,14 @@ def accuracy(net, examples, positions_for, batch: int = 16) -> dict:
     return {"accuracy": float((pred == gold).float().mean()), "f1": f1, "n": len(examples)}
 
 
-def train_finetune(args) -> Path:
-    from inference import Tokenizer, save_model_folder
+def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tuple[int, float, dict | None]:
+    """Scope "all": every parameter trains (EMA codebooks, Gumbel pseudo-gradient, locality term)."""
     from inference.positions import sample_positions, spread_positions
 
-    common.set_threads(args.threads)
-    common.seed_everything(args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    device = common.pick_device(args.device)
-    net, tok_path, is_vq = load_for_finetune(args)
-    net = net.to(device)  # fp32 (codes must match the engine); see distill.py
     pool = net.config.position_pool
-    tok = load_tokenizer(tok_path)
-    rows, held = imdb_examples(args.data, "train", limit=args.limit, seed=args.seed, holdout=args.holdout)
-    train = encode_reviews(tok, rows, args.seq - 1)
     by_label = [[i for i, (_, y) in enumerate(train) if y == c] for c in sorted({y for _, y in train})]
     quant = TrainQuantizer(net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau) if is_vq else None
     opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
-    probe = encode_reviews(tok, held[-args.eval_reviews:], args.seq - 1) if args.eval_every else []
     ckpt = out / "checkpoint.pt"
     step, t_used, head_report = 0, 0.0, None
     if args.resume and ckpt.is_file():
@@ -183,11 +172,9 @@ def train_finetune(args) -> Path:
 
     bar = common.Progress(out, args.steps, step, "finetune-dense" if args.dense else "finetune", disable=args.quiet)
     if head_report and step == 0:
-        bar.log(stage="head_fit", **head_report,
-                probe=accuracy(net, probe, lambda n: spread_positions(n, pool)) if probe else None)
+        bar.log(stage="head_fit", **head_report, probe=probe(net) if probe else None)
         net.train()
     t0 = time.time()
-    seen = 0
     stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
     while step < stop:
         common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
@@ -202,35 +189,76 @@ def train_finetune(args) -> Path:
         if quant is not None:
             quant.update()
         step += 1
-        n_tok = int(batch[2].sum())
-        seen += n_tok
         shown = {k: float(v.detach()) for k, v in terms.items()}
-        bar.step(n_tok, loss=shown["loss"], acc=shown["acc"])
+        bar.step(int(batch[2].sum()), loss=shown["loss"], acc=shown["acc"])
         if step % args.log_every == 0 or step == args.steps:
             bar.log(stage="finetune", dense=args.dense, step=step, tok_s=bar.rate, **shown)
-        if probe and step % args.eval_every == 0:  # held-out accuracy as training goes (not the test split)
-            bar.log(stage="finetune", step=step, probe=accuracy(net, probe, lambda n: spread_positions(n, pool)))
+        if probe and args.eval_every and step % args.eval_every == 0:  # held-out accuracy as training goes
+            bar.log(stage="finetune", step=step, probe=probe(net))
             net.train()
         if step % args.ckpt_every == 0 or step == stop:
             common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), rng=torch.get_rng_state(),
                                    quant=quant.state_dict() if quant is not None else None, step=step, head_fit=head_report,
                                    seconds=t_used + time.time() - t0)
     bar.close()
+    return step, t_used + time.time() - t0, head_report
+
+
+def _finetune_post_vq(net, train, probe, args, out: Path, device) -> tuple[int, float, dict | None]:
+    """Scope "post-vq": cache the frozen features once, then train the tail (``post_vq``)."""
+    from . import post_vq
+
+    t0 = time.time()
+    log = common.Progress(out, 0, 0, "features", disable=True).log
+    feats = post_vq.cache_features(net, train, out / "features", args.seed, log=log)
+    cached = {"reviews": len(feats), "rows": int(feats.offsets[-1]), "seconds_this_run": round(time.time() - t0, 1)}
+    step, seconds = post_vq.train_tail(net, feats, args, out, device, probe)
+    return step, seconds, {"post_vq_features": cached}
+
+
+def train_finetune(args) -> Path:
+    from inference import Tokenizer, save_model_folder
+    from inference.positions import spread_positions
+
+    common.set_threads(args.threads)
+    common.seed_everything(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = common.pick_device(args.device)
+    net, tok_path, is_vq = load_for_finetune(args)
+    net = net.to(device)  # fp32 (codes must match the engine); see distill.py
+    pool = net.config.position_pool
+    tok = load_tokenizer(tok_path)
+    rows, held = imdb_examples(args.data, "train", limit=args.limit, seed=args.seed, holdout=args.holdout)
+    train = encode_reviews(tok, rows, args.seq - 1)
+    probe_set = encode_reviews(tok, held[-args.eval_reviews:], args.seq - 1) if args.eval_every else []
+    probe = (lambda m: accuracy(m, probe_set, lambda n: spread_positions(n, pool))) if probe_set else None
+    if args.scope == "post-vq":
+        step, t_used, extra = _finetune_post_vq(net, train, probe, args, out, device)
+        head_report = None
+    else:
+        step, t_used, head_report = _finetune_all(net, train, probe, args, out, device, is_vq)
+        extra = {}
     if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
-        return ckpt
+        return out / "checkpoint.pt"
 
     net = net.cpu()
     val = encode_reviews(tok, held[:500], args.seq - 1)
     val_acc = accuracy(net, val, lambda n: spread_positions(n, pool)) if val else {}
     net.eval()
     card = {"finetune": {
-        "source": str(args.model), "dense": args.dense, "steps": step, "batch": args.batch, "max_tokens": args.seq - 1,
-        "reviews_seen": step * args.batch, "data": "imdb_train (seeded shuffle, last %d rows held out)" % args.holdout,
-        "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq else None, "head_fit": head_report,
-        "wall_seconds": round(t_used + time.time() - t0, 1),
+        "source": str(args.model), "dense": args.dense, "scope": args.scope, "steps": step, "batch": args.batch,
+        "max_tokens": args.seq - 1, "lr": args.lr, "reviews_seen": step * args.batch,
+        "data": "imdb_train (seeded shuffle, last %d rows held out)" % args.holdout,
+        "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq and args.scope == "all" else None,
+        "head_fit": head_report, **extra, "wall_seconds": round(t_used, 1),
     }}
     if not args.dense:
         from inference import load_model_folder
-        card = {**load_model_folder(args.model)[1], **card}
+        source_card = load_model_folder(args.model)[1]
+        source_card.pop("finetune", None)
+        source_card.pop("evaluation", None)
+        source_card.pop("summary", None)
+        card = {**source_card, **card}
     save_model_folder(net, Tokenizer.from_file(tok_path), out / "model", card)
     return out / "model"

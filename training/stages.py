@@ -34,7 +34,12 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--model", required=True, help="VQ model folder (from distill) or, with --dense, an OPT folder")
     p.add_argument("--dense", action="store_true", help="fine-tune a dense softmax OPT (the comparison row)")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: MODEL/tokenizer.json)")
+    p.add_argument("--scope", choices=("all", "post-vq"), default="all",
+                   help="all: every parameter; post-vq: only what follows the last quantiser (codes unchanged), "
+                        "trained on cached features")
     p.add_argument("--w-lm", type=float, default=0.2, help="weight of the LM loss kept during fine-tuning")
+    p.add_argument("--lm-fraction", type=float, default=0.125,
+                   help="post-vq: share of rows that get the LM term (the vocabulary projection is costly)")
     p.add_argument("--w-token", type=float, default=1.0, help="weight of the per-token label cross-entropy")
     p.add_argument("--head-lr-mult", type=float, default=10.0, help="learning-rate multiplier of the new head")
     p.add_argument("--head-fit", type=int, default=0,

@@ -14,6 +14,9 @@ import torch
 
 from training import cli
 
+DISTILL = ["--batch", 2, "--seq", 32, "--tokens", 20_000, "--window", 64, "--scale", 1 / 16, "--lr", 3e-3,
+           "--warmup", 1, "--log-every", 1, "--kmeans-batches", 2, "--quiet"]
+
 
 def run_cli(*argv) -> int:
     """Run ``vq-train`` in-process (no interpreter start-up per stage)."""
@@ -70,3 +73,11 @@ def peaked_opt(tmp_path_factory, tiny_tokenizer) -> Path:
     model.save_pretrained(folder)
     (folder / "tokenizer.json").write_bytes(tiny_tokenizer.read_bytes())
     return folder
+
+
+@pytest.fixture(scope="session")
+def distilled(tmp_path_factory, data_dir, random_opt) -> Path:
+    """A tiny VQ model folder distilled for a few steps from ``random_opt``."""
+    out = tmp_path_factory.mktemp("distilled")
+    run_cli("distill", "--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", out, "--steps", 3)
+    return out / "model"

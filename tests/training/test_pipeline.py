@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import torch
 from safetensors.torch import load_file
 
 import inference
-from tests.training.conftest import read_log, run_cli
+from tests.training.conftest import DISTILL, read_log, run_cli
 
 TEACHER = ["--d", 32, "--layers", 2, "--heads", 2, "--ffn", 64, "--max-pos", 64, "--batch", 4, "--seq", 32,
            "--tokens", 20_000, "--valid-tokens", 3000, "--lr", 3e-3, "--warmup", 2, "--log-every", 1, "--quiet"]
-DISTILL = ["--batch", 2, "--seq", 32, "--tokens", 20_000, "--window", 64, "--scale", 1 / 16, "--lr", 3e-3,
-           "--warmup", 1, "--log-every", 1, "--kmeans-batches", 2, "--quiet"]
 
 
 def same_weights(a: dict, b: dict) -> bool:
@@ -62,13 +59,6 @@ def test_distill_loss_decreases(tmp_path, data_dir, peaked_opt):
     assert "locality" not in logs[0]  # the ablation: no edited copies at all
     first, last = [r["loss"] for r in logs[:4]], [r["loss"] for r in logs[-4:]]
     assert sum(last) < sum(first) * 0.8, (first, last)
-
-
-@pytest.fixture(scope="module")
-def distilled(tmp_path_factory, data_dir, random_opt):
-    out = tmp_path_factory.mktemp("distilled")
-    run_cli("distill", "--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", out, "--steps", 3)
-    return out / "model"
 
 
 def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, distilled):

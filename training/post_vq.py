@@ -1,0 +1,218 @@
+"""Fine-tune only what lies after the last quantiser, on cached features.
+
+Why this scope: a VQ code depends on the embeddings and on every layer up to and including the
+last layer's attention and codebook. Everything after that point (the last layer's FFN with its
+LayerNorm, the final LayerNorm and the classification head) changes no code, so fine-tuning it
+leaves the distilled model's locality, flip rate and exactness exactly as they were. End-to-end
+fine-tuning of the VQ body on this CPU budget stayed near chance and eroded locality (session 2
+of the project); the scope here trains a per-token nonlinear reader of the residual stream, which
+carries the token itself plus its quantised context.
+
+Why cached features: the frozen part is most of the forward cost, and it is the same in every
+epoch. The residual stream entering the last FFN (one ``hidden_size`` vector per token) is
+computed once, with sampled pool positions as in training everywhere else, stored in float16
+shards (resumable), and the trainable tail runs on it for several epochs.
+
+The dense teacher (the comparison row) is fine-tuned by the same code: its "post-VQ" part is the
+same set of modules after its last (softmax) attention.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import common
+
+
+def tail_modules(net) -> list[torch.nn.Module]:
+    """The modules downstream of the last quantiser, in the order the forward pass uses them."""
+    last = net.layers[-1]
+    return [last.final_layer_norm, last.fc1, last.fc2, net.decoder.final_layer_norm, net.score_head]
+
+
+def freeze_all_but_tail(net) -> list[torch.nn.Parameter]:
+    """requires_grad only on the tail; returns the trainable parameters."""
+    for p in net.parameters():
+        p.requires_grad_(False)
+    params = [p for m in tail_modules(net) for p in m.parameters()]
+    for p in params:
+        p.requires_grad_(True)
+    return params
+
+
+def tail_forward(net, x_mid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hidden, cls_logits) from the residual after the last attention: the last FFN, then the heads.
+
+    The same functions as ``VQOPT.forward`` (``DecoderLayer.finish`` minus its attention part, and
+    ``VQOPT.heads``), so what is trained here is what the engine runs."""
+    last = net.layers[-1]
+    y = x_mid + last.fc2(F.relu(last.fc1(last.final_layer_norm(x_mid))))
+    return net.heads(y)
+
+
+@dataclass
+class Features:
+    """Cached residual rows of a set of reviews, concatenated (BOS row first in each review)."""
+
+    x: torch.Tensor  # (N, d) float16: residual entering the last FFN
+    ids: torch.Tensor  # (N,) int32: the token of each row (next-token targets for the LM term)
+    offsets: torch.Tensor  # (R+1,) int64: review r owns rows offsets[r]:offsets[r+1]
+    labels: torch.Tensor  # (R,) int64
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def batch(self, reviews: list[int], device: torch.device) -> tuple[torch.Tensor, ...]:
+        """(x (B, T, d) float32, ids (B, T), valid (B, T), labels (B,)), right-padded."""
+        lengths = [int(self.offsets[r + 1] - self.offsets[r]) for r in reviews]
+        t = max(lengths)
+        x = torch.zeros(len(reviews), t, self.x.shape[1])
+        ids = torch.zeros(len(reviews), t, dtype=torch.long)
+        valid = torch.zeros(len(reviews), t, dtype=torch.bool)
+        for i, (r, n) in enumerate(zip(reviews, lengths)):
+            a = int(self.offsets[r])
+            x[i, :n] = self.x[a:a + n].float()
+            ids[i, :n] = self.ids[a:a + n].long()
+            valid[i, :n] = True
+        return x.to(device), ids.to(device), valid.to(device), self.labels[reviews].to(device)
+
+
+@torch.no_grad()
+def _shard_features(net, examples, positions_for, batch: int, device) -> Features:
+    """Run the frozen model over ``examples`` and capture the last FFN's LayerNorm input."""
+    from .finetune import pad_batch
+
+    captured: list[torch.Tensor] = []
+    hook = net.layers[-1].final_layer_norm.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))  # little padding
+    rows: list[tuple[torch.Tensor, torch.Tensor]] = [None] * len(examples)  # type: ignore[list-item]
+    try:
+        for a in range(0, len(order), batch):
+            idx = order[a:a + batch]
+            ids, pos, valid, _ = pad_batch([examples[i] for i in idx], positions_for)
+            captured.clear()
+            net(ids.to(device), pos.to(device), valid.to(device))
+            x_mid = captured[0].float().cpu()  # (B, T, d)
+            for j, i in enumerate(idx):
+                n = int(valid[j].sum())
+                rows[i] = (x_mid[j, :n].half(), ids[j, :n].int())
+    finally:
+        hook.remove()
+    offsets = torch.zeros(len(examples) + 1, dtype=torch.long)
+    offsets[1:] = torch.tensor([len(r[1]) for r in rows]).cumsum(0)
+    return Features(torch.cat([r[0] for r in rows]), torch.cat([r[1] for r in rows]), offsets,
+                    torch.tensor([y for _, y in examples]))
+
+
+def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, batch: int = 16,
+                   log=None) -> Features:
+    """Features of all ``examples``, computed in shards saved under ``folder`` (a rerun resumes).
+
+    Each shard samples its pool positions from its own seeded generator, so its content does not
+    depend on whether earlier shards were computed in this run or loaded from disk."""
+    from inference.positions import sample_positions
+
+    folder.mkdir(parents=True, exist_ok=True)
+    device = next(net.parameters()).device
+    pool = net.config.position_pool
+    net.eval()
+    parts = []
+    for s, a in enumerate(range(0, len(examples), shard)):
+        path = folder / f"shard_{s:04d}.pt"
+        chunk = examples[a:a + shard]
+        if path.is_file():
+            part = Features(**torch.load(path))
+            if len(part) == len(chunk):
+                parts.append(part)
+                continue
+        t0 = time.time()
+        g = torch.Generator().manual_seed(seed * 100_003 + s)
+        part = _shard_features(net, chunk, lambda n: sample_positions(n, pool, g), batch, device)
+        common.save_checkpoint(path, **part.__dict__)
+        parts.append(part)
+        if log:
+            log(stage="features", shard=s, reviews=len(chunk), rows=int(part.offsets[-1]),
+                seconds=round(time.time() - t0, 1))
+    return join(parts)
+
+
+def join(parts: list[Features]) -> Features:
+    """One Features from consecutive shards (offsets shifted)."""
+    offsets = [torch.zeros(1, dtype=torch.long)]
+    base = 0
+    for p in parts:
+        offsets.append(p.offsets[1:] + base)
+        base += int(p.offsets[-1])
+    return Features(torch.cat([p.x for p in parts]), torch.cat([p.ids for p in parts]), torch.cat(offsets),
+                    torch.cat([p.labels for p in parts]))
+
+
+def tail_losses(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator) -> dict[str, torch.Tensor]:
+    """The fine-tuning objective of ``finetune_losses`` on cached features: document NLL (the
+    engine's aggregate), per-token label cross-entropy, and an LM term on a random share of rows
+    (the tied vocabulary projection is the costliest part, and the LM only needs to stay alive)."""
+    from .finetune import doc_probs, token_cross_entropy
+
+    x, ids, valid, labels = batch
+    hidden, cls_logits = tail_forward(net, x)
+    probs = doc_probs(cls_logits, valid)  # (B, C)
+    cls = F.nll_loss(probs.clamp(min=1e-8).log(), labels)
+    token_ce = token_cross_entropy(cls_logits, valid, labels)
+    keep = valid[:, 1:] & (torch.rand(valid[:, 1:].shape, generator=g) < args.lm_fraction).to(valid.device)
+    lm = F.cross_entropy(net.lm_logits(hidden[:, :-1][keep]).float(), ids[:, 1:][keep]) if keep.any() \
+        else hidden.new_zeros(())
+    loss = cls + args.w_token * token_ce + args.w_lm * lm
+    return {"loss": loss, "cls": cls, "token_ce": token_ce, "lm": lm,
+            "acc": (probs.argmax(-1) == labels).float().mean()}
+
+
+def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tuple[int, float]:
+    """The fine-tuning loop over cached features; returns (steps done, seconds used).
+
+    Seeded per step (batch choice and LM rows), checkpointed every ``--ckpt-every`` steps, so
+    ``--resume`` continues exactly where an interrupted run stopped."""
+    from .finetune import balanced_pick, param_groups
+
+    freeze_all_but_tail(net)
+    opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
+    ckpt = out / "checkpoint.pt"
+    step, t_used = 0, 0.0
+    if args.resume and ckpt.is_file():
+        state = common.load_checkpoint(ckpt)
+        net.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        step, t_used = state["step"], state["seconds"]
+    by_label = [torch.nonzero(feats.labels == c)[:, 0].tolist() for c in feats.labels.unique().tolist()]
+    bar = common.Progress(out, args.steps, step, "finetune-tail", disable=args.quiet)
+    t0 = time.time()
+    stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
+    net.train()
+    while step < stop:
+        common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
+        g = torch.Generator().manual_seed(args.seed * 104_729 + step)
+        batch = feats.batch(balanced_pick(by_label, args.batch, g), device)
+        terms = tail_losses(net, batch, args, g)
+        opt.zero_grad(set_to_none=True)
+        terms["loss"].backward()
+        torch.nn.utils.clip_grad_norm_([p for p in net.parameters() if p.requires_grad], 1.0)
+        opt.step()
+        step += 1
+        shown = {k: float(v.detach()) for k, v in terms.items()}
+        bar.step(int(batch[2].sum()), loss=shown["loss"], acc=shown["acc"])
+        if step % args.log_every == 0 or step == args.steps:
+            bar.log(stage="finetune", scope="post-vq", dense=args.dense, step=step, tok_s=bar.rate, **shown)
+        if probe and args.eval_every and step % args.eval_every == 0:
+            bar.log(stage="finetune", step=step, probe=probe(net))
+            net.train()
+        if step % args.ckpt_every == 0 or step == stop:
+            common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), step=step,
+                                   seconds=t_used + time.time() - t0)
+    bar.close()
+    for p in net.parameters():
+        p.requires_grad_(True)
+    return step, t_used + time.time() - t0
