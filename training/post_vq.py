@@ -67,15 +67,26 @@ class Features:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def batch(self, reviews: list[int], device: torch.device) -> tuple[torch.Tensor, ...]:
-        """(x (B, T, d) float32, ids (B, T), valid (B, T), labels (B,)), right-padded."""
-        lengths = [int(self.offsets[r + 1] - self.offsets[r]) for r in reviews]
+    def batch(self, reviews: list[int], device: torch.device, crop: int = 0,
+              g: torch.Generator | None = None) -> tuple[torch.Tensor, ...]:
+        """(x (B, T, d) float32, ids (B, T), valid (B, T), labels (B,)), right-padded.
+
+        ``crop`` > 0 keeps a random run of that many rows of each longer review (its first row
+        then plays BOS and is left out of the score): cheaper steps, and the head learns to score
+        a passage as well as a whole review, which is what paragraph hints ask of it."""
+        starts, lengths = [], []
+        for r in reviews:
+            a, n = int(self.offsets[r]), int(self.offsets[r + 1] - self.offsets[r])
+            if 0 < crop < n:
+                a += int(torch.randint(0, n - crop + 1, (1,), generator=g))
+                n = crop
+            starts.append(a)
+            lengths.append(n)
         t = max(lengths)
         x = torch.zeros(len(reviews), t, self.x.shape[1])
         ids = torch.zeros(len(reviews), t, dtype=torch.long)
         valid = torch.zeros(len(reviews), t, dtype=torch.bool)
-        for i, (r, n) in enumerate(zip(reviews, lengths)):
-            a = int(self.offsets[r])
+        for i, (a, n) in enumerate(zip(starts, lengths)):
             x[i, :n] = self.x[a:a + n].float()
             ids[i, :n] = self.ids[a:a + n].long()
             valid[i, :n] = True
@@ -195,7 +206,7 @@ def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tup
     while step < stop:
         common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
         g = torch.Generator().manual_seed(args.seed * 104_729 + step)
-        batch = feats.batch(balanced_pick(by_label, args.batch, g), device)
+        batch = feats.batch(balanced_pick(by_label, args.batch, g), device, args.crop, g)
         terms = tail_losses(net, batch, args, g)
         opt.zero_grad(set_to_none=True)
         terms["loss"].backward()

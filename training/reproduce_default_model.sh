@@ -29,15 +29,15 @@ TOKENIZER_ARGS="${TOKENIZER_ARGS:---vocab 8192 --chars 20000000}"
 TEACHER_ARGS="${TEACHER_ARGS:---steps 900 --batch 4 --seq 1024 --lr 1e-3 --warmup 45 --tokens 6000000 --valid-tokens 200000 --ckpt-every 25 --log-every 5}"
 # Distillation settings are shared by the main run and the locality ablation.
 DISTILL="${DISTILL:---steps 120 --batch 2 --seq 1024 --warmup 10 --lr 3e-4 --vq-heads 2 --scale 0.0009765625 --tokens 1500000 --edit-batch 1 --ckpt-every 10}"
-FINETUNE="${FINETUNE:---steps 0 --seq 256 --head-fit 10000 --holdout 1000}"
+# Fine-tuning trains only what follows the last quantiser (--scope post-vq: the codes, hence locality
+# and exactness, stay the distilled model's) on features cached once per review (sampled positions).
+FINETUNE="${FINETUNE:---scope post-vq --seq 512 --holdout 1000 --steps 1800 --batch 32 --crop 192 --lr 1e-2 --w-token 0 --head-lr-mult 1 --warmup 90 --ckpt-every 100 --log-every 20 --eval-every 600 --eval-reviews 200}"
 EVAL_ARGS="${EVAL_ARGS:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 ABLATION_ARGS="${ABLATION_ARGS:---lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 
 main_stream() {
   stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" --locality 1.0 $DISTILL --resume $T
-  # Fine-tuning runs without the locality term: with it (weight 1 or 0.2) code perplexity fell to
-  # 2-5 in layers 1-3 at the same held-out accuracy, i.e. locality bought by codebook collapse.
-  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" --locality 0 $FINETUNE --resume $T
+  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $FINETUNE --resume $T
 }
 
 side_stream() {

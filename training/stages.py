@@ -38,6 +38,8 @@ def add_parsers(sub, common, train_loop) -> None:
                    help="all: every parameter; post-vq: only what follows the last quantiser (codes unchanged), "
                         "trained on cached features")
     p.add_argument("--w-lm", type=float, default=0.2, help="weight of the LM loss kept during fine-tuning")
+    p.add_argument("--crop", type=int, default=0,
+                   help="post-vq: train on a random run of this many tokens of each longer review (0: whole)")
     p.add_argument("--lm-fraction", type=float, default=0.125,
                    help="post-vq: share of rows that get the LM term (the vocabulary projection is costly)")
     p.add_argument("--w-token", type=float, default=1.0, help="weight of the per-token label cross-entropy")
