@@ -29,22 +29,34 @@ from .tokenizer import BOS_ID, load_tokenizer
 from .vq import code_stats
 
 
+POSITION_BUCKETS = (0, 16, 256, 1024, 2048)
+
+
 @torch.no_grad()
 def lm_report(net, batches) -> dict:
-    """LM loss with VQ on and off, and held-out code usage per layer."""
+    """LM loss with VQ on and off, held-out code usage per layer, and the VQ-on loss by token
+    index: with sequences as long as the window, the buckets past the distillation length show
+    whether the longer attention sums seen at inference (no normalisation) do harm."""
     losses = {True: [], False: []}
+    per_token = []
     codes = [[] for _ in net.layers]
     for ids, pos in batches:
         for vq in (True, False):
             out = net(ids, pos, vq=vq)
             logits = net.lm_logits(out.hidden)  # (B, T, V)
-            losses[vq].append(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item())
+            nll = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
+            losses[vq].append(nll.mean().item())
             if vq:
+                per_token.append(nll.view(ids.shape[0], -1))  # (B, T-1)
                 for i, c in enumerate(out.codes):
                     codes[i].append(c.reshape(-1, c.shape[-1]))
     on, off = sum(losses[True]) / len(batches), sum(losses[False]) / len(batches)
     usage = [code_stats(torch.cat(c), net.config.vq_codes) for c in codes]
-    return {"lm_loss_vq_on": on, "lm_loss_vq_off": off, "vq_loss_gap": on - off, "code_usage_per_layer": usage}
+    per_token = torch.cat(per_token)  # (N, T-1)
+    t = per_token.shape[1]
+    by_index = {f"{a}-{b}": per_token[:, a:b].mean().item() for a, b in zip(POSITION_BUCKETS, POSITION_BUCKETS[1:]) if a < t}
+    return {"lm_loss_vq_on": on, "lm_loss_vq_off": off, "vq_loss_gap": on - off, "code_usage_per_layer": usage,
+            "lm_loss_vq_on_by_token_index": by_index, "seq": t + 1}
 
 
 @torch.no_grad()
@@ -138,7 +150,8 @@ def run_evaluate(args) -> Path:
         report["imdb_test"]["vq_over_dense_accuracy"] = report["imdb_test"]["vq"]["accuracy"] / max(1e-9, dense_acc["accuracy"])
 
     valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
-    lm_batches = [pool_batch(valid, 2, args.lm_seq, 50_000 + i, args.seed, pool) for i in range(args.lm_batches)]
+    lm_seq = args.lm_seq or net.config.window_tokens
+    lm_batches = [pool_batch(valid, 2, lm_seq, 50_000 + i, args.seed, pool) for i in range(args.lm_batches)]
     report["held_out_lm"] = lm_report(net, lm_batches)
 
     body = sample_chunks(valid, args.edit_docs, args.edit_seq - 1, 90_000, args.seed)  # (N, T-1)

@@ -66,7 +66,7 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--test-limit", type=int, default=2000, help="IMDB test reviews scored (seeded subset)")
     p.add_argument("--max-tokens", type=int, default=512, help="review tokens scored (BOS excluded)")
     p.add_argument("--lm-batches", type=int, default=4)
-    p.add_argument("--lm-seq", type=int, default=1024)
+    p.add_argument("--lm-seq", type=int, default=None, help="held-out LM sequence length (default: the model's window)")
     p.add_argument("--edit-docs", type=int, default=8, help="documents for flip rate and engine costs")
     p.add_argument("--edit-seq", type=int, default=1024)
 

@@ -79,6 +79,7 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     assert all(report["engine"]["verify_codes_equal"])
     assert len(report["single_token_edits"]["flip_rate_per_layer"]) == 2
     assert report["held_out_lm"]["code_usage_per_layer"][0]["codes_used"][0] > 1
+    assert set(report["held_out_lm"]["lm_loss_vq_on_by_token_index"]) == {"0-16", "16-256"}  # 47 predicted tokens
 
     out = tmp_path / "export"
     run_cli("export", "--model", tmp_path / "ft" / "model", "--eval", tmp_path / "ev" / "eval.json", "--out", out)
