@@ -208,12 +208,11 @@ def _finetune_post_vq(net, train, probe, args, out: Path, device) -> tuple[int, 
     """Scope "post-vq": cache the frozen features once, then train the tail (``post_vq``)."""
     from . import post_vq
 
-    t0 = time.time()
     log = common.Progress(out, 0, 0, "features", disable=True).log
-    feats = post_vq.cache_features(net, train, out / "features", args.seed, log=log)
-    cached = {"reviews": len(feats), "rows": int(feats.offsets[-1]), "seconds_this_run": round(time.time() - t0, 1)}
+    feats, feature_seconds = post_vq.cache_features(net, train, out / "features", args.seed, log=log)
+    cached = {"reviews": len(feats), "rows": int(feats.offsets[-1]), "seconds": round(feature_seconds, 1)}
     step, seconds = post_vq.train_tail(net, feats, args, out, device, probe)
-    return step, seconds, {"post_vq_features": cached}
+    return step, seconds + feature_seconds, {"post_vq_features": cached}
 
 
 def train_finetune(args) -> Path:

@@ -121,8 +121,9 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
 
 
 def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, batch: int = 16,
-                   log=None) -> Features:
-    """Features of all ``examples``, computed in shards saved under ``folder`` (a rerun resumes).
+                   log=None) -> tuple[Features, float]:
+    """(features of all ``examples``, seconds spent computing them over all runs), computed in
+    shards saved under ``folder`` (a rerun resumes).
 
     Each shard samples its pool positions from its own seeded generator, so its content does not
     depend on whether earlier shards were computed in this run or loaded from disk."""
@@ -132,24 +133,27 @@ def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, ba
     device = next(net.parameters()).device
     pool = net.config.position_pool
     net.eval()
-    parts = []
+    parts, seconds = [], 0.0
     for s, a in enumerate(range(0, len(examples), shard)):
         path = folder / f"shard_{s:04d}.pt"
         chunk = examples[a:a + shard]
         if path.is_file():
-            part = Features(**torch.load(path))
+            saved = torch.load(path)
+            seconds += saved.pop("seconds", 0.0)
+            part = Features(**saved)
             if len(part) == len(chunk):
                 parts.append(part)
                 continue
         t0 = time.time()
         g = torch.Generator().manual_seed(seed * 100_003 + s)
         part = _shard_features(net, chunk, lambda n: sample_positions(n, pool, g), batch, device)
-        common.save_checkpoint(path, **part.__dict__)
+        common.save_checkpoint(path, **part.__dict__, seconds=time.time() - t0)
+        seconds += time.time() - t0
         parts.append(part)
         if log:
             log(stage="features", shard=s, reviews=len(chunk), rows=int(part.offsets[-1]),
                 seconds=round(time.time() - t0, 1))
-    return join(parts)
+    return join(parts), seconds
 
 
 def join(parts: list[Features]) -> Features:
