@@ -30,6 +30,9 @@ def summary(card: dict) -> dict:
     lm = ev.get("held_out_lm", {})
     if lm:
         out["vq_loss_gap"] = lm["vq_loss_gap"]
+        out["held_out_lm_loss_vq_on"] = lm["lm_loss_vq_on"]
+        if "lm_loss_vq_on_by_token_index" in lm:
+            out["held_out_lm_loss_by_token_index"] = lm["lm_loss_vq_on_by_token_index"]
         out["codes_used_per_layer"] = [u["codes_used"] for u in lm["code_usage_per_layer"]]
         out["code_perplexity_per_layer"] = [u["perplexity"] for u in lm["code_usage_per_layer"]]
     if "single_token_edits" in ev:
@@ -37,6 +40,7 @@ def summary(card: dict) -> dict:
     if "engine" in ev:
         out["single_token_mac_speedup_median"] = ev["engine"]["single_token_mac_speedup_median"]
     teacher = ev.get("teacher_uses_context", {})
+    out["finetune_scope"] = card.get("finetune", {}).get("scope", "all")
     out["tokens_seen"] = {"teacher": teacher.get("tokens_seen"), "distill": card.get("distill", {}).get("tokens_seen"),
                           "finetune_reviews": card.get("finetune", {}).get("reviews_seen"),
                           "head_fit_reviews": (card.get("finetune", {}).get("head_fit") or {}).get("reviews")}
