@@ -31,7 +31,7 @@ TEACHER_ARGS="${TEACHER_ARGS:---steps 900 --batch 4 --seq 1024 --lr 1e-3 --warmu
 DISTILL="${DISTILL:---steps 120 --batch 2 --seq 1024 --warmup 10 --lr 3e-4 --vq-heads 2 --scale 0.0009765625 --tokens 1500000 --edit-batch 1 --ckpt-every 10}"
 # Fine-tuning trains only what follows the last quantiser (--scope post-vq: the codes, hence locality
 # and exactness, stay the distilled model's) on features cached once per review (sampled positions).
-FINETUNE="${FINETUNE:---scope post-vq --seq 512 --holdout 1000 --steps 1800 --batch 32 --crop 192 --lr 1e-2 --w-token 0 --head-lr-mult 1 --warmup 90 --ckpt-every 100 --log-every 20 --eval-every 600 --eval-reviews 200}"
+FINETUNE="${FINETUNE:---scope post-vq --seq 512 --holdout 1000 --steps 3600 --batch 32 --crop 192 --lr 1e-2 --w-token 0 --head-lr-mult 1 --warmup 180 --ckpt-every 100 --log-every 20 --eval-every 900 --eval-reviews 200}"
 EVAL_ARGS="${EVAL_ARGS:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 ABLATION_ARGS="${ABLATION_ARGS:---lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 
