@@ -8,8 +8,10 @@ token-level term (every token's own cross-entropy against the review's label, ``
 An earlier aggregate, the mean of token probabilities, squashed documents towards 0.5 and
 fine-tuning crawled (64% after 2,240 reviews); with log-probabilities the head on frozen
 features is plain logistic regression on mean-pooled states (``--head-fit``). A small LM loss keeps the LM head (surprise hints)
-alive. The VQ model keeps EMA codebooks, the Gumbel pseudo-gradient and the locality term; the
-dense teacher (``--dense``) is fine-tuned by the same code for the comparison row.
+alive. With ``--scope all`` the VQ model keeps EMA codebooks, the Gumbel pseudo-gradient and the
+locality term; ``--scope post-vq`` (the bundled recipe, see ``post_vq``) trains only the modules
+after the last quantiser, so no code changes. The dense teacher (``--dense``) is fine-tuned by
+the same code for the comparison row.
 """
 
 from __future__ import annotations
