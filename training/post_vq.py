@@ -19,10 +19,12 @@ same set of modules after its last (softmax) attention.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -120,6 +122,19 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
                     torch.tensor([y for _, y in examples]))
 
 
+def fingerprint(net, examples, seed: int) -> str:
+    """What a shard's content depends on: every weight, the reviews (ids, labels) and the seed.
+    A shard left by another model or data in the same folder is recomputed, never reused."""
+    h = hashlib.sha1(str(seed).encode())
+    for name, t in net.state_dict().items():
+        h.update(name.encode())
+        h.update(t.detach().float().cpu().numpy().tobytes())
+    for ids, label in examples:
+        h.update(np.asarray(ids, dtype=np.int32).tobytes())
+        h.update(bytes([label]))
+    return h.hexdigest()
+
+
 def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, batch: int = 16,
                    log=None) -> tuple[Features, float]:
     """(features of all ``examples``, seconds spent computing them over all runs), computed in
@@ -137,17 +152,17 @@ def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, ba
     for s, a in enumerate(range(0, len(examples), shard)):
         path = folder / f"shard_{s:04d}.pt"
         chunk = examples[a:a + shard]
+        key = fingerprint(net, chunk, seed * 100_003 + s)
         if path.is_file():
             saved = torch.load(path)
-            seconds += saved.pop("seconds", 0.0)
-            part = Features(**saved)
-            if len(part) == len(chunk):
-                parts.append(part)
+            if saved.pop("key", None) == key:  # same model, reviews and positions: reuse
+                seconds += saved.pop("seconds", 0.0)
+                parts.append(Features(**saved))
                 continue
         t0 = time.time()
         g = torch.Generator().manual_seed(seed * 100_003 + s)
         part = _shard_features(net, chunk, lambda n: sample_positions(n, pool, g), batch, device)
-        common.save_checkpoint(path, **part.__dict__, seconds=time.time() - t0)
+        common.save_checkpoint(path, **part.__dict__, seconds=time.time() - t0, key=key)
         seconds += time.time() - t0
         parts.append(part)
         if log:

@@ -88,3 +88,16 @@ def test_post_vq_finetunes_a_dense_teacher_the_same_way(tmp_path, data_dir, rand
     assert card["finetune"]["dense"] and card["finetune"]["scope"] == "post-vq"
     net, _ = inference.load_model_folder(tmp_path / "model")
     assert net.config.attention == "softmax" and not net.config.vq
+
+
+def test_cached_features_are_not_reused_for_another_model(tmp_path, distilled):
+    """A features folder left by one model is recomputed, not silently reused, for another."""
+    net, _ = inference.load_model_folder(distilled)
+    examples = [([5, 9, 11, 7], 0), ([6, 6, 8], 1)]
+    first, _ = post_vq.cache_features(net, examples, tmp_path, seed=0)
+    again, _ = post_vq.cache_features(net, examples, tmp_path, seed=0)
+    assert torch.equal(first.x, again.x)  # same model: loaded from the shard
+    with torch.no_grad():
+        net.decoder.embed_tokens.weight.add_(0.5)  # another model
+    other, _ = post_vq.cache_features(net, examples, tmp_path, seed=0)
+    assert not torch.equal(first.x, other.x)
