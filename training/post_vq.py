@@ -122,13 +122,19 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
                     torch.tensor([y for _, y in examples]))
 
 
-def fingerprint(net, examples, seed: int) -> str:
-    """What a shard's content depends on: every weight, the reviews (ids, labels) and the seed.
-    A shard left by another model or data in the same folder is recomputed, never reused."""
-    h = hashlib.sha1(str(seed).encode())
+def weights_digest(net) -> str:
+    """A hash of every weight: computed once per run, part of every shard's key."""
+    h = hashlib.sha1()
     for name, t in net.state_dict().items():
         h.update(name.encode())
         h.update(t.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def shard_key(weights: str, examples, seed: int) -> str:
+    """What a shard's content depends on: the weights, the reviews (ids, labels) and the seed.
+    A shard left by another model or data in the same folder is recomputed, never reused."""
+    h = hashlib.sha1(f"{weights}:{seed}".encode())
     for ids, label in examples:
         h.update(np.asarray(ids, dtype=np.int32).tobytes())
         h.update(bytes([label]))
@@ -149,10 +155,11 @@ def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, ba
     pool = net.config.position_pool
     net.eval()
     parts, seconds = [], 0.0
+    weights = weights_digest(net)
     for s, a in enumerate(range(0, len(examples), shard)):
         path = folder / f"shard_{s:04d}.pt"
         chunk = examples[a:a + shard]
-        key = fingerprint(net, chunk, seed * 100_003 + s)
+        key = shard_key(weights, chunk, seed * 100_003 + s)
         if path.is_file():
             saved = torch.load(path)
             if saved.pop("key", None) == key:  # same model, reviews and positions: reuse
