@@ -4,6 +4,8 @@ waits that block on notifications (never sleep-and-hope)."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import sys
 import time
 from pathlib import Path
@@ -21,6 +23,7 @@ CLIENTS = ["neovim", "visual-studio-code"]
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     client.published = {}  # uri -> list of PublishDiagnosticsParams, in arrival order
+    client.arrived = asyncio.Event()  # set, then replaced, after every message a handler took
 
     def publish(client: LanguageClient, params: types.PublishDiagnosticsParams):
         client.diagnostics[params.uri] = params.diagnostics
@@ -32,23 +35,58 @@ def make_client() -> LanguageClient:
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
     features[types.WINDOW_SHOW_MESSAGE] = show
-    register_lsp_features(client, features)
+    register_lsp_features(client, {method: _ticking(fn) for method, fn in features.items()})
     return client
+
+
+def _ticking(handler):
+    """Wrap a client handler so that every message it takes wakes the waiters (`wait_until`).
+
+    The handler's effect is recorded before the wake-up, and a waiter fetches the event in the
+    same loop step as it checks its condition, so no message can slip in between unseen (the
+    per-method future of `client.wait_for_notification` is only registered one loop step after
+    the check, and a message handled in that gap woke nobody: a 60 s timeout one run in three).
+    """
+    if inspect.iscoroutinefunction(handler):
+        async def run(client: LanguageClient, params):
+            try:
+                return await handler(client, params)
+            finally:
+                _wake(client)
+    else:
+        def run(client: LanguageClient, params):
+            try:
+                return handler(client, params)
+            finally:
+                _wake(client)
+    return functools.wraps(handler)(run)
+
+
+def _wake(client: LanguageClient) -> None:
+    client.arrived.set()
+    client.arrived = asyncio.Event()
 
 
 CONFIG = ClientServerConfig(server_command=[VQ_LSP], client_factory=make_client)
 
 
 async def wait_until(client: LanguageClient, method: str, cond, timeout: float = TIMEOUT):
-    """Wait for notifications of `method` until cond() holds (checked before every wait)."""
+    """Wait until cond() holds, re-checking it after every message the client takes.
+
+    `method` only names what is awaited in the timeout message. Race-free: the wake-up event is
+    taken in the same loop step as the check (see `_ticking`).
+    """
     deadline = time.monotonic() + timeout
     while not (result := cond()):
+        arrived = client.arrived
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError(f"timed out waiting on {method}")
         try:
-            await asyncio.wait_for(client.wait_for_notification(method), left)
+            await asyncio.wait_for(arrived.wait(), left)
         except asyncio.TimeoutError:
+            if (result := cond()):  # cannot happen if the wake-ups are right; say so if it does
+                raise AssertionError(f"{method}: the condition holds but no wake-up came") from None
             raise TimeoutError(f"timed out waiting on {method}") from None
     return result
 
