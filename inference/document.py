@@ -85,12 +85,11 @@ class IncrementalDocument:
     def __init__(self, model: "LoadedModel", ids: Sequence[int]) -> None:
         if model.config.attention != "gelu":
             raise ValueError("the incremental engine needs a model with attention='gelu' (softmax couples every row)")
-        ids = list(ids)
-        if not ids:
-            raise ValueError("cannot open an empty document: it needs at least one token")
-        self._check_ids(model, ids)
+        builder = DocumentBuilder(model, ids)
+        while not builder.done:
+            builder.step()
         self.model = model
-        self.windows: list[WindowState] = [self._window(ids[a:b]) for a, b in self._split(ids)]
+        self.windows: list[WindowState] = builder.windows
 
     # ----------------------------------------------------------------- helpers
     @staticmethod
@@ -106,12 +105,15 @@ class IncrementalDocument:
         return self.model.config.window_tokens - 1
 
     def _split(self, ids: Sequence[int]) -> list[tuple[int, int]]:
-        m = self.model
+        return self._split_for(self.model, ids)
+
+    @staticmethod
+    def _split_for(m: "LoadedModel", ids: Sequence[int]) -> list[tuple[int, int]]:
         lines = np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
-        return split_windows(len(ids), self.capacity, paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids), lines)
+        return split_windows(len(ids), m.config.window_tokens - 1, paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids), lines)
 
     def _window(self, ids: Sequence[int]) -> WindowState:
-        return WindowState(self.model.net, self.model.consts, ids, tie_rel=self.model.tie_rel)
+        return _window_of(self.model, ids)
 
     def _bounds(self) -> list[tuple[int, int]]:
         out, start = [], 0
@@ -261,3 +263,59 @@ class IncrementalDocument:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return EditResult(scores=self.scores, cost=cost)
+
+
+def _window_of(model: "LoadedModel", ids: Sequence[int]) -> WindowState:
+    return WindowState(model.net, model.consts, ids, tie_rel=model.tie_rel)
+
+
+class DocumentBuilder:
+    """Builds an IncrementalDocument one window (one dense pass) at a time.
+
+    A caller that serves several documents on one thread (the language server) runs one `step`
+    at a time and can answer other work in between, so a long document never holds the others
+    hostage for more than one window's pass. `document()` hands over the finished state.
+    """
+
+    def __init__(self, model: "LoadedModel", ids: Sequence[int]) -> None:
+        if model.config.attention != "gelu":
+            raise ValueError("the incremental engine needs a model with attention='gelu' (softmax couples every row)")
+        ids = list(ids)
+        if not ids:
+            raise ValueError("cannot open an empty document: it needs at least one token")
+        IncrementalDocument._check_ids(model, ids)
+        self.model, self.ids = model, ids
+        self.bounds = IncrementalDocument._split_for(model, ids)
+        self.windows: list[WindowState] = []
+
+    @property
+    def done(self) -> bool:
+        return len(self.windows) == len(self.bounds)
+
+    def step(self) -> None:
+        """Build the next window."""
+        a, b = self.bounds[len(self.windows)]
+        self.windows.append(_window_of(self.model, self.ids[a:b]))
+
+    def document(self) -> IncrementalDocument:
+        if not self.done:
+            raise RuntimeError(f"the document is built {len(self.windows)} of {len(self.bounds)} windows")
+        doc = IncrementalDocument.__new__(IncrementalDocument)
+        doc.model, doc.windows = self.model, self.windows
+        return doc
+
+
+def estimate_state_bytes(model: "LoadedModel", n_tokens: int) -> int:
+    """What the state of an n-token document would hold, without building it (memory budgets).
+
+    Measured, not modelled: the bytes per slot of a tiny window of this model, times the slots
+    the windows of n tokens allocate (each window reserves room to grow).
+    """
+    per_slot = getattr(model, "_state_bytes_per_slot", None)
+    if per_slot is None:
+        tiny = _window_of(model, [model.config.bos_token_id] * 8)
+        per_slot = model._state_bytes_per_slot = tiny.state_bytes() / tiny.alive.numel()
+    cap = model.config.window_tokens - 1
+    windows = max(1, math.ceil(n_tokens / (0.9 * cap)))
+    rows = n_tokens + windows  # a BOS row per window
+    return int(per_slot * max(16 * windows, 1.25 * rows))

@@ -9,6 +9,9 @@ reaches the threshold; surprise diagnostics (Hint) mark the tokens the LM head f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 from lsprotocol import types
 
 import inference
@@ -23,11 +26,6 @@ SOURCE = "vq-lsp"
 def lsp_range(tt: TrackedText, a: int, b: int) -> dict:
     (l0, c0), (l1, c1) = tt.position(a), tt.position(b)
     return {"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}}
-
-
-def _range(tt: TrackedText, a: int, b: int) -> types.Range:
-    (l0, c0), (l1, c1) = tt.position(a), tt.position(b)
-    return types.Range(types.Position(l0, c0), types.Position(l1, c1))
 
 
 def paragraph_scores(tt: TrackedText, doc: inference.IncrementalDocument):
@@ -45,28 +43,66 @@ def _top(scores: dict[str, float]) -> tuple[str, float]:
     return label, scores[label]
 
 
-def diagnostics(tt: TrackedText, doc: inference.IncrementalDocument, cfg: DiagnosticSettings) -> list[types.Diagnostic]:
+@dataclass(frozen=True)
+class HintMaterial:
+    """What diagnostics are chosen from: paragraph scores and every token's surprise, for one
+    version of the text. A few floats per token, so it outlives a dropped engine state: a
+    settings change that only changes which hints are shown (thresholds, kinds) republishes from
+    it with no engine work, and an evicted document is not rebuilt just to re-filter its hints."""
+
+    version: int | None
+    paragraphs: list  # (char start, char end, token start, token end, scores), see paragraph_scores
+    surprise: np.ndarray  # per token
+
+    @classmethod
+    def of(cls, tt: TrackedText, doc: inference.IncrementalDocument, version: int | None) -> "HintMaterial":
+        surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
+        return cls(version, paragraph_scores(tt, doc), surprise)
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One diagnostic in char offsets of the text it was chosen for (ranges move with edits)."""
+
+    start: int
+    end: int
+    message: str
+    severity: types.DiagnosticSeverity
+    code: str
+
+    def lsp(self, position, computed_for: int | None) -> types.Diagnostic:
+        """As an LSP diagnostic; `data.version` names the version whose state chose it."""
+        (l0, c0), (l1, c1) = position(self.start), position(self.end)
+        return types.Diagnostic(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
+                                message=self.message, severity=self.severity, source=SOURCE, code=self.code,
+                                data={"version": computed_for})
+
+
+def choose(tt: TrackedText, material: HintMaterial, cfg: DiagnosticSettings) -> list[Hint]:
+    """The hints the settings ask for: paragraph tone over the threshold, the most surprising tokens."""
     out = []
     if cfg.sentiment:
-        for a, b, _, _, scores in paragraph_scores(tt, doc):
+        for a, b, _, _, scores in material.paragraphs:
             label, p = _top(scores)
             if p >= cfg.sentiment_threshold:
-                out.append(types.Diagnostic(
-                    range=_range(tt, a, b), message=f"{label} tone ({p:.2f})",
-                    severity=types.DiagnosticSeverity.Information, source=SOURCE, code="sentiment"))
-    if cfg.surprise and cfg.max_surprise_hints and doc.n_tokens:
-        surprise = doc.surprise(0, doc.n_tokens)
-        flagged = sorted((s, i) for i, s in enumerate(surprise) if s >= cfg.surprise_threshold)
-        for s, i in sorted(flagged, reverse=True)[: cfg.max_surprise_hints]:
+                out.append(Hint(a, b, f"{label} tone ({p:.2f})", types.DiagnosticSeverity.Information, "sentiment"))
+    if cfg.surprise and cfg.max_surprise_hints and len(material.surprise):
+        surprise = material.surprise
+        flagged = np.flatnonzero(surprise >= cfg.surprise_threshold)
+        top = sorted(((float(surprise[i]), int(i)) for i in flagged), reverse=True)[: cfg.max_surprise_hints]
+        for s, i in top:
             a, b = int(tt.token_starts[i]), tt.token_char_end(i)
             word = tt.text[a:b]
             a += len(word) - len(word.lstrip())
             if b <= a:  # a token that is only part of a character (byte-level pieces)
                 b = min(len(tt.text), a + 1)
-            out.append(types.Diagnostic(
-                range=_range(tt, a, b), message=f"unexpected {tt.text[a:b]!r} (surprise {s:.1f}): possible typo or "
-                "awkward wording", severity=types.DiagnosticSeverity.Hint, source=SOURCE, code="surprise"))
+            out.append(Hint(a, b, f"unexpected {tt.text[a:b]!r} (surprise {s:.1f}): possible typo or awkward wording",
+                            types.DiagnosticSeverity.Hint, "surprise"))
     return out
+
+
+def diagnostics(tt: TrackedText, material: HintMaterial, cfg: DiagnosticSettings) -> list[types.Diagnostic]:
+    return [h.lsp(tt.position, material.version) for h in choose(tt, material, cfg)]
 
 
 def hover_text(tt: TrackedText, doc: inference.IncrementalDocument, offset: int) -> str:

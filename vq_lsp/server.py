@@ -2,10 +2,17 @@
 
 Threads: the asyncio loop only receives messages, queues document events in the `Coalescer`
 and sends results; all model and engine work (loading, tokenizing, updates, hints, requests)
-runs on one worker thread, so engine states are never touched by two threads at once.
-Requests about a document (hover, code lens, scores, verify) first wait until the edits
-queued before them are processed (not the ones that arrive later: an edit storm must not starve
-them), so they answer for the version the client saw or a newer one.
+runs on one engine thread (engine_thread.py), so engine states are never touched by two
+threads at once. A document's first build (or rebuild) runs one window per job in the build
+lane, and edits and requests of other documents go first: nobody waits behind another
+document's long build for more than one window. Requests about a document (hover, code lens,
+scores, verify) first wait until the edits queued before them are processed (not the ones that
+arrive later: an edit storm must not starve them), so they answer for the version the client
+saw or a newer one.
+
+During a burst of edits that outpaces the engine, the newest finished hints are still published
+at most every BURST_PUBLISH_S, moved through the edits still waiting (remap.py) and stated for
+the newest version; each diagnostic's `data.version` names the version whose state chose it.
 
 Reading stdin is ours, not pygls' (transport.py: bounded frames on a daemon thread), and every
 message goes through `Protocol.receive`, which answers each malformed request with a JSON-RPC
@@ -23,7 +30,7 @@ import json
 import logging
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 from typing import Any
 
 import cattrs
@@ -40,6 +47,7 @@ from pygls.protocol.language_server import lsp_method
 import inference
 
 from . import __version__, hints
+from .engine_thread import BUILD, URGENT, EngineThread
 from .heap import HeapTrimmer
 from .scheduler import Coalescer
 from .settings import SECTION, Settings, parse
@@ -56,6 +64,8 @@ _LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warnin
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
 SERVER_NOT_INITIALIZED = -32002
 EXIT_GRACE_S = 2.0  # at exit, wait this long for a running engine job before leaving without it
+BURST_PUBLISH_S = 0.05  # during a burst, publish moved hints at most this often per document
+BUILD_PROGRESS_WINDOWS = 4  # builds of at least this many windows report $/progress
 
 
 class RequestFailed(JsonRpcException):
@@ -192,9 +202,7 @@ class VQServer(LanguageServer):
         self.defaults = defaults or Settings()  # from the command line
         self.base = self.defaults  # defaults plus initializationOptions
         self.docs = Documents(self.defaults)
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vq-engine")
-        self.engine_idle = threading.Event()  # no engine job is running (cleared while one runs)
-        self.engine_idle.set()
+        self.engine = EngineThread()
         self.heap = HeapTrimmer()  # returns dropped states' memory to the OS (engine thread only)
         self.coalescer = Coalescer(self._run)
         self.pending_warnings: list[str] = []
@@ -203,6 +211,7 @@ class VQServer(LanguageServer):
         self._tokens = itertools.count(1)
         self._stopping = False
         self._inbox: asyncio.Queue | None = None
+        self._last_publish: dict[str, float] = {}  # uri -> time.monotonic() of its last publish
 
     # ----------------------------------------------------------------- stdio
     def start_io(self, stdin=None, stdout=None) -> int:
@@ -213,7 +222,7 @@ class VQServer(LanguageServer):
         except BrokenPipeError:
             log.warning("the client closed its end of the connection")
         finally:
-            self.pool.shutdown(wait=False, cancel_futures=True)  # queued engine work has no one to answer
+            self.engine.shutdown()  # queued engine work has no one to answer
         if self.exit_code is None:  # end of input: a clean goodbye only if shutdown came first (LSP)
             self.exit_code = 0 if self.protocol._shutdown else 1
         return self.exit_code
@@ -257,19 +266,17 @@ class VQServer(LanguageServer):
 
     def engine_finished(self, timeout: float = EXIT_GRACE_S) -> bool:
         """Wait up to `timeout` for a running engine job (at exit); True if none is running."""
-        return self.engine_idle.wait(timeout)
+        return self.engine.idle.wait(timeout)
 
     # ----------------------------------------------------------------- helpers
     def _engine_job(self, fn, *args):
-        self.engine_idle.clear()
         try:
             return fn(*args)
         finally:
             self.heap.observe(st.doc for st in self.docs.states.values())
-            self.engine_idle.set()
 
-    async def on_engine(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.pool, self._engine_job, fn, *args)
+    async def on_engine(self, fn, *args, lane: int = URGENT):
+        return await self.engine.submit(self._engine_job, fn, *args, lane=lane)
 
     def verify_with_text(self, uri: str) -> dict:
         """verify() plus a hash of the server's text, so a client can check it is its own."""
@@ -295,10 +302,27 @@ class VQServer(LanguageServer):
         self.window_log_message(types.LogMessageParams(type=_LEVELS[level], message=text))
 
     async def _run(self, uri: str, events: list[tuple], superseded) -> None:
+        """One batch of a document's events: apply them, build a missing state window by window,
+        then publish hints (moved through newer edits when those are already waiting)."""
         if self.protocol._shutdown:
-            return  # shutting down: the engine pool no longer takes work
+            return  # shutting down: the engine thread no longer takes work
         try:
-            out: Outcome = await self.on_engine(self.docs.process, uri, events, superseded)
+            out: Outcome = await self.on_engine(self.docs.process, uri, events)
+            for m in out.messages:
+                self.say(m.level, m.text)
+            if out.closed:
+                self._last_publish.pop(uri, None)
+                return self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+            if out.needs_build:
+                await self.build(uri)
+            pending: list = []
+            if superseded():
+                if time.monotonic() - self._last_publish.get(uri, 0.0) < BURST_PUBLISH_S:
+                    return  # the next batch publishes
+                pending = self._pending_changes(uri)
+                if pending is None:
+                    return
+            out = await self.on_engine(self.docs.hints, uri, pending)
         except Exception as e:  # never stop serving: drop the state, rebuild it from its text
             log.exception("processing %s failed", uri)
             await self.on_engine(self.docs.drop, uri)
@@ -313,15 +337,42 @@ class VQServer(LanguageServer):
                 self.failing[uri] = "gave up"
             return
         self.failing.pop(uri, None)
-        for m in out.messages:
-            self.say(m.level, m.text)
-        if out.diagnostics is not None and not superseded():
+        if out.diagnostics is not None:
+            self._last_publish[uri] = time.monotonic()
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, version=out.version, diagnostics=out.diagnostics))
 
-    def refresh_all(self) -> None:
+    def _pending_changes(self, uri: str) -> list[tuple[int, list[Change]]] | None:
+        """The changes waiting for `uri` as (version, changes), or None if anything else waits."""
+        out = []
+        for ev in self.coalescer.pending.get(uri, []):
+            if ev[0] != "change" or not isinstance(ev[1], int):
+                return None
+            out.append((ev[1], ev[2]))
+        return out
+
+    async def build(self, uri: str) -> None:
+        """Build a document's missing state one window per engine job (the build lane), with
+        $/progress for long builds."""
+        progress = None
+        try:
+            while True:
+                done, total = await self.on_engine(self.docs.build_step, uri, lane=BUILD)
+                if done >= total:
+                    return
+                if progress is None and total >= BUILD_PROGRESS_WINDOWS:
+                    progress = BuildProgress(self, uri, total)
+                if progress is not None:
+                    progress.report(done)
+        finally:
+            if progress is not None:
+                progress.end()
+
+    def refresh_all(self, event: str = "refresh") -> None:
+        """Queue `event` for every open document: "refresh" rebuilds what is missing (a new
+        model), "settings" only re-chooses hints where the material allows (see Documents)."""
         for uri in list(self.docs.states):
-            self.coalescer.submit(uri, ("refresh",))
+            self.coalescer.submit(uri, (event,))
 
     async def load_model(self) -> None:
         """Load (or reload) the model the settings name, with $/progress, then refresh documents."""
@@ -363,12 +414,14 @@ class VQServer(LanguageServer):
             if (new.model_path, new.device) != (old.model_path, old.device):
                 await self.load_model()
             elif new != old:
-                self.refresh_all()
+                self.refresh_all("settings")
 
     async def ready(self, uri: str, fn, *args):
         """Run a request on a document's newest state; errors become LSP error responses."""
         await self.coalescer.caught_up(uri)
         try:
+            if (st := self.docs.states.get(uri)) is not None and st.doc is None:
+                await self.build(uri)  # window by window, as edits do; `fn` builds whatever is still missing
             return await self.on_engine(fn, uri, *args)
         except KeyError as e:
             raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None
@@ -376,6 +429,38 @@ class VQServer(LanguageServer):
             raise RequestFailed(str(e)) from None
         except TextSyncError as e:  # a position outside the document
             raise JsonRpcInvalidParams(str(e)) from None
+
+
+class BuildProgress:
+    """$/progress for one long build; a client that refuses progress still gets the build."""
+
+    def __init__(self, server: VQServer, uri: str, total: int) -> None:
+        self.server, self.total, self.begun, self.ended = server, total, False, False
+        self.token = f"vq-lsp/build/{next(server._tokens)}"
+        caps = server.client_capabilities.window
+        self.task = (asyncio.ensure_future(self._begin(uri)) if caps is not None and caps.work_done_progress
+                     else None)
+
+    async def _begin(self, uri: str) -> None:
+        try:
+            await self.server.work_done_progress.create_async(self.token)
+        except Exception as e:
+            log.info("no progress: %s", e)
+            return
+        if not self.ended:
+            self.server.work_done_progress.begin(self.token, types.WorkDoneProgressBegin(
+                title="vq-lsp: building hints", message=f"{uri}: {self.total} windows", percentage=0))
+            self.begun = True
+
+    def report(self, done: int) -> None:
+        if self.begun:
+            self.server.work_done_progress.report(self.token, types.WorkDoneProgressReport(
+                message=f"{done} of {self.total} windows", percentage=int(100 * done / self.total)))
+
+    def end(self) -> None:
+        self.ended = True
+        if self.begun:
+            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message="built"))
 
 
 def _uri_of(params: Any) -> str:
@@ -470,6 +555,6 @@ def build(defaults: Settings | None = None) -> VQServer:
 
     @ls.feature(types.SHUTDOWN)
     def shutdown(ls: VQServer, params: Any):
-        ls.pool.shutdown(wait=False, cancel_futures=True)
+        ls.engine.shutdown()
 
     return ls

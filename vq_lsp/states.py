@@ -4,9 +4,15 @@ A document always keeps its text (the editor's truth, needed to apply the next c
 the model is loaded and the document is eligible (a wanted file type, readable text, not empty,
 not too long) it also keeps its tokens (`TrackedText`) and an `IncrementalDocument`. Engine
 states are the expensive part: `Documents` keeps them within a memory budget by dropping the
-least recently used ones, which are rebuilt from the text on demand. A state in doubt (the
-engine refused an edit, its tokens disagree with the text's, verify() failed) is rebuilt from
-the text too; every rebuild is counted and logged.
+least recently used ones, which are rebuilt from the text when the document is edited or a
+request needs them (never just to re-filter hints: `HintMaterial` keeps what hints are chosen
+from). A document whose state alone would exceed the budget gets no state and one message.
+A state in doubt (the engine refused an edit, its tokens disagree with the text's, verify()
+failed) is rebuilt from the text too; every rebuild is counted and logged.
+
+Work is split so the server can interleave documents fairly (engine_thread.py): `process`
+applies events and engine updates, `build_step` builds one window of a missing state, and
+`hints` chooses diagnostics; each is one short job on the engine thread.
 
 Nothing here imports pygls: `process` takes plain events and returns what to publish.
 """
@@ -14,19 +20,20 @@ Nothing here imports pygls: `process` takes plain events and returns what to pub
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
 import inference
 
-from . import hints
+from . import hints, remap
 from .settings import Settings
-from .textsync import Change, TextSyncError, TrackedText, apply_change
+from .textsync import Change, TextSyncError, TrackedText, apply_change, position_at
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +66,8 @@ class Outcome:
     version: int | None = None
     diagnostics: list | None = None  # None: publish nothing; []: clear
     messages: list[Message] = field(default_factory=list)
+    needs_build: bool = False  # the document wants a state it lacks: run build_step until it has one
+    closed: bool = False
 
 
 @dataclass
@@ -69,6 +78,8 @@ class DocumentState:
     text: str
     tracked: TrackedText | None = None
     doc: inference.IncrementalDocument | None = None
+    builder: inference.DocumentBuilder | None = None  # a state being built window by window
+    material: hints.HintMaterial | None = None  # what the last hints were chosen from
     problem: str | None = None  # why the document gets no hints (reported once per change of reason)
     out_of_sync: str | None = None  # a rejected change: ignore incremental changes until full text
     last_cost: dict | None = None
@@ -76,6 +87,7 @@ class DocumentState:
     rebuilds: int = 0
     evictions: int = 0
     last_touch: float = 0.0
+    build_started: float = 0.0
 
     def bytes(self) -> int:
         return 0 if self.doc is None else self.doc.state_bytes()
@@ -102,54 +114,138 @@ class Documents:
             raise inference.ModelLoadError(self.model_error) from None
         self.model_error = None
         for st in self.states.values():
-            st.tracked, st.doc, st.problem = None, None, None
+            st.tracked, st.doc, st.problem, st.builder, st.material = None, None, None, None, None
         cfg = self.model.config
         return (f"loaded {self.model.path} ({cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
                 f"{cfg.window_tokens}-token windows) on {self.model.device}")
 
     # ----------------------------------------------------------------- events
-    def process(self, uri: str, events: list[tuple], superseded=lambda: False) -> Outcome:
-        """Apply events (open, change, close, refresh) in order; build hints unless superseded."""
+    def process(self, uri: str, events: list[tuple]) -> Outcome:
+        """Apply events (open, change, close, lost, refresh, settings) in order.
+
+        Consecutive changes become one text update and one engine update. `needs_build` says
+        whether the document now wants a state it lacks; a "settings" event alone asks for none
+        when the hints can be re-chosen from the material of the current version.
+        """
         out = Outcome()
-        merged: list[tuple] = []  # consecutive changes become one text update and one engine update
+        merged: list[tuple] = []
         for ev in events:
             if ev[0] == "change" and merged and merged[-1][0] == "change":
-                merged[-1] = ("change", ev[1], merged[-1][2] + ev[2])
+                merged[-1][1] = ev[1]
+                merged[-1][2].extend(ev[2])  # in place: a burst of k changes costs k, not k^2
+            elif ev[0] == "change":
+                merged.append(["change", ev[1], list(ev[2])])
             else:
                 merged.append(ev)
+        eager = False
         for ev in merged:
             kind = ev[0]
             if kind == "open":
                 _, version, language_id, text = ev
                 self.states[uri] = DocumentState(uri, language_id, version, text)
+                eager = True
             elif kind == "close":
                 self.states.pop(uri, None)
-                return Outcome(diagnostics=[], messages=out.messages)
+                return Outcome(diagnostics=[], messages=out.messages, closed=True)
             elif kind == "change":
                 st = self.states.get(uri)
                 if st is None:
                     out.messages.append(Message("error", f"vq-lsp: change for {uri}, which is not open; ignored"))
                     continue
                 self._change(st, ev[1], ev[2], out)
+                eager = True
             elif kind == "lost":  # a change the server could not even read (server.py): the text is in doubt
                 st = self.states.get(uri)
                 if st is not None:
                     st.version = ev[1] if ev[1] is not None else st.version
                     self._pause(st, ev[2], out)
-            elif kind != "refresh":
+            elif kind == "refresh":
+                eager = True
+            elif kind == "settings":
+                self._evict_over_budget()
+            else:
                 raise ValueError(f"unknown event {kind!r}")
         st = self.states.get(uri)
         if st is None:
             return out
         out.version = st.version
-        self._ensure(st, out)
-        if superseded():
-            return out
-        out.diagnostics = hints.diagnostics(st.tracked, st.doc, self.settings.diagnostics) if st.doc else []
+        self._check(st, out)
+        if st.problem is None and st.doc is None:
+            out.needs_build = eager or not self._material_current(st)
         return out
 
+    def process_now(self, uri: str, events: list[tuple]) -> Outcome:
+        """`process`, the whole build and `hints` in one call (tests, scripts): the server runs
+        these steps as separate engine jobs so that documents take turns."""
+        out = self.process(uri, events)
+        if out.closed:
+            return out
+        while out.needs_build:
+            done, total = self.build_step(uri)
+            out.needs_build = done < total
+        hinted = self.hints(uri)
+        out.version, out.diagnostics = hinted.version, hinted.diagnostics
+        return out
+
+    def _material_current(self, st: DocumentState) -> bool:
+        return st.material is not None and st.material.version == st.version
+
+    def hints(self, uri: str, pending: Sequence[tuple[int, list[Change]]] = ()) -> Outcome:
+        """Diagnostics for the document as it stands: from its state, else from the material of
+        its current version; none (publish nothing) if it has neither. With `pending` changes
+        (version, changes) not yet processed, the hints are moved through them (remap.py) and
+        stated for the newest of those versions; None if they cannot be moved."""
+        st = self.states.get(uri)
+        out = Outcome()
+        if st is None:
+            return out
+        out.version = st.version
+        if st.problem is not None:
+            out.diagnostics = [] if not pending else None
+            return out
+        if st.doc is not None:
+            st.material = hints.HintMaterial.of(st.tracked, st.doc, st.version)
+        elif not (self._material_current(st) and st.tracked is not None):
+            return out
+        chosen = hints.choose(st.tracked, st.material, self.settings.diagnostics)
+        if not pending:
+            out.diagnostics = [h.lsp(st.tracked.position, st.version) for h in chosen]
+            return out
+        try:
+            moved = remap.move(st.tracked.text, st.tracked.lines, chosen, [c for _, cs in pending for c in cs])
+        except TextSyncError:
+            moved = None  # the change will be rejected when it is processed; publish then
+        if moved is not None:
+            text, starts, alive = moved
+            out.version = pending[-1][0]
+            out.diagnostics = [h.lsp(lambda off: position_at(text, starts, off), st.version) for h in alive]
+        return out
+
+    def build_step(self, uri: str) -> tuple[int, int]:
+        """Build one more window of a document's missing state; (windows built, windows in all).
+        Done when both are equal (also when there is nothing to build)."""
+        st = self.states.get(uri)
+        if st is None or st.doc is not None or st.problem is not None or st.tracked is None or self.model is None:
+            if st is not None:
+                st.builder = None
+            return 1, 1
+        if st.builder is None or st.builder.model is not self.model:
+            st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
+            st.build_started = time.perf_counter()
+        b = st.builder
+        b.step()
+        if not b.done:
+            return len(b.windows), len(b.bounds)
+        st.builder, doc = None, b.document()
+        if b.ids != st.tracked.ids:  # edited while it was being built: catch up incrementally
+            doc.apply(inference.diff(b.ids, st.tracked.ids))
+        st.doc = doc
+        st.last_cost = {"rebuild_seconds": time.perf_counter() - st.build_started, "tokens": len(st.tracked.ids)}
+        self.touch(st)
+        return len(b.bounds), len(b.bounds)
+
     def _change(self, st: DocumentState, version: int, changes: list[Change], out: Outcome) -> None:
-        st.version = version
+        st.version, st.material = version, None
         if st.out_of_sync and all(c.range is not None for c in changes):
             return
         first_full = max((i for i, c in enumerate(changes) if c.range is None), default=None)
@@ -177,7 +273,7 @@ class Documents:
     def _pause(self, st: DocumentState, what: str, out: Outcome) -> None:
         """A change was lost: ignore incremental changes until the editor sends the full text."""
         st.out_of_sync = what
-        st.tracked, st.doc, st.problem = None, None, None
+        st.tracked, st.doc, st.problem, st.material = None, None, None, None
         out.messages.append(Message("error", (
             f"vq-lsp: rejected a change to {st.uri} (version {st.version}): {what}. Hints for this document are "
             "paused until the editor sends its full text (close and reopen it).")))
@@ -211,25 +307,38 @@ class Documents:
                               seconds=time.perf_counter() - t0)
         return inference.EditResult(scores=st.doc.scores, cost=cost)
 
-    def _ensure(self, st: DocumentState, out: Outcome) -> None:
-        """Build what the document lacks (tokens, engine state), or record why it cannot."""
+    def _check(self, st: DocumentState, out: Outcome) -> None:
+        """Record why the document cannot have a state (tokenizing it if needed), and say so
+        once per change of reason."""
         problem = self._problem(st)
         if problem:
-            if problem not in ("too long", "empty"):
+            if problem not in ("too long", "empty", "over budget"):
                 st.tracked = None
-            st.doc = None
+            st.doc, st.builder = None, None
         if problem != st.problem:
             st.problem = problem
             if problem and problem not in ("empty", "file type", "no model", "out of sync"):
-                detail = {"too long": f"{len(st.tracked.ids) if st.tracked else '?'} tokens, more than "
-                          f"maxDocumentTokens = {self.settings.max_document_tokens}"}.get(problem, problem)
-                out.messages.append(Message("warning", f"vq-lsp: no hints for {st.uri}: {detail}"))
-        if problem:
+                out.messages.append(Message("warning", f"vq-lsp: no hints for {st.uri}: {self._detail(st, problem)}"))
+
+    def _detail(self, st: DocumentState, problem: str) -> str:
+        n = len(st.tracked.ids) if st.tracked else 0
+        if problem == "too long":
+            return f"{n if st.tracked else '?'} tokens, more than maxDocumentTokens = {self.settings.max_document_tokens}"
+        if problem == "over budget":
+            need = inference.estimate_state_bytes(self.model, n) / 2**20
+            return (f"{n} tokens, whose engine state would take about {need:,.0f} MiB, more than the whole memory "
+                    f"budget (memoryBudgetMb = {self.settings.memory_budget_mb:g}); raise memoryBudgetMb above "
+                    f"{math.ceil(need)} to get hints for it")
+        return problem
+
+    def _ensure(self, st: DocumentState, out: Outcome) -> None:
+        """Build what the document lacks in one go (requests; the server usually builds it
+        beforehand, window by window, with build_step)."""
+        self._check(st, out)
+        if st.problem:
             return
-        if st.doc is None:
-            t0 = time.perf_counter()
-            st.doc = inference.IncrementalDocument(self.model, st.tracked.ids)
-            st.last_cost = {"rebuild_seconds": time.perf_counter() - t0, "tokens": len(st.tracked.ids)}
+        while st.doc is None:
+            self.build_step(st.uri)
         self.touch(st)
 
     def _problem(self, st: DocumentState) -> str | None:
@@ -252,26 +361,35 @@ class Documents:
             return "empty"
         if len(st.tracked.ids) > self.settings.max_document_tokens:
             return "too long"
+        if st.doc is None and inference.estimate_state_bytes(self.model, len(st.tracked.ids)) > self._budget():
+            return "over budget"
         return None
 
     def drop(self, uri: str) -> None:
         """Forget a document's tokens and engine state (kept: its text); rebuilt on next use."""
         st = self.states.get(uri)
         if st is not None:
-            st.tracked, st.doc, st.problem = None, None, None
+            st.tracked, st.doc, st.problem, st.builder, st.material = None, None, None, None, None
             st.rebuilds += 1
 
     # ----------------------------------------------------------------- memory
+    def _budget(self) -> float:
+        return self.settings.memory_budget_mb * 2**20
+
     def touch(self, st: DocumentState) -> None:
         st.last_touch = time.monotonic()
         self.states.move_to_end(st.uri)
-        budget = self.settings.memory_budget_mb * 2**20
+        self._evict_over_budget(keep=st)
+
+    def _evict_over_budget(self, keep: DocumentState | None = None) -> None:
+        """Drop the least recently used states until the rest fit the budget (their hint
+        material stays: hints are re-chosen from it until the document is edited)."""
         sizes = {u: s.bytes() for u, s in self.states.items()}
         total = sum(sizes.values())
         for uri, other in list(self.states.items()):
-            if total <= budget:
+            if total <= self._budget():
                 break
-            if other is st or other.doc is None:
+            if other is keep or other.doc is None:
                 continue
             total -= sizes[uri]
             other.doc = None

@@ -125,6 +125,32 @@ def apply_change(text: str, change: Change, starts: Sequence[int] | None = None)
     return text[:a] + change.text + text[b:], a, b, a + len(change.text)
 
 
+def _is_line_start(text: str, p: int) -> bool:
+    return p == 0 or (text[p - 1] in "\r\n" and not (text[p - 1] == "\r" and p < len(text) and text[p] == "\n"))
+
+
+def shift_line_starts(starts: list[int], text: str, a: int, b: int, e: int) -> list[int]:
+    """Line starts of `text`, which is the old text with chars [a, b) replaced by new ones
+    ending at e, from the old text's line starts: without scanning the whole text (a burst of
+    k changes to a long document scanned it k times). Whether p starts a line depends only on
+    text[p - 1] and text[p], so old starts below a and above b + 1 keep their status."""
+    lo = bisect.bisect_left(starts, a)
+    hi = bisect.bisect_right(starts, b + 1)
+    delta = e - b
+    mid = [p for p in range(a, min(e + 1, len(text)) + 1) if _is_line_start(text, p)]
+    return starts[:lo] + mid + [p + delta for p in starts[hi:]]
+
+
+def apply_changes(text: str, changes: Sequence[Change], starts: list[int] | None = None):
+    """Apply changes in order, keeping the line starts up to date. Yields (text, starts, a, b, e)
+    after each change (char indices as in `apply_change`)."""
+    starts = line_starts(text) if starts is None else starts
+    for ch in changes:
+        text, a, b, e = apply_change(text, ch, starts)
+        starts = line_starts(text) if ch.range is None else shift_line_starts(starts, text, a, b, e)
+        yield text, starts, a, b, e
+
+
 # ----------------------------------------------------------------- tokens
 def _letter_end(text: str, p: int) -> bool:
     return text[p - 1].isalpha() and not text[p].isalpha()
@@ -195,20 +221,16 @@ class TrackedText:
     def apply(self, changes: Sequence[Change]) -> SyncResult:
         """Apply changes in order; on error nothing changes. Returns the token splices."""
         old, text = self.text, self.text
-        lo, hi, full = None, None, False  # edited region [lo, hi) in the current text
-        starts = self._starts_cache
-        for ch in changes:
-            if ch.range is None:
-                full = True
-            text, a, b, e = apply_change(text, ch, starts)
-            starts = None
+        lo, hi, full = None, None, any(ch.range is None for ch in changes)  # edited region [lo, hi) in the current text
+        starts = self.lines
+        for text, starts, a, b, e in apply_changes(text, changes, starts):
             if lo is None:
                 lo, hi = a, e
             else:
                 lo, hi = min(lo, a), max(max(hi, b) + e - b, e)
         if lo is None:
             return SyncResult([], 0, False)
-        self._starts_cache = None
+        self._starts_cache = starts
         delta = len(text) - len(old)
         if full or not old or not text:
             new_ids, offsets = self.tokenizer.encode_with_offsets(text)

@@ -19,27 +19,26 @@ def docs(model_dir):
 
 def test_a_burst_of_changes_is_one_engine_update(docs, gpt2):
     uri = "mem://burst"
-    out = docs.process(uri, [("open", 1, "plaintext", "Good film.")])
+    out = docs.process_now(uri, [("open", 1, "plaintext", "Good film.")])
     assert out.version == 1 and out.diagnostics is not None
     text, events = "Good film.", []
     for i, ch in enumerate(" It was fun."):
         events.append(("change", i + 2, [Change(ch, (0, len(text), 0, len(text)))]))
         text += ch
-    out = docs.process(uri, events, superseded=lambda: False)
+    out = docs.process_now(uri, events)
     st = docs.states[uri]
     assert out.version == 13 and st.updates == 1 and st.doc.token_ids == gpt2.encode(text)
-    skipped = docs.process(uri, [("change", 14, [Change("!", (0, 0, 0, 0))])], superseded=lambda: True)
-    assert skipped.diagnostics is None and skipped.version == 14  # newer work waits: no stale hints
+    assert all(len(ev[2]) == 1 for ev in events)  # merging never touched the callers' change lists
 
 
 def test_memory_budget_drops_least_recently_used(docs):
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 30)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
-    docs.process("mem://a", [("open", 1, "plaintext", text)])
+    docs.process_now("mem://a", [("open", 1, "plaintext", text)])
     one = docs.states["mem://a"].bytes()
     assert one > 0
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.5 * one / 2**20)
-    docs.process("mem://b", [("open", 1, "plaintext", text)])
+    docs.process_now("mem://b", [("open", 1, "plaintext", text)])
     assert docs.states["mem://a"].doc is None and docs.states["mem://a"].evictions == 1
     before = docs.states["mem://b"].doc.scores
     docs.scores("mem://a")  # rebuilt on demand; now b is the least recently used
@@ -50,10 +49,10 @@ def test_memory_budget_drops_least_recently_used(docs):
 
 def test_a_state_in_doubt_is_rebuilt(docs, gpt2):
     uri = "mem://doubt"
-    docs.process(uri, [("open", 1, "plaintext", "Nice.")])
+    docs.process_now(uri, [("open", 1, "plaintext", "Nice.")])
     st = docs.states[uri]
     st.tracked.ids[0] = 0  # tokens that no longer match the engine's: the next update must notice
-    docs.process(uri, [("change", 2, [Change(" Yes.", (0, 5, 0, 5))])])
+    docs.process_now(uri, [("change", 2, [Change(" Yes.", (0, 5, 0, 5))])])
     assert st.rebuilds == 1 and st.doc.token_ids == st.tracked.ids
     res = docs.verify(uri)
     assert res["rebuilt"] and not res["tokensMatchText"]  # the corrupted tokens were caught and rebuilt
@@ -61,9 +60,9 @@ def test_a_state_in_doubt_is_rebuilt(docs, gpt2):
 
 
 def test_text_problems(docs):
-    out = docs.process("mem://nul", [("open", 1, "plaintext", "ok\x00")])
+    out = docs.process_now("mem://nul", [("open", 1, "plaintext", "ok\x00")])
     assert out.diagnostics == [] and "binary" in out.messages[0].text
-    out = docs.process("mem://py", [("open", 1, "python", "def f(): pass")])
+    out = docs.process_now("mem://py", [("open", 1, "python", "def f(): pass")])
     assert out.diagnostics == [] and out.messages == []  # not a prose file type: silently no hints
-    out = docs.process("mem://nope", [("change", 2, [Change("x", (0, 0, 0, 0))])])
+    out = docs.process_now("mem://nope", [("change", 2, [Change("x", (0, 0, 0, 0))])])
     assert "not open" in out.messages[0].text

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import inference
-from vq_lsp.textsync import Change, TextSyncError, TrackedText, apply_change, line_starts, position_at, utf16_len
+from vq_lsp.textsync import (Change, TextSyncError, TrackedText, apply_change, line_starts, position_at,
+                             shift_line_starts, utf16_len)
 
 
 def rng(l0, c0, l1, c1):
@@ -111,3 +112,15 @@ def test_any_edit_sequence_matches_tokenizing_from_scratch(gpt2, case):
         assert list(tt.token_starts) == [o[0] for o in offsets]
         assert inference.apply_splices(old_ids, res.splices) == ids
         assert utf16_len(tt.text) >= len(tt.text)
+        assert tt.lines == line_starts(tt.text)  # kept up to date change by change, never rescanned
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab\r\n", max_size=30), st.data())
+def test_line_starts_follow_any_replacement(text, data):
+    """CR, LF and CRLF that an edit joins or splits: the shifted starts equal a rescan."""
+    a = data.draw(st.integers(0, len(text)))
+    b = data.draw(st.integers(a, len(text)))
+    new = data.draw(st.text(alphabet="xy\r\n", max_size=6))
+    out = text[:a] + new + text[b:]
+    assert shift_line_starts(line_starts(text), out, a, b, a + len(new)) == line_starts(out)
