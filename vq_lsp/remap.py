@@ -33,7 +33,8 @@ def move(text: str, starts: list[int], hints: Sequence[Hint], changes: Sequence[
         for h in alive:
             stretch = h.code in STRETCHES and not breaks
             if stretch and h.start < a and b <= h.end:
-                moved.append(replace(h, end=h.end + delta))  # typing inside or at the end of the paragraph
+                if text[h.start:h.end + delta].strip():  # typing inside or at the end of the paragraph
+                    moved.append(replace(h, end=h.end + delta))
             elif h.end <= a:
                 moved.append(h)  # before the edit
             elif h.start >= b:

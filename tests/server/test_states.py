@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vq_lsp.settings import Settings
+from vq_lsp.settings import DiagnosticSettings, Settings
 from vq_lsp.states import Documents
 from vq_lsp.textsync import Change
 
@@ -66,3 +66,70 @@ def test_text_problems(docs):
     assert out.diagnostics == [] and out.messages == []  # not a prose file type: silently no hints
     out = docs.process_now("mem://nope", [("change", 2, [Change("x", (0, 0, 0, 0))])])
     assert "not open" in out.messages[0].text
+
+
+def test_build_window_by_window_catches_up_with_edits_made_meanwhile(docs, gpt2):
+    uri = "mem://steps"
+    text = "\n\n".join(f"Paragraph {i} says the film was fine and the music was loud." for i in range(60))
+    out = docs.process(uri, [("open", 1, "plaintext", text)])
+    assert out.needs_build and docs.states[uri].doc is None  # process alone builds nothing
+    done, total = docs.build_step(uri)
+    assert 1 == done < total  # one window per step
+    edit = [Change("Truly, ", (0, 0, 0, 0))]
+    docs.process(uri, [("change", 2, edit)])  # the text moves on mid-build
+    while done < total:
+        done, total = docs.build_step(uri)
+    st = docs.states[uri]
+    assert st.doc.token_ids == gpt2.encode("Truly, " + text) and st.doc.verify().codes_equal
+    assert docs.hints(uri).version == 2
+
+
+def test_settings_rechoose_hints_without_engine_work(docs):
+    uri = "mem://lazy"
+    docs.process_now(uri, [("open", 1, "plaintext", "A fine film.\n\nA dull one.")])
+    st = docs.states[uri]
+    st.doc = None  # as if evicted: its material stays
+    out = docs.process(uri, [("settings",)])
+    assert not out.needs_build  # hints for this version can be re-chosen from the material
+    again = docs.hints(uri)
+    assert again.version == 1 and again.diagnostics is not None and st.doc is None
+    out = docs.process(uri, [("change", 2, [Change("!", (0, 0, 0, 0))])])
+    assert out.needs_build  # an edit needs the state back
+
+
+def test_a_document_over_the_whole_budget_gets_one_message_and_no_state(docs):
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 30)
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.0)
+    try:
+        out = docs.process_now("mem://big", [("open", 1, "plaintext", text)])
+        assert out.diagnostics == [] and docs.states["mem://big"].doc is None
+        (msg,) = out.messages
+        assert "more than the whole memory budget (memoryBudgetMb = 1)" in msg.text and "MiB" in msg.text
+        out = docs.process_now("mem://big", [("change", 2, [Change("x", (0, 0, 0, 0))])])
+        assert out.messages == [] and docs.states["mem://big"].doc is None  # said once, never built
+        with pytest.raises(LookupError, match="over budget"):
+            docs.scores("mem://big")
+    finally:
+        docs.settings = Settings(model_path=docs.settings.model_path)
+
+
+def test_hints_move_through_pending_changes(docs):
+    uri = "mem://moving"
+    text = "The film was a delight.\n\nI hated the ending."
+    docs.settings = Settings(model_path=docs.settings.model_path, diagnostics=DiagnosticSettings(
+        sentiment_threshold=0.0, surprise_threshold=0.0, max_surprise_hints=100))
+    try:
+        base = docs.process_now(uri, [("open", 1, "plaintext", text)])
+        pending = [(2, [Change("Oh. ", (0, 0, 0, 0))]), (3, [Change("\n", (2, 0, 2, 0))])]
+        moved = docs.hints(uri, pending)
+        assert moved.version == 3 and len(moved.diagnostics) == len(base.diagnostics)
+        new_text = "Oh. The film was a delight.\n\n\nI hated the ending."
+        starts = [0, 28, 29, 30]
+        for old, new in zip(base.diagnostics, moved.diagnostics):
+            assert new.data == {"version": 1} and old.message == new.message
+
+            def chars(d, t, s):
+                return t[s[d.range.start.line] + d.range.start.character: s[d.range.end.line] + d.range.end.character]
+            assert chars(old, text, [0, 24, 25]) == chars(new, new_text, starts)
+    finally:
+        docs.settings = Settings(model_path=docs.settings.model_path)
