@@ -15,7 +15,11 @@ report counts the cut gaps that fell while the server was still behind, to show 
 Per keystroke: latency from sending its didChange to the first publishDiagnostics whose
 version is at least its own (the server coalesces, and does not publish a version that is
 already superseded); staleness, how many versions behind the shown hints are at the moment the
-writer presses the key (0: up to date). Per session: server CPU time (user + system of the
+writer presses the key (0: up to date); content staleness in ms, how long ago the oldest edit was
+sent that the shown hints' content does not yet reflect (hints moved through newer edits state
+the newest version; their `data.version` names the version whose state chose them); and every
+published diagnostic is checked against the text of the version it states (a surprise hint must
+cover the word it quotes, a tone hint a non-blank run inside one paragraph). Per session: server CPU time (user + system of the
 server process, all threads, read from /proc/PID/stat: engine, hints, JSON and pygls all count)
 from the first keystroke to the final diagnostics, divided by keystrokes and by engine updates
 (`updates` of vqLsp/documentScores). At the end of each replay the server's state must verify
@@ -38,6 +42,7 @@ import itertools
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import sys
@@ -128,6 +133,7 @@ class Keystroke:
     changes: list[dict]
     source: str  # "user" or "api" (an accepted model suggestion)
     capped: bool = False  # the recorded gap before this event was longer than the pause cap
+    text: str = ""  # the text after this event (to check published ranges against)
 
 
 @dataclass
@@ -171,7 +177,7 @@ def prepare(row: dict, max_events: int = 0, start: str = "first", pause_cap: flo
             skipped += 1
             continue
         text = new
-        keystrokes.append(Keystroke(at, changes, source, capped))
+        keystrokes.append(Keystroke(at, changes, source, capped, text))
         capped = False
     return Replay(row["session"], first, open_text, keystrokes, text, skipped)
 
@@ -191,6 +197,8 @@ class Server:
         self.proc: asyncio.subprocess.Process | None = None
         self.published: dict[str, list[tuple[float, int]]] = {}  # uri -> (arrival, version), in order
         self.shown: dict[str, int] = {}  # uri -> version of the newest diagnostics
+        self.content: dict[str, int] = {}  # uri -> version whose engine state chose the newest diagnostics
+        self.diagnostics: dict[str, list[tuple[int, list]]] = {}  # uri -> (version, diagnostics) per publish
         self.messages: list[tuple[int, str]] = []  # window/showMessage and logMessage (type, text)
         self.stderr: deque[str] = deque(maxlen=50)
         self._futures: dict[int, asyncio.Future] = {}
@@ -288,6 +296,11 @@ class Server:
             self.published.setdefault(p["uri"], []).append((arrived, p.get("version")))
             if p.get("version") is not None:  # a closed document's diagnostics are cleared without a version
                 self.shown[p["uri"]] = p["version"]
+                # hints moved through newer edits state the newest version; data.version says
+                # which version's state chose them (no diagnostics: the stated version)
+                chosen = [d["data"]["version"] for d in p["diagnostics"] if isinstance(d.get("data"), dict)]
+                self.content[p["uri"]] = min(chosen, default=p["version"])
+                self.diagnostics.setdefault(p["uri"], []).append((p["version"], p["diagnostics"]))
         elif method in ("window/showMessage", "window/logMessage"):
             self.messages.append((msg["params"]["type"], msg["params"]["message"]))
         elif "id" in msg:  # a request from the server: nothing to configure, nothing to register
@@ -331,6 +344,9 @@ class SessionResult:
     latency_ms: list[float] = field(repr=False)
     staleness: list[int] = field(repr=False)
     lateness_ms: list[float] = field(repr=False)  # how late the client sent each keystroke
+    staleness_ms: list[float] = field(repr=False)  # age of the oldest edit the shown hints' content lacks
+    wrong_ranges: int = 0  # published diagnostics whose range misses their characters at the stated version
+    checked_ranges: int = 0
 
 
 async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: str, expected_tokens: int,
@@ -340,7 +356,7 @@ async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: st
                                                            "text": rep.open_text}})
     await server.wait(lambda: server.shown.get(uri, 0) >= 1, timeout)
     cpu0, t0 = server.cpu_seconds(), time.perf_counter()
-    sent, staleness, lateness = [], [], []
+    sent, staleness, lateness, stale_ms = [], [], [], []
     for k, ks in enumerate(rep.keystrokes):
         version = k + 2
         target = t0 + ks.at / speed
@@ -348,6 +364,8 @@ async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: st
             await asyncio.sleep(delay)
         now = time.perf_counter()
         staleness.append(version - 1 - server.shown[uri])
+        content = server.content.get(uri, 1)
+        stale_ms.append(0.0 if content >= version - 1 else (now - sent[content + 1 - 2]) * 1000)
         lateness.append((now - target) * 1000)
         server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                  "contentChanges": ks.changes})
@@ -366,6 +384,8 @@ async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: st
         while published[j][1] < k + 2:
             j += 1
         latency.append((published[j][0] - t_sent) * 1000)
+    texts = {1: rep.open_text} | {k + 2: ks.text for k, ks in enumerate(rep.keystrokes)}
+    wrong, checked = check_ranges(server.diagnostics.pop(uri, []), texts)
     verified = (check["codesEqual"] and check["tokensMatchText"] and not check["rebuilt"]
                 and scores["version"] == final and scores["tokens"] == expected_tokens)
     return SessionResult(rep.session, engine, speed, rep.first_event, len(rep.keystrokes),
@@ -375,7 +395,40 @@ async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: st
                          | {"expectedTokens": expected_tokens, "version": scores["version"]}, scores["cost"],
                          sum(ks.capped for ks in rep.keystrokes),
                          sum(ks.capped and s > 0 for ks, s in zip(rep.keystrokes, staleness)),
-                         latency, staleness, lateness)
+                         latency, staleness, lateness, stale_ms, wrong, checked)
+
+
+def char_index(text: str, line: int, units: int) -> int:
+    """Char index of an LSP position (lines end at \\n, \\r\\n, \\r; UTF-16 columns), written
+    independently of the server's textsync."""
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+    return advance(text, starts[line], units)
+
+
+def check_ranges(published: list[tuple[int, list]], texts: dict[int, str]) -> tuple[int, int]:
+    """(wrong, checked): a surprise hint must cover the word it quotes, and a tone hint a
+    non-blank run inside one paragraph, in the text of the version its publish states."""
+    wrong = checked = 0
+    for version, diagnostics in published:
+        text = texts.get(version)
+        if text is None:
+            continue
+        for d in diagnostics:
+            r = d["range"]
+            try:
+                a = char_index(text, r["start"]["line"], r["start"]["character"])
+                b = char_index(text, r["end"]["line"], r["end"]["character"])
+            except (IndexError, ValueError):
+                wrong += 1
+                continue
+            chars = text[a:b]
+            if d.get("code") == "surprise":
+                ok = d["message"].startswith(f"unexpected {chars!r}")
+            else:
+                ok = bool(chars.strip()) and not re.search(r"\n[ \t\r]*\n", chars)
+            wrong += not ok
+            checked += 1
+    return wrong, checked
 
 
 # ----------------------------------------------------------------- statistics and report
@@ -395,6 +448,10 @@ def summarize(results: list[SessionResult]) -> dict:
         "sessions": len(results), "keystrokes": keys, "verified": sum(r.verified for r in results),
         "latency_ms": {q: pct(lat, p) for q, p in (("p50", .5), ("p95", .95), ("p99", .99), ("max", 1))},
         "staleness_versions": {q: pct(stale, p) for q, p in (("p50", .5), ("p95", .95), ("p99", .99), ("max", 1))},
+        "staleness_ms": {q: pct([x for r in results for x in r.staleness_ms], p)
+                         for q, p in (("p50", .5), ("p95", .95), ("p99", .99), ("max", 1))},
+        "wrong_ranges": sum(r.wrong_ranges for r in results),
+        "checked_ranges": sum(r.checked_ranges for r in results),
         "stale_share": sum(s > 0 for s in stale) / len(stale),
         "cpu_ms_per_keystroke": 1000 * cpu / keys,
         "cpu_ms_per_keystroke_sessions": {q: pct(per_session, p) for q, p in (("p50", .5), ("p95", .95), ("p99", .99))},
@@ -412,15 +469,19 @@ def summarize(results: list[SessionResult]) -> dict:
 def table(summary: dict[str, dict]) -> str:
     rows = []
     for name, s in summary.items():
-        lat, st, cs = s["latency_ms"], s["staleness_versions"], s["cpu_ms_per_keystroke_sessions"]
+        lat, st, cs, sm = s["latency_ms"], s["staleness_versions"], s["cpu_ms_per_keystroke_sessions"], s["staleness_ms"]
         rows.append([name, str(s["sessions"]), str(s["keystrokes"]),
                      f"{lat['p50']:.1f} / {lat['p95']:.1f} / {lat['p99']:.1f} / {lat['max']:.0f}",
-                     f"{st['p50']} / {st['p95']} / {st['p99']} / {st['max']}", f"{100 * s['stale_share']:.1f}%",
+                     f"{st['p50']} / {st['p95']} / {st['p99']} / {st['max']}",
+                     f"{sm['p50']:.0f} / {sm['p95']:.0f} / {sm['p99']:.0f} / {sm['max']:.0f}",
+                     f"{s['wrong_ranges']} of {s['checked_ranges']:,}", f"{100 * s['stale_share']:.1f}%",
                      f"{s['cpu_ms_per_keystroke']:.1f} ({cs['p50']:.1f} / {cs['p95']:.1f} / {cs['p99']:.1f})",
                      f"{s['updates_per_keystroke']:.2f}", f"{s['cpu_ms_per_update']:.1f}",
                      f"{s['verified']}/{s['sessions']}"])
     return markdown_table(["config", "sessions", "keystrokes", "latency ms p50 / p95 / p99 / max",
-                           "staleness (versions) p50 / p95 / p99 / max", "keystrokes typed on stale hints",
+                           "staleness (versions) p50 / p95 / p99 / max",
+                           "content staleness ms p50 / p95 / p99 / max", "diagnostics on a wrong range",
+                           "keystrokes typed on stale hints",
                            "server CPU ms / keystroke: all (session p50 / p95 / p99)", "engine updates / keystroke",
                            "CPU ms / update", "sessions verified"], rows)
 

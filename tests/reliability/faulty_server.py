@@ -6,8 +6,9 @@ count 0: every call from `first` on) of the chosen function raise RuntimeError("
 fault"). Where:
   layer  inference.window.WindowState._layer: one layer of one window inside an incremental
          update, i.e. in the middle of the engine's state update
-  build  inference.IncrementalDocument construction (a full pass: open or rebuild)
-  hints  vq_lsp.hints.diagnostics, after the engine update, while building diagnostics
+  build  inference.DocumentBuilder.step: one window's full pass of a build (open or rebuild;
+         the tests' documents are one window each)
+  hints  vq_lsp.hints.choose, after the engine update, while choosing diagnostics
   hover  vq_lsp.hints.hover_text, inside a request
 The server code is untouched; only these functions are wrapped before it starts.
 """
@@ -47,9 +48,9 @@ def _install(spec: str) -> None:
     if where == "layer":
         inference.window.WindowState._layer = _wrap(inference.window.WindowState._layer, first, count)
     elif where == "build":
-        inference.IncrementalDocument.__init__ = _wrap(inference.IncrementalDocument.__init__, first, count)
+        inference.DocumentBuilder.step = _wrap(inference.DocumentBuilder.step, first, count)
     elif where == "hints":
-        hints.diagnostics = _wrap(hints.diagnostics, first, count)
+        hints.choose = _wrap(hints.choose, first, count)
     elif where == "hover":
         hints.hover_text = _wrap(hints.hover_text, first, count)
     else:

@@ -320,7 +320,8 @@ async def edit_storm(client, text: str, storms: int = 3, burst: int = 50, min_ch
         res = await scores(client, uri)  # waits for everything queued: no publish can be in flight after it
         expect(res["version"] == m.version, f"scores answered for version {res['version']}, not {m.version}")
         versions = [p.version for p in client.published[uri][first:]]
-        expect(versions == sorted(set(versions)), f"publishes out of order or repeated: {versions}")
+        # a version may be published twice: first moved through edits still waiting, then from its own state
+        expect(versions == sorted(versions), f"publishes out of order: {versions}")
         expect(versions[-1] == m.version, f"the last publish is for version {versions[-1]}, not {m.version}")
         expect(all(v > start_version for v in versions), "a publish for a version from before the storm")
         updates = res["updates"] - before

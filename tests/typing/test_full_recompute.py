@@ -23,11 +23,11 @@ def both(tiny_model_dir):
 
 
 def type_into(docs: Documents, uri: str, text: str, typed: str) -> str:
-    docs.process(uri, [("open", 1, "plaintext", text)])
+    docs.process_now(uri, [("open", 1, "plaintext", text)])
     for i, ch in enumerate(typed):
         line = text.count("\n")
         col = len(text) - (text.rfind("\n") + 1)
-        docs.process(uri, [("change", i + 2, [Change(ch, (line, col, line, col))])])
+        docs.process_now(uri, [("change", i + 2, [Change(ch, (line, col, line, col))])])
         text += ch
     return text
 

@@ -51,6 +51,9 @@ async def test_replay_part_of_a_real_session(session):
     assert r.rebuilds == 0 and 0 < r.updates <= r.keystrokes
     assert len(r.latency_ms) == r.keystrokes and min(r.latency_ms) > 0 and r.cpu_seconds > 0
     assert r.last_cost["incremental_macs"] < r.last_cost["dense_macs"]
+    # hints published mid-burst (moved through the edits still waiting) cover the right characters
+    assert r.checked_ranges > 0 and r.wrong_ranges == 0
+    assert len(r.staleness_ms) == r.keystrokes
     assert not [m for t, m in server.messages if t <= 2], server.messages  # no errors or warnings shown
 
 
