@@ -47,7 +47,9 @@ class Settings:
     hover: bool = field(default=True, metadata=_meta("Answer hover requests with document and paragraph scores."))
     code_lens: bool = field(default=True, metadata=_meta("Show the document score as a code lens on the first line."))
     memory_budget_mb: float = field(default=1024.0, metadata=_meta(
-        "Engine states of all open documents together stay under this; least recently used are dropped.", 1.0, 1e7))
+        "Engine states of all open documents together stay under this many MiB; least recently used are dropped "
+        "(and rebuilt when edited or asked about). A document whose state alone would exceed it gets no hints and "
+        "one message saying so.", 1.0, 1e7))
     max_document_tokens: int = field(default=50_000, metadata=_meta(
         "Documents with more tokens get no hints (and an explanation) instead of a slow state.", 1, 10_000_000))
     debounce_ms: int = field(default=0, metadata=_meta(
