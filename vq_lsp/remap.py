@@ -33,8 +33,9 @@ def move(text: str, starts: list[int], hints: Sequence[Hint], changes: Sequence[
         for h in alive:
             stretch = h.code in STRETCHES and not breaks
             if stretch and h.start < a and b <= h.end:
-                if text[h.start:h.end + delta].strip():  # typing inside or at the end of the paragraph
-                    moved.append(replace(h, end=h.end + delta))
+                kept = text[h.start:h.end + delta].rstrip()  # typing inside or at the end of the paragraph
+                if all(line.strip() for line in kept.split("\n")):  # not emptied, and no line of it blanked
+                    moved.append(replace(h, end=h.start + len(kept)))
             elif h.end <= a:
                 moved.append(h)  # before the edit
             elif h.start >= b:

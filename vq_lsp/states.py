@@ -215,7 +215,7 @@ class Documents:
             moved = remap.move(st.tracked.text, st.tracked.lines, chosen, [c for _, cs in pending for c in cs])
         except TextSyncError:
             moved = None  # the change will be rejected when it is processed; publish then
-        if moved is not None:
+        if moved is not None and moved[2]:  # with no hint left, the next result says more than an empty list
             text, starts, alive = moved
             out.version = pending[-1][0]
             out.diagnostics = [h.lsp(lambda off: position_at(text, starts, off), st.version) for h in alive]

@@ -68,7 +68,7 @@ def test_typing_moves_later_hints_and_drops_touched_ones():
     assert {h.message for h in alive} == {"word 0", "word 2", "word 3", "para 0", "para 1"}  # "film": touched
     moved = {h.message: h for h in alive}
     assert (moved["word 0"].start, moved["word 3"].start) == (5, 16)
-    assert (moved["para 0"].start, moved["para 0"].end) == (5, 10)  # the paragraph shrank with its text
+    assert (moved["para 0"].start, moved["para 0"].end) == (5, 9)  # the paragraph shrank with its text
 
 
 def test_a_full_replacement_cannot_be_moved_through():
