@@ -95,3 +95,14 @@ def device(text: str) -> str:
             raise argparse.ArgumentTypeError(f"{text!r}: MPS is not available on this machine (use cpu)")
         return str(dev)
     raise argparse.ArgumentTypeError(f"must be cpu, cuda, cuda:N or mps, got {text!r}")
+
+
+def refuse_bare_double_dash(parser: argparse.ArgumentParser, argv: list[str] | None) -> None:
+    """`--steps=--`: argparse (3.11) drops the "--" and stores an empty list, no type check run.
+
+    Called before parse_args, so such a value is one error naming the flag, not a TypeError later.
+    """
+    for arg in argv or ():
+        flag, eq, value = arg.partition("=")
+        if eq and value == "--" and flag.startswith("-"):
+            parser.error(f"argument {flag}: expected one value, got '--'")

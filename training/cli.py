@@ -73,10 +73,19 @@ def _add_later_stages(sub) -> None:
     stages.add_parsers(sub, _common, _train_loop)
 
 
+def _exists(path: str) -> bool:
+    """Path.exists, with a name the OS cannot even look up (a NUL byte, too long) counting as absent."""
+    try:
+        return Path(path).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse and check every flag, and what flags say together, before any work: a bad value exits
     with status 2 and one line naming the flag (argparse's own error path)."""
     ap = build_parser()
+    T.refuse_bare_double_dash(ap, sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     sub = ap._subparsers._group_actions[0].choices[args.cmd]  # the subcommand's parser: its prog in errors
     if getattr(args, "warmup", 1) is None:
@@ -90,16 +99,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             sub.error(f"argument --seq: {args.seq} tokens do not fit the --max-pos {args.max_pos} position table")
     for dest in INPUTS.get(args.cmd, ()):
         value = getattr(args, dest)
-        if value is not None and not Path(value).expanduser().exists():
+        if value is not None and not _exists(value):
             sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not out.is_dir():
-        sub.error(f"argument --out: {out} is a file, not a folder")
+    if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
+        sub.error(f"argument --out: {args.out} is a file, not a folder")
     if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "evaluate"}:
         try:
             args.data = resolve_data_dir(args.data)
         except SystemExit as e:
             sub.error(f"argument --data: {e.code}")
+        except RuntimeError as e:  # "~nobody/data": expanduser finds no such home folder
+            sub.error(f"argument --data: {e}")
     return args
 
 

@@ -212,6 +212,7 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Every check that needs no file: a bad flag exits with status 2 and a line naming it."""
     ap = build_parser()
+    argtypes.refuse_bare_double_dash(ap, sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     if args.git and args.path:
         ap.error("give either PATH or --git FILE, not both")

@@ -54,7 +54,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Every check of the server's flags: a bad one exits with status 2 and a line naming it."""
-    return _parser().parse_args(argv)
+    parser = _parser()
+    if any(arg.endswith("=--") for arg in argv):
+        from inference.argtypes import refuse_bare_double_dash
+
+        refuse_bare_double_dash(parser, argv)
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
