@@ -14,6 +14,9 @@ from inference import argtypes as T
 
 from .data import resolve_data_dir
 
+TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
+NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
+
 # input paths each subcommand reads: checked before any work starts
 INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"),
           "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval")}
@@ -117,10 +120,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from inference import ModelLoadError
 
+    import importlib.util
+
+    for module in NEEDS_EXTRA.get(args.cmd, ()):
+        if importlib.util.find_spec(module) is None:
+            print(f"vq-train {args.cmd}: error: needs {module}, which the server does not: "
+                  f"pip install 'vq-lsp[train]'", file=sys.stderr)
+            return 2
     try:
         return _run(args)
     except ModelLoadError as e:  # a model, teacher or tokenizer folder that cannot be used: say which and why
         print(f"vq-train {args.cmd}: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        if e.name not in TRAIN_EXTRA:
+            raise
+        print(f"vq-train {args.cmd}: error: needs {e.name}, which the server does not: "
+              f"pip install 'vq-lsp[train]'", file=sys.stderr)
         return 2
 
 

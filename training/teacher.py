@@ -16,15 +16,20 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from transformers import OPTConfig, OPTForCausalLM
+from typing import TYPE_CHECKING
 
 from . import common
 from .data import collect_tokens, lm_texts, ordered_positions, sample_chunks
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID, batch_encoder, load_tokenizer
 
+if TYPE_CHECKING:  # transformers (the [train] extra) is imported only when a teacher is built
+    from transformers import OPTConfig, OPTForCausalLM
+
 
 def make_config(vocab_size: int, d: int, layers: int, heads: int, ffn: int, max_pos: int) -> OPTConfig:
     """An OPT config with OPT-125M's conventions (pre-LN, ReLU, tied LM head, no dropout)."""
+    from transformers import OPTConfig
+
     return OPTConfig(
         vocab_size=vocab_size, hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
         ffn_dim=ffn, max_position_embeddings=max_pos, word_embed_proj_dim=d,
@@ -109,6 +114,8 @@ def train_teacher(args) -> Path:
     tok = load_tokenizer(args.tokenizer)
     train_tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed)
     valid_tokens = load_or_collect_tokens(tok, args.data, "valid", args.valid_tokens, out / "tokens_valid.pt", args.seed)
+
+    from transformers import OPTForCausalLM
 
     config = make_config(tok.get_vocab_size(), args.d, args.layers, args.heads, args.ffn, args.max_pos)
     model = OPTForCausalLM(config).to(device)
