@@ -53,7 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import REPO, data_dir, markdown_table  # noqa: E402
+from benchmarks.common import REPO, data_dir, markdown_table, percentile  # noqa: E402
 
 EMBED = "\ufffc"  # a Quill embed (an image) has length 1; the replay keeps a placeholder character there
 DEFAULT_SESSIONS = "typing/coauthor_sessions.jsonl.gz"
@@ -432,10 +432,7 @@ def check_ranges(published: list[tuple[int, list]], texts: dict[int, str]) -> tu
 
 
 # ----------------------------------------------------------------- statistics and report
-def pct(xs, q: float) -> float:
-    """The q-quantile (nearest rank) of xs."""
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
+pct = percentile  # the benchmarks' one percentile function (nearest rank)
 
 
 def summarize(results: list[SessionResult]) -> dict:

@@ -61,3 +61,11 @@ def test_typing_replay_report_without_matplotlib(no_matplotlib, tmp_path):
     assert "latency CDF: skipped" in md
     assert json.loads((tmp_path / "replay.json").read_text())["meta"]["plots"] is False
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_one_percentile_function():
+    from benchmarks import common, typing_replay
+
+    assert typing_replay.pct is common.percentile
+    assert [common.percentile([5, 1, 3, 2], q) for q in (0, 0.5, 0.95, 1)] == [1, 3, 5, 5]
+    assert common.p95(list(range(101))) == 95
