@@ -43,9 +43,14 @@ def median(xs):
     return statistics.median(xs)
 
 
-def p95(xs):
+def percentile(xs, q: float):
+    """The q-quantile of xs by nearest rank (an observed value): the one percentile every benchmark uses."""
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
+    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
+
+
+def p95(xs):
+    return percentile(xs, 0.95)
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

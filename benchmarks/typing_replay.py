@@ -53,7 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import REPO, data_dir, markdown_table  # noqa: E402
+from benchmarks.common import REPO, data_dir, markdown_table, percentile  # noqa: E402
 
 EMBED = "\ufffc"  # a Quill embed (an image) has length 1; the replay keeps a placeholder character there
 DEFAULT_SESSIONS = "typing/coauthor_sessions.jsonl.gz"
@@ -432,10 +432,7 @@ def check_ranges(published: list[tuple[int, list]], texts: dict[int, str]) -> tu
 
 
 # ----------------------------------------------------------------- statistics and report
-def pct(xs, q: float) -> float:
-    """The q-quantile (nearest rank) of xs."""
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
+pct = percentile  # the benchmarks' one percentile function (nearest rank)
 
 
 def summarize(results: list[SessionResult]) -> dict:
@@ -567,19 +564,21 @@ def write_report(results: dict[str, list[SessionResult]], meta: dict, out: Path)
     summary = {name: summarize(rs) for name, rs in results.items()}
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_name(out.name + "_latency_cdf.png")
-    plot_cdf(results, png)
     notes = [*cpu_ratios(summary, meta["speed"])]
     notes += [f"{name}: {s['capped_while_busy']} of {s['capped_gaps']} gaps cut to the pause cap fell while the server "
               f"was still busy; server CPU time / wall time {100 * s['server_busy_share']:.0f}%; the client sent "
               f"keystrokes {s['client_lateness_ms_p99']:.1f} ms late at p99" for name, s in summary.items()]
     notes.append(f"wall time {meta['wall_seconds'] / 60:.1f} min; load average {meta['loadavg_start'][0]:.2f} at the "
                  f"start, {meta['loadavg_end'][0]:.2f} at the end ({meta['cpus']} CPUs)")
-    notes.append(f"latency CDF: {png.relative_to(REPO) if png.is_relative_to(REPO) else png}")
+    notes.append(f"latency CDF: {png.relative_to(REPO) if png.is_relative_to(REPO) else png}"
+                 if meta.get("plots", True) else "latency CDF: skipped (matplotlib is not installed)")
     md = "\n".join([f"`{meta['command']}`", "", table(summary), "", *[f"- {n}" for n in notes], ""])
     out.with_name(out.name + ".md").write_text(md)
     sessions = {name: [session_record(r) for r in rs] for name, rs in results.items()}
     out.with_name(out.name + ".json").write_text(json.dumps({"meta": meta, "summary": summary, "sessions": sessions},
                                                             indent=1, default=str))
+    if meta.get("plots", True):  # after the results are on disk: a plotting failure loses nothing
+        plot_cdf(results, png)
     return md
 
 
@@ -602,6 +601,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "typing_replay",
                     help="output stem: STEM.md, STEM.json, STEM_latency_cdf.png")
     args = ap.parse_args(argv)
+    from benchmarks.optional import can_plot
+
+    plots = can_plot("typing_replay.py")
     random.seed(args.seed)
     path = args.sessions_file or data_dir(args.data) / DEFAULT_SESSIONS
     rows = load_sessions(path, args.sessions, args.seed)
@@ -614,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     results = asyncio.run(run(args, reps, expected))
     meta = {"command": shlex.join(["python", "benchmarks/typing_replay.py", *(sys.argv[1:] if argv is None else argv)]),
             "sessions_file": str(path), "wall_seconds": time.time() - t0, "loadavg_start": load0,
-            "loadavg_end": os.getloadavg(), "cpus": os.cpu_count(),
+            "loadavg_end": os.getloadavg(), "cpus": os.cpu_count(), "plots": plots,
             **{k: v for k, v in vars(args).items() if k not in ("out", "sessions_file")}}
     md = write_report(results, meta, args.out)
     print(md)

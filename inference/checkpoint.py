@@ -12,6 +12,7 @@ table, the fine table starts at zero, which equals the repeated pool).
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import torch
@@ -39,15 +40,53 @@ def _read_json(path: Path) -> dict:
 
 
 def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
+    """model.safetensors, or the shards its index lists (as `save_pretrained` writes big models), or a
+    pytorch_model.bin; every failure names the file."""
     st, bin_ = folder / "model.safetensors", folder / "pytorch_model.bin"
+    for name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        if not st.exists() and (folder / name).exists():
+            return _read_shards(folder / name)
+    if st.exists():
+        return _read_file(st)
+    if bin_.exists():
+        return _read_file(bin_)
+    raise ModelLoadError(f"{folder}: no model.safetensors (nor model.safetensors.index.json with its shards, "
+                         f"nor pytorch_model.bin)")
+
+
+def _read_file(path: Path) -> dict[str, torch.Tensor]:
     try:
-        if st.exists():
-            return load_file(str(st))
-        if bin_.exists():
-            return torch.load(bin_, map_location="cpu", weights_only=True)
-    except (SafetensorError, OSError, RuntimeError, ValueError) as e:
-        raise ModelLoadError(f"{folder}: weights file is corrupt or truncated ({e})") from None
-    raise ModelLoadError(f"{folder}: no model.safetensors (or pytorch_model.bin)")
+        if path.suffix == ".safetensors":
+            return load_file(str(path))
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (SafetensorError, OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as e:
+        raise ModelLoadError(f"{path}: weights file is corrupt or truncated ({e})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ModelLoadError(f"{path}: not a state dict of tensors")
+    return state
+
+
+def _read_shards(index: Path) -> dict[str, torch.Tensor]:
+    """Every shard the index's weight_map names, checked against it: a shard missing, or one that lacks
+    a tensor the index puts there, is an error rather than a silently partial model."""
+    raw = _read_json(index)
+    weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+        raise ModelLoadError(f"{index}: no \"weight_map\" object of tensor name -> shard file")
+    state: dict[str, torch.Tensor] = {}
+    for shard in sorted(set(weight_map.values())):
+        path = index.parent / shard
+        if Path(shard).is_absolute() or ".." in Path(shard).parts:
+            raise ModelLoadError(f"{index}: shard {shard!r} is not a file inside the model folder")
+        if not path.is_file():
+            raise ModelLoadError(f"{path}: shard listed in {index.name} is missing")
+        part = _read_file(path)
+        lacking = [k for k, v in weight_map.items() if v == shard and k not in part]
+        if lacking:
+            raise ModelLoadError(f"{path}: lacks {len(lacking)} tensors that {index.name} puts there, e.g. {lacking[:3]}")
+        state.update({k: t for k, t in part.items() if weight_map.get(k) == shard})
+    return state
 
 
 def _strip_prefix(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -70,6 +109,11 @@ def _load_state(net: VQOPT, state: dict[str, torch.Tensor], source: Path, allow_
     problems += [f"shape {w}" for w in wrong[:5]]
     if problems:
         raise ModelLoadError(f"{source}: weights do not match the config: " + "; ".join(problems))
+    for key, value in state.items():
+        if expected[key].is_floating_point() and not value.is_floating_point():
+            raise ModelLoadError(f"{source}: weight {key} holds {value.dtype} values, not floats")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise ModelLoadError(f"{source}: weight {key} contains NaN or infinite values")
     net.load_state_dict({k: v for k, v in state.items()}, strict=False)
 
 
@@ -90,10 +134,11 @@ def load_model_folder(folder: str | Path) -> tuple[VQOPT, dict]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ModelLoadError(f"{folder}: model folder not found")
+    raw = _read_json(folder / "config.json")
     try:
-        cfg = VQOPTConfig.from_dict(_read_json(folder / "config.json"))
-    except (TypeError, ValueError) as e:
-        raise ModelLoadError(f"{folder / 'config.json'}: invalid config ({e})") from None
+        cfg = VQOPTConfig.from_dict(raw)
+    except (TypeError, ValueError) as e:  # ConfigError names the field
+        raise ModelLoadError(f"{folder / 'config.json'}: invalid config: {e}") from None
     net = VQOPT(cfg)
     _load_state(net, _read_weights(folder), folder)
     card = _read_json(folder / "card.json") if (folder / "card.json").exists() else {}

@@ -9,10 +9,53 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ATTENTION_MODES = ("softmax", "gelu")
+MODEL_TYPE = "vq-opt"
+
+
+class ConfigError(ValueError):
+    """A config value of the wrong type or out of range; `field` names it (None: the config as a whole)."""
+
+    def __init__(self, field_name: str | None, message: str) -> None:
+        super().__init__(f"field {field_name!r}: {message}" if field_name else message)
+        self.field = field_name
+
+
+def _describe(value) -> str:
+    kind = {str: "a string", bool: "a boolean", type(None): "null", list: "a list", dict: "an object",
+            float: "a float"}.get(type(value), type(value).__name__)
+    if isinstance(value, (str, bool, type(None), int, float)):
+        return f"{json.dumps(value)} ({kind})"
+    return kind
+
+
+def _as_int(name: str, value, lo: int) -> int:
+    """JSON has one number type: 256.0 is refused here rather than truncated to a shape silently."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(name, f"must be an integer >= {lo}, got {_describe(value)}")
+    if value < lo:
+        raise ConfigError(name, f"must be an integer >= {lo}, got {value}")
+    return int(value)
+
+
+def _as_float(name: str, value, *, positive: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ConfigError(name, f"must be a finite number, got {_describe(value)}")
+    if positive and value <= 0:
+        raise ConfigError(name, f"must be above 0, got {value}")
+    return float(value)
+
+
+def _as_bool(name: str, value) -> bool:
+    """Only true and false: the string "false" would otherwise be truthy."""
+    if not isinstance(value, bool):
+        raise ConfigError(name, f"must be true or false, got {_describe(value)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -43,19 +86,42 @@ class VQOPTConfig:
     labels: tuple[str, ...] = field(default=("negative", "positive"))
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError("hidden_size must be divisible by num_attention_heads")
+            raise ConfigError("num_attention_heads", f"{self.num_attention_heads} does not divide hidden_size {self.hidden_size}")
         if self.vq_heads not in (1, 2, 4) or self.hidden_size % self.vq_heads:
-            raise ValueError("vq_heads must be 1, 2 or 4 and divide hidden_size")
+            raise ConfigError("vq_heads", f"must be 1, 2 or 4 and divide hidden_size {self.hidden_size}, got {self.vq_heads}")
         if self.attention not in ATTENTION_MODES:
-            raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {self.attention!r}")
+            raise ConfigError("attention", f"must be one of {ATTENTION_MODES}, got {self.attention!r}")
         if self.position_repeat < 1 or self.position_pool % self.position_repeat:
-            raise ValueError("position_repeat must be >= 1 and divide position_pool")
+            raise ConfigError("position_repeat", f"{self.position_repeat} does not divide position_pool {self.position_pool}")
         if self.window_tokens < 2 or self.window_tokens > self.position_pool:
-            raise ValueError("window_tokens must be in [2, position_pool]")
+            raise ConfigError("window_tokens", f"must be in [2, position_pool {self.position_pool}], got {self.window_tokens}")
         if len(self.labels) != self.num_labels:
-            raise ValueError("labels must have num_labels entries")
-        object.__setattr__(self, "labels", tuple(self.labels))
+            raise ConfigError("labels", f"has {len(self.labels)} entries, num_labels is {self.num_labels}")
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+            if getattr(self, name) >= self.vocab_size:
+                raise ConfigError(name, f"{getattr(self, name)} is not below vocab_size {self.vocab_size}")
+
+    def _check_types(self) -> None:
+        """Every field's type and range, before any shape arithmetic can fail on a string or a float."""
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
+        for name, lo in (("vocab_size", 1), ("hidden_size", 1), ("num_hidden_layers", 1), ("num_attention_heads", 1),
+                         ("ffn_dim", 1), ("max_position_embeddings", 1), ("pad_token_id", 0), ("bos_token_id", 0),
+                         ("eos_token_id", 0), ("vq_heads", 1), ("vq_codes", 1), ("position_pool", 2),
+                         ("position_repeat", 1), ("window_tokens", 2), ("num_labels", 1)):
+            set_(name, _as_int(name, getattr(self, name), lo))
+        set_("layer_norm_eps", _as_float("layer_norm_eps", self.layer_norm_eps, positive=True))
+        set_("attention_scale", _as_float("attention_scale", self.attention_scale, positive=True))
+        set_("enable_bias", _as_bool("enable_bias", self.enable_bias))
+        set_("vq", _as_bool("vq", self.vq))
+        if not isinstance(self.attention, str):
+            raise ConfigError("attention", f"must be one of {ATTENTION_MODES}, got {_describe(self.attention)}")
+        labels = self.labels
+        if isinstance(labels, str) or not isinstance(labels, (list, tuple)) or not all(
+                isinstance(x, str) and x for x in labels):
+            raise ConfigError("labels", f"must be a list of non-empty strings, got {_describe(labels)}")
+        set_("labels", tuple(labels))
 
     @property
     def head_dim(self) -> int:
@@ -85,10 +151,17 @@ class VQOPTConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "VQOPTConfig":
+        """A config from config.json's object; ConfigError (a ValueError) names the field that is wrong."""
+        if not isinstance(d, dict):
+            raise ConfigError(None, f"must hold a JSON object, got {_describe(d)}")
+        kind = d.get("model_type", MODEL_TYPE)
+        if kind != MODEL_TYPE:
+            hint = " (a Hugging Face OPT checkpoint: convert it with `vq-train distill --teacher`)" if kind == "opt" else ""
+            raise ConfigError("model_type", f"this is a config for a {kind!r} model, not {MODEL_TYPE!r}{hint}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names - {"model_type"}
         if unknown:
-            raise ValueError(f"unknown config fields: {sorted(unknown)}")
+            raise ConfigError(None, f"unknown config fields: {sorted(unknown)}")
         return cls(**{k: v for k, v in d.items() if k in names})
 
     @classmethod

@@ -10,28 +10,37 @@ import argparse
 import sys
 from pathlib import Path
 
+from inference import argtypes as T
+
 from .data import resolve_data_dir
+
+TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
+NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
+
+# input paths each subcommand reads: checked before any work starts
+INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"),
+          "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval")}
 
 
 def _common(p: argparse.ArgumentParser, out_default: str | None = None) -> None:
     p.add_argument("--data", default=None, help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--out", default=out_default, required=out_default is None, help="output folder")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="torch threads (background jobs: 1)")
-    p.add_argument("--device", default=None, help="cpu / cuda (default: cuda when present)")
+    p.add_argument("--seed", type=T.seed, default=0)
+    p.add_argument("--threads", type=T.threads, default=None, help="torch threads (background jobs: 1)")
+    p.add_argument("--device", type=T.device, default=None, help="cpu / cuda (default: cuda when present)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _train_loop(p: argparse.ArgumentParser, steps: int, lr: float, batch: int, seq: int) -> None:
-    p.add_argument("--steps", type=int, default=steps)
-    p.add_argument("--lr", type=float, default=lr)
-    p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default: 5%% of steps)")
-    p.add_argument("--batch", type=int, default=batch)
-    p.add_argument("--seq", type=int, default=seq, help="tokens per sequence, BOS included")
+    p.add_argument("--steps", type=T.positive_int, default=steps)
+    p.add_argument("--lr", type=T.positive_float, default=lr)
+    p.add_argument("--warmup", type=T.non_negative_int, default=None, help="warm-up steps (default: 5%% of steps)")
+    p.add_argument("--batch", type=T.positive_int, default=batch)
+    p.add_argument("--seq", type=T.int_range(2), default=seq, help="tokens per sequence, BOS included")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
-    p.add_argument("--ckpt-every", type=int, default=50)
-    p.add_argument("--log-every", type=int, default=10)
-    p.add_argument("--stop-after", type=int, default=None,
+    p.add_argument("--ckpt-every", type=T.positive_int, default=50)
+    p.add_argument("--log-every", type=T.positive_int, default=10)
+    p.add_argument("--stop-after", type=T.positive_int, default=None,
                    help="stop after this many steps in this run (simulates an interruption)")
 
 
@@ -41,21 +50,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tokenizer", help="train a byte-level BPE (or reuse GPT-2's)")
     _common(p)
-    p.add_argument("--vocab", type=int, default=8192)
-    p.add_argument("--chars", type=int, default=20_000_000, help="training text budget")
+    p.add_argument("--vocab", type=T.int_range(260, 2**20), default=8192)
+    p.add_argument("--chars", type=T.positive_int, default=20_000_000, help="training text budget")
     p.add_argument("--reuse-gpt2", action="store_true", help="use DATA/gpt2_tokenizer instead")
 
     p = sub.add_parser("teacher", help="pre-train a small dense OPT")
     _common(p)
     _train_loop(p, steps=2000, lr=1e-3, batch=8, seq=512)
     p.add_argument("--tokenizer", required=True, help="tokenizer.json or its folder")
-    p.add_argument("--d", type=int, default=256)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--ffn", type=int, default=1024)
-    p.add_argument("--max-pos", type=int, default=2048, help="learned position table size")
-    p.add_argument("--tokens", type=int, default=4_000_000, help="training tokens to tokenise")
-    p.add_argument("--valid-tokens", type=int, default=100_000)
+    p.add_argument("--d", type=T.positive_int, default=256)
+    p.add_argument("--layers", type=T.positive_int, default=4)
+    p.add_argument("--heads", type=T.positive_int, default=4)
+    p.add_argument("--ffn", type=T.positive_int, default=1024)
+    p.add_argument("--max-pos", type=T.int_range(2), default=2048, help="learned position table size")
+    p.add_argument("--tokens", type=T.positive_int, default=4_000_000, help="training tokens to tokenise")
+    p.add_argument("--valid-tokens", type=T.positive_int, default=100_000)
 
     _add_later_stages(sub)
     return ap
@@ -67,13 +76,71 @@ def _add_later_stages(sub) -> None:
     stages.add_parsers(sub, _common, _train_loop)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _exists(path: str) -> bool:
+    """Path.exists, with a name the OS cannot even look up (a NUL byte, too long) counting as absent."""
+    try:
+        return Path(path).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse and check every flag, and what flags say together, before any work: a bad value exits
+    with status 2 and one line naming the flag (argparse's own error path)."""
+    ap = build_parser()
+    T.refuse_bare_double_dash(ap, sys.argv[1:] if argv is None else argv)
+    args = ap.parse_args(argv)
+    sub = ap._subparsers._group_actions[0].choices[args.cmd]  # the subcommand's parser: its prog in errors
     if getattr(args, "warmup", 1) is None:
         args.warmup = max(1, args.steps // 20)
-    needs_data = args.cmd in {"tokenizer", "teacher", "distill", "finetune", "evaluate"}
-    if needs_data:
-        args.data = resolve_data_dir(args.data)
+    if getattr(args, "warmup", 0) > getattr(args, "steps", 1):
+        sub.error(f"argument --warmup: {args.warmup} warm-up steps is more than --steps {args.steps}")
+    if args.cmd == "teacher":
+        if args.d % args.heads:
+            sub.error(f"argument --heads: {args.heads} heads do not divide --d {args.d}")
+        if args.seq > args.max_pos:
+            sub.error(f"argument --seq: {args.seq} tokens do not fit the --max-pos {args.max_pos} position table")
+    for dest in INPUTS.get(args.cmd, ()):
+        value = getattr(args, dest)
+        if value is not None and not _exists(value):
+            sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
+    if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
+        sub.error(f"argument --out: {args.out} is a file, not a folder")
+    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "evaluate"}:
+        try:
+            args.data = resolve_data_dir(args.data)
+        except SystemExit as e:
+            sub.error(f"argument --data: {e.code}")
+        except RuntimeError as e:  # "~nobody/data": expanduser finds no such home folder
+            sub.error(f"argument --data: {e}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from inference import ModelLoadError
+
+    import importlib.util
+
+    for module in NEEDS_EXTRA.get(args.cmd, ()):
+        if importlib.util.find_spec(module) is None:
+            print(f"vq-train {args.cmd}: error: needs {module}, which the server does not: "
+                  f"pip install 'vq-lsp[train]'", file=sys.stderr)
+            return 2
+    try:
+        return _run(args)
+    except ModelLoadError as e:  # a model, teacher or tokenizer folder that cannot be used: say which and why
+        print(f"vq-train {args.cmd}: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        if e.name not in TRAIN_EXTRA:
+            raise
+        print(f"vq-train {args.cmd}: error: needs {e.name}, which the server does not: "
+              f"pip install 'vq-lsp[train]'", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
 
     if args.cmd == "tokenizer":
         from .data import lm_texts

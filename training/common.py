@@ -20,9 +20,10 @@ from tqdm import tqdm
 
 
 def pick_device(name: str | None = None) -> torch.device:
-    if name:
-        return torch.device(name)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """The engine's choice (CUDA when present, else CPU), so a model trains where it will be served."""
+    from inference import pick_device as engine_pick
+
+    return engine_pick(name or None)
 
 
 def autocast(device: torch.device):
@@ -99,3 +100,38 @@ class Progress:
 
 def write_json(path: Path, obj) -> None:
     Path(path).write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+
+
+def train_steps(args, opt: torch.optim.Optimizer, params, step: int, bar: Progress, batch_terms,
+                *, save, log_record, after_step=None, bar_keys=("loss",), probe=None, net=None) -> int:
+    """The step loop every stage shares; returns the step reached (``--steps``, or earlier with ``--stop-after``).
+
+    Per step: warm-up + cosine LR, ``batch_terms(step) -> (terms, tokens)`` with ``terms["loss"]``,
+    backward, gradients clipped to norm 1 over ``params``, optimizer step, ``after_step()`` (EMA
+    codebooks), progress, ``log_record(step, shown)`` every ``--log-every`` steps and at the end,
+    ``probe(net)`` every ``--eval-every`` steps where a stage has one, and ``save(step)`` every
+    ``--ckpt-every`` steps and where the run stops. Everything a step draws must depend only on
+    the step number, which is what makes a resumed run equal an uninterrupted one.
+    """
+    stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
+    params = list(params)
+    while step < stop:
+        set_lr(opt, args.lr, warmup_cosine(step, args.steps, args.warmup))
+        terms, tokens = batch_terms(step)
+        opt.zero_grad(set_to_none=True)
+        terms["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        if after_step is not None:
+            after_step()
+        step += 1
+        shown = {k: float(v.detach()) for k, v in terms.items()}
+        bar.step(tokens, **{k: shown[k] for k in bar_keys if k in shown})
+        if step % args.log_every == 0 or step == args.steps:
+            bar.log(**log_record(step, shown))
+        if probe is not None and getattr(args, "eval_every", 0) and step % args.eval_every == 0:
+            bar.log(stage="finetune", step=step, probe=probe(net))  # held-out accuracy as training goes
+            net.train()
+        if step % args.ckpt_every == 0 or step == stop:
+            save(step)
+    return step

@@ -158,10 +158,8 @@ def ordered_positions(batch: int, length: int, pool: int, generator: torch.Gener
 
     Training on ordered random subsets of the pool teaches the model to use only the order of
     positions, which is what lets an inserted token take a free position between neighbours.
+    One row is the engine's own `sample_positions`, so training and inference cannot drift apart.
     """
-    out = torch.empty(batch, length, dtype=torch.long)
-    for b in range(batch):
-        rest = torch.randperm(pool - 1, generator=generator)[: length - 1] + 1  # (L-1,)
-        out[b, 0] = 0
-        out[b, 1:] = rest.sort().values
-    return out  # (B, L)
+    from inference.positions import sample_positions
+
+    return torch.stack([sample_positions(length, pool, generator) for _ in range(batch)])  # (B, L)

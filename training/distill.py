@@ -122,26 +122,18 @@ def train_distill(args) -> Path:
 
     bar = common.Progress(out, args.steps, step, "distill", disable=args.quiet)
     t0 = time.time()
-    stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
-    while step < stop:
-        common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
+
+    def batch_terms(step: int):
         ids, pos = (t.to(device) for t in pool_batch(tokens, args.batch, args.seq, step, args.seed, pool))
-        terms = distill_losses(student, dense, quant, ids, pos, args, step)
-        opt.zero_grad(set_to_none=True)
-        terms["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
-        opt.step()
-        quant.update()
-        step += 1
-        shown = {k: float(v.detach()) for k, v in terms.items()}
-        bar.step(ids.numel(), **{k: shown[k] for k in ("loss", "kl") if k in shown})
-        if step % args.log_every == 0 or step == args.steps:
-            bar.log(stage="distill", step=step, tokens_seen=step * ids.numel(), tok_s=bar.rate,
-                    reseeded=quant.reseeded, **shown)
-        if step % args.ckpt_every == 0 or step == stop:
-            common.save_checkpoint(ckpt, model=student.state_dict(), opt=opt.state_dict(), quant=quant.state_dict(),
-                                   rng=torch.get_rng_state(), step=step, kmeans=init_report,
-                                   seconds=t_used + time.time() - t0)
+        return distill_losses(student, dense, quant, ids, pos, args, step), ids.numel()
+
+    step = common.train_steps(
+        args, opt, student.parameters(), step, bar, batch_terms, after_step=quant.update, bar_keys=("loss", "kl"),
+        log_record=lambda step, shown: dict(stage="distill", step=step, tokens_seen=step * args.batch * args.seq,
+                                            tok_s=bar.rate, reseeded=quant.reseeded, **shown),
+        save=lambda step: common.save_checkpoint(
+            ckpt, model=student.state_dict(), opt=opt.state_dict(), quant=quant.state_dict(), rng=torch.get_rng_state(),
+            step=step, kmeans=init_report, seconds=t_used + time.time() - t0))
     bar.close()
     if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
         return ckpt

@@ -177,31 +177,21 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
         bar.log(stage="head_fit", **head_report, probe=probe(net) if probe else None)
         net.train()
     t0 = time.time()
-    stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
-    while step < stop:
-        common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
+
+    def batch_terms(step: int):
         g = torch.Generator().manual_seed(args.seed * 104_729 + step)
         pick = balanced_pick(by_label, args.batch, g)
         batch = tuple(t.to(device) for t in pad_batch([train[i] for i in pick], lambda n: sample_positions(n, pool, g)))
-        terms = finetune_losses(net, quant, batch, args, step)
-        opt.zero_grad(set_to_none=True)
-        terms["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        opt.step()
-        if quant is not None:
-            quant.update()
-        step += 1
-        shown = {k: float(v.detach()) for k, v in terms.items()}
-        bar.step(int(batch[2].sum()), loss=shown["loss"], acc=shown["acc"])
-        if step % args.log_every == 0 or step == args.steps:
-            bar.log(stage="finetune", dense=args.dense, step=step, tok_s=bar.rate, **shown)
-        if probe and args.eval_every and step % args.eval_every == 0:  # held-out accuracy as training goes
-            bar.log(stage="finetune", step=step, probe=probe(net))
-            net.train()
-        if step % args.ckpt_every == 0 or step == stop:
-            common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), rng=torch.get_rng_state(),
-                                   quant=quant.state_dict() if quant is not None else None, step=step, head_fit=head_report,
-                                   seconds=t_used + time.time() - t0)
+        return finetune_losses(net, quant, batch, args, step), int(batch[2].sum())
+
+    step = common.train_steps(
+        args, opt, net.parameters(), step, bar, batch_terms, after_step=quant.update if quant is not None else None,
+        bar_keys=("loss", "acc"), probe=probe, net=net,
+        log_record=lambda step, shown: dict(stage="finetune", dense=args.dense, step=step, tok_s=bar.rate, **shown),
+        save=lambda step: common.save_checkpoint(
+            ckpt, model=net.state_dict(), opt=opt.state_dict(), rng=torch.get_rng_state(),
+            quant=quant.state_dict() if quant is not None else None, step=step, head_fit=head_report,
+            seconds=t_used + time.time() - t0))
     bar.close()
     return step, t_used + time.time() - t0, head_report
 

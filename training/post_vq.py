@@ -227,28 +227,20 @@ def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tup
     by_label = [torch.nonzero(feats.labels == c)[:, 0].tolist() for c in feats.labels.unique().tolist()]
     bar = common.Progress(out, args.steps, step, "finetune-tail", disable=args.quiet)
     t0 = time.time()
-    stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
     net.train()
-    while step < stop:
-        common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
+
+    def batch_terms(step: int):
         g = torch.Generator().manual_seed(args.seed * 104_729 + step)
         batch = feats.batch(balanced_pick(by_label, args.batch, g), device, args.crop, g)
-        terms = tail_losses(net, batch, args, g)
-        opt.zero_grad(set_to_none=True)
-        terms["loss"].backward()
-        torch.nn.utils.clip_grad_norm_([p for p in net.parameters() if p.requires_grad], 1.0)
-        opt.step()
-        step += 1
-        shown = {k: float(v.detach()) for k, v in terms.items()}
-        bar.step(int(batch[2].sum()), loss=shown["loss"], acc=shown["acc"])
-        if step % args.log_every == 0 or step == args.steps:
-            bar.log(stage="finetune", scope="post-vq", dense=args.dense, step=step, tok_s=bar.rate, **shown)
-        if probe and args.eval_every and step % args.eval_every == 0:
-            bar.log(stage="finetune", step=step, probe=probe(net))
-            net.train()
-        if step % args.ckpt_every == 0 or step == stop:
-            common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), step=step,
-                                   seconds=t_used + time.time() - t0)
+        return tail_losses(net, batch, args, g), int(batch[2].sum())
+
+    step = common.train_steps(
+        args, opt, [p for p in net.parameters() if p.requires_grad], step, bar, batch_terms,
+        bar_keys=("loss", "acc"), probe=probe, net=net,
+        log_record=lambda step, shown: dict(stage="finetune", scope="post-vq", dense=args.dense, step=step,
+                                            tok_s=bar.rate, **shown),
+        save=lambda step: common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), step=step,
+                                                 seconds=t_used + time.time() - t0))
     bar.close()
     for p in net.parameters():
         p.requires_grad_(True)

@@ -1,10 +1,13 @@
 """Options and dispatch for the stages that need the inference package.
 
-distill, finetune, evaluate and export import ``inference`` (and their own modules) only when
-run, so ``vq-train tokenizer`` and ``vq-train teacher`` work on their own.
+distill, finetune, evaluate and export import their own modules only when run, so
+``vq-train tokenizer`` and ``vq-train teacher`` do not load them. Every flag's value is checked
+by an ``inference.argtypes`` type while parsing.
 """
 
 from __future__ import annotations
+
+from inference import argtypes as T
 
 
 def add_parsers(sub, common, train_loop) -> None:
@@ -14,19 +17,19 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--teacher", required=True, help="Hugging Face OPT folder (save_pretrained)")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: TEACHER/tokenizer.json)")
     p.add_argument("--vq-heads", type=int, default=2, choices=(1, 2, 4))
-    p.add_argument("--scale", type=float, default=1 / 1024, help="fixed GELU attention scale c")
-    p.add_argument("--window", type=int, default=2048, help="tokens per window at inference")
-    p.add_argument("--tokens", type=int, default=2_000_000)
-    p.add_argument("--kmeans-batches", type=int, default=4)
-    p.add_argument("--ema-decay", type=float, default=0.99)
+    p.add_argument("--scale", type=T.positive_float, default=1 / 1024, help="fixed GELU attention scale c")
+    p.add_argument("--window", type=T.int_range(2), default=2048, help="tokens per window at inference")
+    p.add_argument("--tokens", type=T.positive_int, default=2_000_000)
+    p.add_argument("--kmeans-batches", type=T.positive_int, default=4)
+    p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
     p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
-    p.add_argument("--tau", type=float, default=1.0, help="Gumbel temperature (relative to distance spread)")
-    p.add_argument("--temperature", type=float, default=2.0, help="distillation softmax temperature")
-    p.add_argument("--w-hidden", type=float, default=1.0)
-    p.add_argument("--w-ce", type=float, default=0.5)
-    p.add_argument("--locality", type=float, default=1.0, help="locality weight; 0 = ablation (off)")
-    p.add_argument("--margin", type=float, default=0.05, help="code margin, relative to |s|^2")
-    p.add_argument("--edit-batch", type=int, default=1, help="sequences per batch given an edited copy")
+    p.add_argument("--tau", type=T.positive_float, default=1.0, help="Gumbel temperature (relative to distance spread)")
+    p.add_argument("--temperature", type=T.positive_float, default=2.0, help="distillation softmax temperature")
+    p.add_argument("--w-hidden", type=T.non_negative_float, default=1.0)
+    p.add_argument("--w-ce", type=T.non_negative_float, default=0.5)
+    p.add_argument("--locality", type=T.non_negative_float, default=1.0, help="locality weight; 0 = ablation (off)")
+    p.add_argument("--margin", type=T.non_negative_float, default=0.05, help="code margin, relative to |s|^2")
+    p.add_argument("--edit-batch", type=T.non_negative_int, default=1, help="sequences per batch given an edited copy")
 
     p = sub.add_parser("finetune", help="IMDB sentiment with the per-token head (mean score)")
     common(p)
@@ -37,25 +40,25 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--scope", choices=("all", "post-vq"), default="all",
                    help="all: every parameter; post-vq: only what follows the last quantiser (codes unchanged), "
                         "trained on cached features")
-    p.add_argument("--w-lm", type=float, default=0.2, help="weight of the LM loss kept during fine-tuning")
-    p.add_argument("--crop", type=int, default=0,
+    p.add_argument("--w-lm", type=T.non_negative_float, default=0.2, help="weight of the LM loss kept during fine-tuning")
+    p.add_argument("--crop", type=T.non_negative_int, default=0,
                    help="post-vq: train on a random run of this many tokens of each longer review (0: whole)")
-    p.add_argument("--lm-fraction", type=float, default=0.125,
+    p.add_argument("--lm-fraction", type=T.probability, default=0.125,
                    help="post-vq: share of rows that get the LM term (the vocabulary projection is costly)")
-    p.add_argument("--w-token", type=float, default=1.0, help="weight of the per-token label cross-entropy")
-    p.add_argument("--head-lr-mult", type=float, default=10.0, help="learning-rate multiplier of the new head")
-    p.add_argument("--head-fit", type=int, default=0,
+    p.add_argument("--w-token", type=T.non_negative_float, default=1.0, help="weight of the per-token label cross-entropy")
+    p.add_argument("--head-lr-mult", type=T.positive_float, default=10.0, help="learning-rate multiplier of the new head")
+    p.add_argument("--head-fit", type=T.non_negative_int, default=0,
                    help="first fit the head on frozen features of this many training reviews (0: no)")
-    p.add_argument("--eval-every", type=int, default=0, help="log held-out accuracy every N steps (0: never)")
-    p.add_argument("--eval-reviews", type=int, default=200, help="held-out reviews for --eval-every")
-    p.add_argument("--holdout", type=int, default=1000, help="IMDB train rows kept for validation")
-    p.add_argument("--limit", type=int, default=None, help="use only this many training reviews")
+    p.add_argument("--eval-every", type=T.non_negative_int, default=0, help="log held-out accuracy every N steps (0: never)")
+    p.add_argument("--eval-reviews", type=T.positive_int, default=200, help="held-out reviews for --eval-every")
+    p.add_argument("--holdout", type=T.non_negative_int, default=1000, help="IMDB train rows kept for validation")
+    p.add_argument("--limit", type=T.positive_int, default=None, help="use only this many training reviews")
     p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
-    p.add_argument("--tau", type=float, default=1.0)
-    p.add_argument("--ema-decay", type=float, default=0.99)
-    p.add_argument("--locality", type=float, default=1.0)
-    p.add_argument("--margin", type=float, default=0.05)
-    p.add_argument("--edit-batch", type=int, default=1)
+    p.add_argument("--tau", type=T.positive_float, default=1.0)
+    p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
+    p.add_argument("--locality", type=T.non_negative_float, default=1.0)
+    p.add_argument("--margin", type=T.non_negative_float, default=0.05)
+    p.add_argument("--edit-batch", type=T.non_negative_int, default=1)
 
     p = sub.add_parser("evaluate", help="accuracy/F1, code usage, VQ gap, flip rate -> JSON")
     common(p)
@@ -63,19 +66,19 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--dense-model", default=None, help="fine-tuned dense model folder (comparison row)")
     p.add_argument("--teacher", default=None, help="teacher folder (its teacher_report.json is copied)")
     p.add_argument("--no-imdb", action="store_true", help="skip accuracy (e.g. a model before fine-tuning)")
-    p.add_argument("--test-limit", type=int, default=2000, help="IMDB test reviews scored (seeded subset)")
-    p.add_argument("--max-tokens", type=int, default=512, help="review tokens scored (BOS excluded)")
-    p.add_argument("--lm-batches", type=int, default=4)
-    p.add_argument("--lm-seq", type=int, default=None, help="held-out LM sequence length (default: the model's window)")
-    p.add_argument("--edit-docs", type=int, default=8, help="documents for flip rate and engine costs")
-    p.add_argument("--edit-seq", type=int, default=1024)
+    p.add_argument("--test-limit", type=T.positive_int, default=2000, help="IMDB test reviews scored (seeded subset)")
+    p.add_argument("--max-tokens", type=T.positive_int, default=512, help="review tokens scored (BOS excluded)")
+    p.add_argument("--lm-batches", type=T.positive_int, default=4)
+    p.add_argument("--lm-seq", type=T.int_range(2), default=None, help="held-out LM sequence length (default: the model's window)")
+    p.add_argument("--edit-docs", type=T.positive_int, default=8, help="documents for flip rate and engine costs")
+    p.add_argument("--edit-seq", type=T.int_range(2), default=1024)
 
     p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")
     p.add_argument("--model", required=True, help="fine-tuned VQ model folder")
     p.add_argument("--eval", default=None, help="evaluate's JSON, merged into card.json")
     p.add_argument("--out", required=True)
     p.add_argument("--fp16", action="store_true", help="store weights in float16 (smaller folder)")
-    p.add_argument("--max-mb", type=float, default=40.0)
+    p.add_argument("--max-mb", type=T.positive_float, default=40.0)
 
 
 def run(args) -> int:

@@ -16,15 +16,20 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from transformers import OPTConfig, OPTForCausalLM
+from typing import TYPE_CHECKING
 
 from . import common
 from .data import collect_tokens, lm_texts, ordered_positions, sample_chunks
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID, batch_encoder, load_tokenizer
 
+if TYPE_CHECKING:  # transformers (the [train] extra) is imported only when a teacher is built
+    from transformers import OPTConfig, OPTForCausalLM
+
 
 def make_config(vocab_size: int, d: int, layers: int, heads: int, ffn: int, max_pos: int) -> OPTConfig:
     """An OPT config with OPT-125M's conventions (pre-LN, ReLU, tied LM head, no dropout)."""
+    from transformers import OPTConfig
+
     return OPTConfig(
         vocab_size=vocab_size, hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
         ffn_dim=ffn, max_position_embeddings=max_pos, word_embed_proj_dim=d,
@@ -110,6 +115,8 @@ def train_teacher(args) -> Path:
     train_tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed)
     valid_tokens = load_or_collect_tokens(tok, args.data, "valid", args.valid_tokens, out / "tokens_valid.pt", args.seed)
 
+    from transformers import OPTForCausalLM
+
     config = make_config(tok.get_vocab_size(), args.d, args.layers, args.heads, args.ffn, args.max_pos)
     model = OPTForCausalLM(config).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
@@ -125,28 +132,22 @@ def train_teacher(args) -> Path:
         print(f"--resume: no checkpoint at {ckpt}, starting fresh")
 
     bar = common.Progress(out, args.steps, step, "teacher", disable=args.quiet)
-    seen = step * args.batch * args.seq
     t_start = time.time()
     model.train()
-    stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
-    while step < stop:
-        common.set_lr(opt, args.lr, common.warmup_cosine(step, args.steps, args.warmup))
+
+    def batch_terms(step: int):
         ids, pos = make_batch(train_tokens, args.batch, args.seq, step, args.seed, args.max_pos)
         ids, pos = ids.to(device), pos.to(device)
         with common.autocast(device):
-            loss = lm_loss(model, ids, pos)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step += 1
-        seen += ids.numel()
-        bar.step(ids.numel(), loss=loss.item())
-        if step % args.log_every == 0 or step == args.steps:
-            bar.log(stage="teacher", step=step, loss=loss.item(), tokens_seen=seen, tok_s=bar.rate)
-        if step % args.ckpt_every == 0 or step == stop:
-            common.save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), step=step,
-                                   seconds=t_used + time.time() - t_start)
+            return {"loss": lm_loss(model, ids, pos)}, ids.numel()
+
+    step = common.train_steps(
+        args, opt, model.parameters(), step, bar, batch_terms,
+        log_record=lambda step, shown: dict(stage="teacher", step=step, loss=shown["loss"],
+                                            tokens_seen=step * args.batch * args.seq, tok_s=bar.rate),
+        save=lambda step: common.save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), step=step,
+                                                 seconds=t_used + time.time() - t_start))
+    seen = step * args.batch * args.seq
     bar.close()
     if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
         return ckpt

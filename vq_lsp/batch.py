@@ -24,7 +24,9 @@ from tqdm import tqdm
 import inference
 
 from .paragraphs import paragraphs
-from .revisions import Revision, from_folder, from_git, from_jsonl
+from inference import argtypes
+
+from .revisions import GIT_MERGES, Revision, from_folder, from_git, from_jsonl
 from .settings import DiagnosticSettings
 
 VERIFY_TOL = 1e-4
@@ -184,27 +186,48 @@ class RowWriter:
 def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description="Score every revision of a document incrementally.")
     ap.add_argument("path", nargs="?", help="a folder of revision files, or a JSONL(.gz) revision file")
-    ap.add_argument("--git", metavar="FILE", help="score FILE's git history, oldest commit first")
+    ap.add_argument("--git", metavar="FILE",
+                    help="score FILE's git history, oldest commit first: every commit that changed its content is "
+                         "a revision, followed across renames; a commit that only renames it is not")
+    ap.add_argument("--git-merges", choices=GIT_MERGES, default="first-parent",
+                    help="first-parent (default): the main line only, a merge is one revision compared with its "
+                         "first parent; all: also the commits of merged branches, in topological order")
     ap.add_argument("--order", choices=["name", "mtime"], default="name", help="order of files in a folder")
     ap.add_argument("--format", choices=["jsonl", "csv", "text"], default="jsonl",
                     help="jsonl and csv: a row per revision; text: the hints, as a writer would read them")
-    ap.add_argument("--sentiment-threshold", type=float, default=DiagnosticSettings().sentiment_threshold,
-                    help="paragraph tone shown in text output at this probability or above")
-    ap.add_argument("--surprise-threshold", type=float, default=DiagnosticSettings().surprise_threshold,
-                    help="tokens at least this surprising (nats) are listed as possible typos")
+    ap.add_argument("--sentiment-threshold", type=argtypes.probability,
+                    default=DiagnosticSettings().sentiment_threshold,
+                    help="paragraph tone shown in text output at this probability (0 to 1) or above")
+    ap.add_argument("--surprise-threshold", type=argtypes.non_negative_float,
+                    default=DiagnosticSettings().surprise_threshold,
+                    help="tokens at least this surprising (nats, >= 0) are listed as possible typos")
     ap.add_argument("--output", "-o", metavar="FILE", help="write rows here instead of stdout")
     ap.add_argument("--verify", action="store_true", help="check every revision against a full dense pass")
     ap.add_argument("--model", metavar="DIR", help="model folder (default: the bundled model)")
-    ap.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
-    ap.add_argument("--threads", type=int, help="CPU threads for torch")
+    ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
+    ap.add_argument("--threads", type=argtypes.threads, help="CPU threads for torch, 1 to 1024")
     return ap
 
 
-def revisions_for(args: argparse.Namespace, warn) -> Iterator[Revision]:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Every check that needs no file: a bad flag exits with status 2 and a line naming it."""
+    ap = build_parser()
+    argtypes.refuse_bare_double_dash(ap, sys.argv[1:] if argv is None else argv)
+    args = ap.parse_args(argv)
+    if args.git and args.path:
+        ap.error("give either PATH or --git FILE, not both")
+    if not args.git and not args.path:
+        ap.error("give a folder or JSONL file of revisions (PATH), or --git FILE")
+    if args.git_merges != "first-parent" and not args.git:
+        ap.error("--git-merges only applies with --git FILE")
+    if args.output and args.output in ((args.path or ""), (args.git or "")):
+        ap.error(f"--output {args.output} would overwrite the revisions being scored")
+    return args
+
+
+def revisions_for(args: argparse.Namespace, warn, note=None) -> Iterator[Revision]:
     if args.git:
-        return from_git(Path(args.git), warn)
-    if not args.path:
-        raise ValueError("give a folder or JSONL file of revisions, or --git FILE")
+        return from_git(Path(args.git), warn, note, merges=args.git_merges)
     path = Path(args.path)
     if path.is_dir():
         return from_folder(path, args.order, warn)
@@ -214,7 +237,7 @@ def revisions_for(args: argparse.Namespace, warn) -> Iterator[Revision]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     summary_holder: list[Summary] = []
 
     def warn(message: str) -> None:
@@ -225,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.threads:
             torch.set_num_threads(args.threads)
-        revisions = revisions_for(args, warn)
+        revisions = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
         model = inference.load_model(args.model, device=args.device)
         hints = DiagnosticSettings(surprise_threshold=args.surprise_threshold)
         scorer = BatchScorer(model, verify=args.verify, hints=hints)

@@ -17,6 +17,21 @@ import sys
 
 from .settings import Settings
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # inference.argtypes.LOG_LEVELS
+
+
+def _checked(name: str):
+    """inference.argtypes.<name>, imported when a value is parsed: importing inference loads torch
+    (seconds), which `vq-lsp --help` should not wait for."""
+
+    def parse(text: str):
+        from inference import argtypes
+
+        return getattr(argtypes, name)(text)
+
+    parse.__name__ = name
+    return parse
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vq-lsp", description="Live sentiment and writing-quality hints (LSP).")
@@ -24,11 +39,27 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("score", help="score revision histories (see vq-lsp score --help)", add_help=False)
     serve = sub.add_parser("serve", help="run the language server over stdio (the default)")
     for q in (p, serve):
-        q.add_argument("--model", metavar="PATH", help="model folder (initializationOptions.modelPath overrides it)")
-        q.add_argument("--device", help="torch device: cpu, cuda, cuda:N (default: CUDA when present)")
-        q.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-        q.add_argument("--log-level", default="WARNING", help="logging level on stderr (default WARNING)")
+        # `vq-lsp --threads 2 serve`: the subcommand must not reset what was given before it
+        keep = {} if q is p else {"default": argparse.SUPPRESS}
+        q.add_argument("--model", metavar="PATH", help="model folder (initializationOptions.modelPath overrides it)",
+                       **keep)
+        q.add_argument("--device", type=_checked("device"),
+                       help="torch device: cpu, cuda, cuda:N (default: CUDA when present)", **keep)
+        q.add_argument("--threads", type=_checked("threads"), **(keep or {"default": 1}),
+                       help="torch threads, 1 to 1024 (default 1)")
+        q.add_argument("--log-level", type=_checked("log_level"), **(keep or {"default": "WARNING"}), metavar="LEVEL",
+                       help=f"logging level on stderr: {', '.join(LOG_LEVELS)} (default WARNING)")
     return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Every check of the server's flags: a bad one exits with status 2 and a line naming it."""
+    parser = _parser()
+    if any(arg.endswith("=--") for arg in argv):
+        from inference.argtypes import refuse_bare_double_dash
+
+        refuse_bare_double_dash(parser, argv)
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,14 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         from .batch import main as score
 
         return score(argv[1:])
-    args = _parser().parse_args(argv)
-    if args.command not in (None, "serve"):
-        print(f"vq-lsp: unknown command {args.command!r}", file=sys.stderr)
-        return 2
-    if args.threads < 1:
-        print("vq-lsp: --threads must be at least 1", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="vq-lsp %(levelname)s %(name)s: %(message)s")
     import torch  # after argument parsing: `vq-lsp --help` stays fast
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -52,31 +54,161 @@ def from_folder(folder: Path, order: str, warn: Warn) -> Iterator[Revision]:
             yield folder.name, path.name, text
 
 
-def from_git(file: Path, warn: Warn) -> Iterator[Revision]:
-    """Every commit that changed `file`, oldest first."""
-    file = file.resolve()
-    cwd = file.parent
+GIT_MERGES = ("first-parent", "all")
+_NO_BLOB = set("0")
 
-    def git(*args: str) -> bytes:
-        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True).stdout
 
+@dataclass(frozen=True)
+class GitRevision:
+    """One commit that touched the file: where the file was then, and its content (a blob id)."""
+
+    commit: str
+    path: str
+    blob: str | None  # None: the commit deleted the file
+    mode: str
+    status: str  # A, M, R100, D, ... as `git log --raw` prints it
+
+
+def _git(cwd: Path, *args: str) -> bytes:
+    """Run git; a missing git or a failing command becomes a ValueError with git's own words."""
     try:
-        top = Path(git("rev-parse", "--show-toplevel").decode().strip())
-        rel = file.relative_to(top).as_posix()
-        commits = git("log", "--follow", "--format=%H", "--reverse", "--", rel).decode().split()
-    except (subprocess.CalledProcessError, FileNotFoundError, ValueError) as e:
-        raise ValueError(f"{file}: cannot read its git history ({e})") from None
-    if not commits:
-        raise ValueError(f"{file}: no commits touch this file")
-    for commit in commits:
-        try:
-            data = git("show", f"{commit}:{rel}")
-        except subprocess.CalledProcessError:
-            warn(f"{file}@{commit[:10]}: not present under this path (renamed?), skipped")
-            continue
-        text = decode(data, f"{file}@{commit[:10]}", warn)
-        if text is not None:
-            yield file.name, commit[:10], text
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True)
+    except FileNotFoundError:
+        raise ValueError("--git needs the `git` program, which is not installed or not on PATH") from None
+    if proc.returncode:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise subprocess.CalledProcessError(proc.returncode, ["git", *args], proc.stdout,
+                                            message[-1] if message else "")
+    return proc.stdout
+
+
+def parse_raw_log(out: bytes) -> list[GitRevision]:
+    """`git log --raw --no-abbrev -z --format=%x01%H` output -> one GitRevision per commit, newest first.
+
+    Raw entries are `:modes... blobs... STATUS NUL path [NUL path]`; the last path is where the
+    file lives after the commit, the last blob and mode are its content then (also for the
+    `::` entries of combined merge diffs).
+    """
+    revs = []
+    for record in out.split(b"\x01")[1:]:
+        head, _, rest = record.partition(b"\0")
+        commit = head.decode().strip()
+        fields = rest.lstrip(b"\n").split(b"\0")
+        entries, i = [], 0
+        while i < len(fields):
+            meta = fields[i].decode(errors="replace").strip()
+            if not meta.startswith(":"):
+                i += 1
+                continue
+            parts = meta.lstrip(":").split()
+            status = parts[-1]
+            npaths = 2 if status[:1] in ("R", "C") else 1
+            paths = [f.decode("utf-8", errors="surrogateescape") for f in fields[i + 1:i + 1 + npaths]]
+            i += 1 + npaths
+            parents = len(meta) - len(meta.lstrip(":"))
+            blob, mode = parts[-2], parts[parents]
+            entries.append(GitRevision(commit, paths[-1], None if set(blob) <= _NO_BLOB else blob, mode, status))
+        if entries:
+            # a commit that deletes one path and adds the followed one lists both: the one with content wins
+            revs.append(next((e for e in entries if e.blob is not None), entries[-1]))
+    return revs
+
+
+def git_history(file: Path, merges: str = "first-parent") -> tuple[Path, list[GitRevision]]:
+    """The commits that touched `file`, oldest first, following renames: (repository root, commits).
+
+    `git log --follow --reverse` stops at the last rename (git applies --reverse before
+    --follow has found the older names), so the log is read newest first and reversed here.
+    merges="first-parent" walks the main line only (a merge counts as one commit, compared with
+    its first parent); "all" lists the commits of merged branches too, in topological order.
+    Raises ValueError, with what was wrong, for a path outside any repository or unknown to git.
+    """
+    if merges not in GIT_MERGES:
+        raise ValueError(f"--git-merges must be one of {', '.join(GIT_MERGES)}, got {merges!r}")
+    file = Path(os.path.abspath(file))
+    if file.is_dir():
+        raise ValueError(f"{file}: is a folder; --git takes one file (its history is scored)")
+    cwd = file.parent
+    while not cwd.is_dir():  # a file deleted from the work tree may sit in a deleted folder
+        if cwd.parent == cwd:
+            break
+        cwd = cwd.parent
+    try:
+        top = Path(_git(cwd, "rev-parse", "--show-toplevel").decode().strip())
+    except subprocess.CalledProcessError as e:
+        raise ValueError(f"{file}: not inside a git repository ({e.stderr})") from None
+    try:
+        rel = file.resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        raise ValueError(f"{file}: lies outside its repository {top} (a symbolic link?)") from None
+    log = ["log", "--follow", "--raw", "--no-abbrev", "-z", "--format=%x01%H", "--no-color", "--no-ext-diff"]
+    log += ["--first-parent", "--diff-merges=first-parent"] if merges == "first-parent" else ["--topo-order", "--cc"]
+    try:
+        revs = parse_raw_log(_git(top, *log, "--", rel))
+    except subprocess.CalledProcessError as e:
+        if "does not have any commits" in e.stderr or "bad default revision" in e.stderr:
+            raise ValueError(f"{file}: the repository {top} has no commits yet") from None
+        raise ValueError(f"{file}: git cannot read its history ({e.stderr})") from None
+    if not revs:
+        tracked = _git(top, "ls-files", "--", rel).strip()
+        why = "it is staged but not committed yet" if tracked else "git does not know this path (untracked or misspelt?)"
+        raise ValueError(f"{file}: no commit touches this file: {why}")
+    return top, revs[::-1]
+
+
+def from_git(file: Path, warn: Warn, note: Warn | None = None, merges: str = "first-parent") -> Iterator[Revision]:
+    """Every commit that changed `file`'s content, oldest first, across renames.
+
+    The history is read (and every problem with the path raised as ValueError) before the
+    first revision is yielded. A commit that leaves the content as it was (a pure rename, a
+    merge that kept the main line's text) is not a revision; a deletion is not one either, and
+    the restored file continues the chain. `note` hears what was followed; `warn` what was lost.
+    """
+    note = note or warn
+    top, revs = git_history(file, merges)
+    name = Path(file).name
+    renames = [(a.path, b.path) for a, b in zip(revs, revs[1:]) if a.path != b.path and b.blob is not None]
+    content = [r for r in revs if r.blob is not None]
+    distinct = sum(1 for i, r in enumerate(content) if i == 0 or r.blob != content[i - 1].blob)
+    said = f"{name}: {len(revs)} commits touch it ({merges} history)"
+    if renames:
+        said += "; followed " + ", ".join(f"{a} -> {b}" for a, b in renames)
+    note(said + f"; {distinct} distinct contents are scored")
+    if _git(top, "rev-parse", "--is-shallow-repository").strip() == b"true":
+        warn(f"{top}: a shallow clone; history before its oldest fetched commit is missing")
+
+    def texts() -> Iterator[Revision]:
+        last_blob = None
+        deleted_at = None
+        for rev in revs:
+            label = f"{rev.path}@{rev.commit[:10]}"
+            if rev.blob is None:
+                deleted_at = rev.commit[:10]
+                continue
+            if deleted_at is not None:
+                note(f"{label}: restored after its deletion in {deleted_at}; scored as an edit of the last content")
+                deleted_at = None
+            if rev.blob == last_blob:
+                continue
+            last_blob = rev.blob
+            if rev.mode == "160000":
+                warn(f"{label}: a submodule, not a file, skipped")
+                continue
+            if rev.mode == "120000":
+                warn(f"{label}: a symbolic link, not a file, skipped")
+                continue
+            try:
+                data = _git(top, "cat-file", "blob", rev.blob)
+            except subprocess.CalledProcessError as e:
+                warn(f"{label}: content cannot be read ({e.stderr}), skipped")
+                continue
+            text = decode(data, label, warn)
+            if text is not None:
+                yield name, rev.commit[:10], text
+        if deleted_at is not None:
+            warn(f"{name}: deleted in {deleted_at} and not restored; its last content was scored last")
+
+    return texts()
 
 
 def from_jsonl(path: Path, warn: Warn) -> Iterator[Revision]:

@@ -1,0 +1,173 @@
+"""Every flag of every command line (`vq-lsp`, `vq-lsp serve`, `vq-lsp score`, `vq-train SUB`) against
+generated bad values: either the value is accepted (and a number is then finite and not negative), or
+the command stops with status 2 and one message naming the flag; never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import training.cli
+from vq_lsp import batch
+from vq_lsp import cli as lsp_cli
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """Files and folders the commands' required flags point at, so only the flag under test is wrong."""
+    root = tmp_path_factory.mktemp("inputs")
+    (root / "data").mkdir()
+    (root / "model").mkdir()
+    (root / "tok.json").write_text("{}")
+    (root / "revs").mkdir()
+    return root
+
+
+def commands(root) -> list[tuple[str, argparse.ArgumentParser, list[str], object]]:
+    """(name, parser, valid base argv, parse function) for every command and subcommand."""
+    out = [("vq-lsp", lsp_cli._parser(), [], lsp_cli.parse_args)]
+    serve = lsp_cli._parser()._subparsers._group_actions[0].choices["serve"]
+    out.append(("vq-lsp serve", serve, ["serve"], lsp_cli.parse_args))
+    out.append(("vq-lsp score", batch.build_parser(), [str(root / "revs")], batch.parse_args))
+    subs = training.cli.build_parser()._subparsers._group_actions[0].choices
+    needs = {"tokenizer": ["--out", str(root / "o")], "teacher": ["--out", str(root / "o"), "--tokenizer",
+                                                                 str(root / "tok.json")],
+             "distill": ["--out", str(root / "o"), "--teacher", str(root / "model")],
+             "finetune": ["--out", str(root / "o"), "--model", str(root / "model")],
+             "evaluate": ["--out", str(root / "o"), "--model", str(root / "model")],
+             "export": ["--out", str(root / "o"), "--model", str(root / "model")]}
+    for name, parser in subs.items():
+        data = ["--data", str(root / "data")] if name != "export" else []
+        out.append((f"vq-train {name}", parser, [name, *needs[name], *data], training.cli.parse_args))
+    return out
+
+
+def value_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """The long option of every flag that takes one value."""
+    return [a.option_strings[-1] if a.option_strings[-1].startswith("--") else a.option_strings[0]
+            for a in parser._actions if a.option_strings and a.nargs is None and not isinstance(
+                a, (argparse._HelpAction, argparse._StoreTrueAction, argparse._StoreConstAction))]
+
+
+def run(parse, argv) -> tuple[argparse.Namespace | None, int | None, str]:
+    """Parse like the real command: SystemExit and stderr are kept; any other exception escapes."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            return parse(argv), None, err.getvalue()
+        except SystemExit as e:
+            return None, e.code, err.getvalue()
+
+
+def _error_line(err: str) -> str:
+    """argparse's `PROG: error: MESSAGE` line (a value with a line break may continue it below)."""
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert lines, err
+    return lines[0]
+
+
+BAD = st.one_of(
+    st.sampled_from(["", " ", "-1", "0", "-0.5", "nan", "NaN", "inf", "-inf", "1e309", "1.5", "abc", "10" * 30,
+                     "0x10", "1_000", "cuda:99", "gpu", "\u0661", "~nobody/x", "x\x00y", "--", "-"]),
+    st.integers(-10**20, 10**20).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=12),
+)
+
+
+def _case(root):
+    flags = [(name, parser, base, parse, flag) for name, parser, base, parse in commands(root)
+             for flag in value_flags(parser)]
+    return st.tuples(st.sampled_from(flags), BAD)
+
+
+def _check(name, parse, base, flag, value, ns, code, err):
+    if ns is None:
+        assert code == 2, (name, flag, value, code, err)
+        assert "Traceback" not in err
+        assert flag in _error_line(err), (name, flag, value, err)
+    else:
+        got = getattr(ns, flag.lstrip("-").replace("-", "_"))
+        if isinstance(got, (int, float)) and not isinstance(got, bool):
+            assert math.isfinite(got) and got >= 0, (name, flag, value, got)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(data=st.data())
+def test_generated_bad_values_never_crash_and_name_the_flag(inputs, data):
+    (name, _, base, parse, flag), value = data.draw(_case(inputs))
+    # `--flag=value`: a value that starts with "-" is still the flag's value
+    ns, code, err = run(parse, [*base, f"{flag}={value}"])
+    _check(name, parse, base, flag, value, ns, code, err)
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "abc", "1.5e400"])
+def test_every_numeric_flag_refuses_negative_and_non_finite(inputs, value):
+    """Each flag whose default is a number (or that parses "3" to a number) must refuse these."""
+    checked = 0
+    for name, parser, base, parse in commands(inputs):
+        for flag in value_flags(parser):
+            probe, _, _ = run(parse, [*base, f"{flag}=3"])
+            dest = flag.lstrip("-").replace("-", "_")
+            if probe is None or isinstance(getattr(probe, dest), bool) or not isinstance(getattr(probe, dest),
+                                                                                        (int, float)):
+                continue
+            checked += 1
+            ns, code, err = run(parse, [*base, f"{flag}={value}"])
+            assert ns is None and code == 2, (name, flag, value)
+            assert flag in _error_line(err) and "Traceback" not in err, err
+    assert checked >= 60  # every numeric flag of vq-lsp, vq-lsp score and the six vq-train subcommands
+
+
+ENTRY_CASES = [
+    (["score", "--threads", "-1", "x"], "--threads"), (["--log-level", "foo"], "--log-level"),
+    (["serve", "--device", "quantum"], "--device"),
+    (["score", "--threads", "0", "x"], "--threads"), (["serve", "--log-level", "verbose"], "--log-level"),
+    (["--threads", "-1"], "--threads"), (["score", "--sentiment-threshold", "1.5", "x"], "--sentiment-threshold"),
+    (["score", "--surprise-threshold", "nan", "x"], "--surprise-threshold"),
+    (["score", "--format", "xml", "x"], "--format"), (["score", "--git-merges", "octopus", "--git", "x"], "--git-merges"),
+    (["score"], "--git"), (["score", "x", "--git", "y"], "--git"),
+]
+
+
+@pytest.mark.parametrize("argv, flag", ENTRY_CASES[:3])
+def test_the_issues_examples_through_the_real_command(argv, flag):
+    """The console script itself (a fresh process): exit status 2, one line naming the flag, no traceback."""
+    proc = subprocess.run([sys.executable, "-c", "import sys; from vq_lsp.cli import main; sys.exit(main())", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert flag in _error_line(proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("argv, flag", ENTRY_CASES)
+def test_vq_lsp_main_refuses_bad_flags(argv, flag):
+    ns, code, err = run(lsp_cli.main, argv)
+    assert code == 2 and flag in _error_line(err) and "Traceback" not in err, err
+
+
+def test_flags_given_before_serve_are_kept():
+    ns = lsp_cli.parse_args(["--threads", "3", "--log-level", "info", "serve"])
+    assert ns.threads == 3 and ns.log_level == "INFO"
+    ns = lsp_cli.parse_args(["serve", "--threads", "2"])
+    assert ns.threads == 2 and ns.log_level == "WARNING"
+
+
+def test_vq_train_flag_combinations(inputs):
+    base = ["teacher", "--out", str(inputs / "o"), "--tokenizer", str(inputs / "tok.json"), "--data",
+            str(inputs / "data")]
+    for extra, flag in ((["--d", "10", "--heads", "3"], "--heads"), (["--seq", "600", "--max-pos", "512"], "--seq"),
+                        (["--steps", "10", "--warmup", "20"], "--warmup"), (["--tokenizer", "/no/such"], "--tokenizer"),
+                        (["--data", "/no/such/data"], "--data")):
+        ns, code, err = run(training.cli.parse_args, base + extra)
+        assert code == 2 and flag in _error_line(err), err
+    assert run(training.cli.parse_args, base + ["--steps", "10"])[0].warmup == 1
