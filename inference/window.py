@@ -60,34 +60,65 @@ class WindowCheck:
 
 
 class LayerConstants:
-    """Per-layer codebook views and fused weights the engine needs, computed once per model."""
+    """Per-layer codebook views and fused weights the engine needs, computed once per model.
+
+    Row layouts of the engine's state (per layer; G segments of width w, a segment lying in one
+    attention head and one VQ head; Kp = K codes with VQ, 0 without):
+      qkvc: q (d) | k (d) | v_0 (w) vc_0 (Kp) | v_1 (w) vc_1 (Kp) | ...   vc_g = v_g . codes of g
+      sp:   s_0 (w) pc_0 (Kp) | s_1 (w) pc_1 (Kp) | ...                      pc_g = s_g . codes of g
+    so that one fused matmul gives a dirty row's q, k, v and vc, and one batched product of
+    attention weights with (v_g | vc_g) moves both s and the code projections of every query.
+    A VQ head's projections are the sum of its segments' pc."""
 
     def __init__(self, net: VQOPT) -> None:
         cfg = net.config
         heads, h = cfg.num_attention_heads, cfg.vq_heads
-        self.segments = heads * h // math.gcd(heads, h)  # G: a segment lies in one attention and one VQ head
-        width = cfg.hidden_size // self.segments
-        per_vq = self.segments // h
-        self.head_of_segment = torch.arange(self.segments) // (self.segments // heads)
+        self.segments = G = heads * h // math.gcd(heads, h)
+        d, K = cfg.hidden_size, cfg.vq_codes
+        width = d // G
+        self.width = width
+        self.kp = Kp = K if cfg.vq else 0
+        per_vq = G // h
+        self.head_of_segment = torch.arange(G) // (G // heads)
+        self.vq_heads_idx = torch.arange(h)
         self.code_sq = []  # (h, K) per layer
         self.code_sq_max = []  # (h,) per layer: the tie guard's code term
         self.segment_codebook = []  # (G, K, width) per layer
-        self.qkv_weight, self.qkv_bias = [], []  # fused q|k|v projection per layer: (d, 3d), (3d,)
+        self.qkvc_weight, self.qkvc_bias = [], []  # (d, 3d + G Kp), (3d + G Kp,) or None
+        self.sp_weight = []  # (d, d + G Kp): s -> s_g | pc_g interleaved (identity and segment codebooks)
         for layer in net.layers:
             cb = layer.vq.codebook.detach()  # (h, K, w)
             self.code_sq.append(cb.pow(2).sum(-1))
             self.code_sq_max.append(self.code_sq[-1].max(-1).values)
-            seg = cb.reshape(h, cfg.vq_codes, per_vq, width).permute(0, 2, 1, 3)  # (h, G/h, K, width)
-            self.segment_codebook.append(seg.reshape(self.segments, cfg.vq_codes, width))
+            seg = cb.reshape(h, K, per_vq, width).permute(0, 2, 1, 3).reshape(G, K, width)  # (G, K, width)
+            self.segment_codebook.append(seg)
             att = layer.self_attn
-            self.qkv_weight.append(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]).detach().t())
-            if att.q_proj.bias is not None:
-                self.qkv_bias.append(torch.cat([att.q_proj.bias, att.k_proj.bias, att.v_proj.bias]).detach())
-            else:
-                self.qkv_bias.append(None)
+            wv, bv = att.v_proj.weight.detach().t(), att.v_proj.bias  # (d, d)
+            cols, bias = [att.q_proj.weight.detach().t(), att.k_proj.weight.detach().t()], []
+            if bv is not None:
+                bias = [att.q_proj.bias.detach(), att.k_proj.bias.detach()]
+            spw = []
+            eye = torch.eye(d, dtype=cb.dtype, device=cb.device)
+            for g in range(G):
+                sl = slice(g * width, (g + 1) * width)
+                cols.append(wv[:, sl])
+                spw.append(eye[:, sl])
+                if bv is not None:
+                    bias.append(bv.detach()[sl])
+                if Kp:
+                    cols.append(wv[:, sl] @ seg[g].t())
+                    block = torch.zeros(d, K, dtype=cb.dtype, device=cb.device)
+                    block[sl] = seg[g].t()
+                    spw.append(block)
+                    if bv is not None:
+                        bias.append(bv.detach()[sl] @ seg[g].t())
+            self.qkvc_weight.append(torch.cat(cols, 1).contiguous())
+            self.qkvc_bias.append(torch.cat(bias) if bias else None)
+            self.sp_weight.append(torch.cat(spw, 1).contiguous())
 
     def to(self, device: torch.device) -> "LayerConstants":
         self.head_of_segment = self.head_of_segment.to(device)
+        self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
 
     def key_code_projections(self, layer: int, v: torch.Tensor) -> torch.Tensor:
@@ -108,16 +139,18 @@ def bucket(n: int) -> int:
 
 
 LSE_CHUNK_ROWS = 256
-TIE_ROWS = 4  # near-tie rows a layer reserves a full recomputation for (dtypes with a loose tie guard)
+TIE_ROWS = 4  # near-tie rows a layer reserves a full recomputation for, when the dtype's tie guard is loose
+FAR = float("inf")  # key position of a slot that is not alive: no query sees it
+GROWTH, GROWTH_ADD = 2, 1  # a pass reserves room for next sets of c, 2c + 1, 4c + 3, ... rows
 
 
 class _Edit:
-    """What one pass of an update shares across layers: the affected rows A and per-row flags.
+    """What the passes of one update share: the affected rows A and per-row tables.
 
-    A is every alive row at or after the first changed key (host-known, padded with the trash
-    slot to a bucketed length, plus one trailing trash entry that padded local indices point to).
-    Sets of rows inside A (dirty rows, near-ties, the next layer's rows) are local indices into A
-    of bucketed length, padded with `trash` (the last local index)."""
+    A is every alive row at or after the first changed key, old or new (known on the host),
+    padded with the trash slot to a bucketed length plus one trailing trash entry. Row sets
+    inside A (dirty rows, near-ties, next rows) are local indices into A of bucketed length,
+    padded with `tl`, the trailing trash entry."""
 
     def __init__(self, **kw) -> None:
         self.__dict__.update(kw)
@@ -140,9 +173,12 @@ class WindowState:
         self._build(np.asarray(rows, dtype=np.int64), pos.numpy().astype(np.int64))
 
     # ----------------------------------------------------------------- layout
-    # Row tensors have cap + 1 rows: the last one is the trash slot, never alive, which padded
-    # entries of bucketed index lists read from and write to. Per layer, q|k|v|vc live in one
-    # row (qkvc) and s|proj in another (sp), so that a layer gathers and scatters each once.
+    # Row tensors have cap + 1 rows: the last is the trash slot, never alive, which the padded
+    # entries of bucketed index lists read and write. See LayerConstants for the row layouts.
+    def _seg(self, t: torch.Tensor) -> torch.Tensor:
+        """(..., G (w + Kp)) -> (..., G, w + Kp)."""
+        return t.unflatten(-1, (self.consts.segments, -1))
+
     @property
     def q(self) -> torch.Tensor:
         return self.qkvc[..., : self.cfg.hidden_size]
@@ -154,22 +190,20 @@ class WindowState:
 
     @property
     def v(self) -> torch.Tensor:
-        d = self.cfg.hidden_size
-        return self.qkvc[..., 2 * d : 3 * d]
+        return self._seg(self.qkvc[..., 2 * self.cfg.hidden_size :])[..., : self.consts.width].flatten(-2)
 
     @property
     def vc(self) -> torch.Tensor:
-        L, n = self.qkvc.shape[:2]
-        return self.qkvc[..., 3 * self.cfg.hidden_size :].reshape(L, n, self.consts.segments, -1)
+        return self._seg(self.qkvc[..., 2 * self.cfg.hidden_size :])[..., self.consts.width :]
 
     @property
     def s(self) -> torch.Tensor:
-        return self.sp[..., : self.cfg.hidden_size]
+        return self._seg(self.sp)[..., : self.consts.width].flatten(-2)
 
     @property
     def proj(self) -> torch.Tensor:
-        L, n = self.sp.shape[:2]
-        return self.sp[..., self.cfg.hidden_size :].reshape(L, n, self.cfg.vq_heads, -1)
+        pc = self._seg(self.sp)[..., self.consts.width :]  # (..., G, K)
+        return pc.unflatten(-2, (self.cfg.vq_heads, -1)).sum(-2)
 
     @property
     def trash(self) -> int:
@@ -178,21 +212,21 @@ class WindowState:
     # ----------------------------------------------------------------- full pass
     def _build(self, rows: np.ndarray, pos: np.ndarray) -> None:
         """Allocate the slots and fill them with a dense pass (open, rebuild after a fault)."""
-        cfg, net = self.cfg, self.net
+        cfg, net, consts = self.cfg, self.net, self.consts
         p = next(net.parameters())
         dev, dt = p.device, p.dtype
         n = len(rows)
         cap = max(16, int(n * 1.25))
-        L, d, h, K, G = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, cfg.vq_codes, self.consts.segments
-        vqw = (h * K if cfg.vq else 0)
+        L, d, h, G, Kp = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.segments, consts.kp
         self.cap = cap
         self.ids_host = np.zeros(cap + 1, dtype=np.int64)
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
         self.alive = torch.zeros(cap + 1, dtype=torch.bool, device=dev)
         self.pos = torch.zeros(cap + 1, dtype=torch.long, device=dev)
+        self.kpos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)  # pos where alive, FAR elsewhere (for masks)
         self.x = torch.zeros(L + 1, cap + 1, d, dtype=dt, device=dev)
-        self.qkvc = torch.zeros(L, cap + 1, 3 * d + G * K, dtype=dt, device=dev)
-        self.sp = torch.zeros(L, cap + 1, d + vqw, dtype=dt, device=dev)
+        self.qkvc = torch.zeros(L, cap + 1, 3 * d + G * Kp, dtype=dt, device=dev)
+        self.sp = torch.zeros(L, cap + 1, d + G * Kp, dtype=dt, device=dev)
         self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
         self.hidden = torch.zeros(cap + 1, d, dtype=dt, device=dev)
         self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
@@ -202,18 +236,35 @@ class WindowState:
         self.ids_host[:n], self.pos_host[:n] = rows, pos
         self.alive[:n] = True
         self.pos[:n] = torch.from_numpy(pos).to(dev)
+        self.kpos[:n] = self.pos[:n].to(dt)
         with torch.no_grad():
             out = self._dense(torch.from_numpy(rows).to(dev), self.pos[:n])
             for l, tr in enumerate(out.traces):
                 self.x[l, :n] = tr.x[0]
-                self.qkvc[l, :n, :3 * d] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
-                self.sp[l, :n, :d] = tr.s[0]
+                self.qkvc[l, :n, :d], self.qkvc[l, :n, d : 2 * d] = tr.q[0], tr.k[0]
+                vseg = self._seg(self.qkvc[l, :n, 2 * d :])
+                sseg = self._seg(self.sp[l, :n])
+                vseg[..., : consts.width] = tr.v[0].unflatten(-1, (G, -1))
+                sseg[..., : consts.width] = tr.s[0].unflatten(-1, (G, -1))
                 if cfg.vq:
                     self.codes[l, :n] = tr.codes[0]
-                    self.sp[l, :n, d:] = kernels.code_projections(tr.s[0], net.layers[l].vq.codebook).flatten(-2)
-                    self.qkvc[l, :n, 3 * d:] = self.consts.key_code_projections(l, tr.v[0]).flatten(-2)
+                    vseg[..., consts.width :] = consts.key_code_projections(l, tr.v[0])
+                    sseg[..., consts.width :] = consts.key_code_projections(l, tr.s[0])
             self.x[L, :n] = out.layer_outputs[-1][0]
             self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
+        self._views()
+
+    def _views(self) -> None:
+        """Per-layer views of every key, head-major, for the full rows (remade when tensors move)."""
+        d, H = self.cfg.hidden_size, self.cfg.num_attention_heads
+        G, w = self.consts.segments, self.consts.width
+        n = self.cap + 1
+        self.key_views = []
+        for l in range(self.cfg.num_hidden_layers):
+            t = self.qkvc[l]
+            kh = t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0)  # (H, hd, n)
+            vh = self._seg(t[:, 2 * d :])[..., :w].transpose(0, 1)  # (G, n, w)
+            self.key_views.append((kh, vh, t[:, :d]))
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
@@ -269,14 +320,16 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        for name, dim in (("alive", 0), ("pos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0), ("x", 1),
-                          ("qkvc", 1), ("sp", 1), ("codes", 1)):
+        for name, dim in (("alive", 0), ("pos", 0), ("kpos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0),
+                          ("x", 1), ("qkvc", 1), ("sp", 1), ("codes", 1)):
             t = getattr(self, name)
             shape = list(t.shape)
             shape[dim] = cap + 1 - old
-            setattr(self, name, torch.cat([t.narrow(dim, 0, old), t.new_zeros(shape)], dim=dim))
+            pad = t.new_full(shape, FAR) if name == "kpos" else t.new_zeros(shape)
+            setattr(self, name, torch.cat([t.narrow(dim, 0, old), pad], dim=dim))
         self.cap = cap
         self.free = list(range(cap - 1, old - 1, -1)) + self.free
+        self._views()
 
     def apply(self, splices: Sequence[Splice]) -> Cost:
         """Apply validated, sorted, non-overlapping splices (window-local token offsets) as one revision."""
@@ -345,270 +398,306 @@ class WindowState:
         if len(deleted_a):
             firsts.append(pos_old[deleted_a].min())
         pmin = int(min(firsts))
-        a_slots = order_arr[assignment.positions >= pmin]
+        in_a = assignment.positions >= pmin
+        a_slots = order_arr[in_a]
         a, ab = len(a_slots), bucket(len(a_slots))
-        trash = self.trash
-        A = np.full(ab + 1, trash, dtype=np.int64)
+        ab1, trash = ab + 1, self.trash
+        A = np.full(ab1, trash, dtype=np.int64)
         A[:a] = a_slots
         local = np.full(self.cap + 1, ab, dtype=np.int64)
         local[a_slots] = np.arange(a)
-        valid = np.zeros(ab + 1, dtype=bool)
-        valid[:a] = True
-        touched_loc = local[touched]
-        flags = np.zeros((3, ab + 1), dtype=bool)  # valid, touched, existed (not inserted)
-        flags[0] = valid
-        flags[1, touched_loc] = True
-        flags[2] = valid & ~is_new[A]
-
-        # one host-to-device copy per edit for every index and flag the passes need
-        hi = min(self.cap, -(-(int(order_arr.max()) + 1) // 64) * 64)  # keys live in slots [0, hi)
-        host = np.concatenate([A, touched, deleted_a, self.pos_host[touched], pos_old[deleted_a]])
-        packed = torch.from_numpy(host).to(dev)
-        A_t, rest = packed[: ab + 1], packed[ab + 1 :]
         nt, nd = len(touched), len(deleted_a)
-        touched_t, deleted_t = rest[:nt], rest[nt : nt + nd]
-        touched_pos, deleted_pos = rest[nt + nd : 2 * nt + nd], rest[2 * nt + nd :]
-        fl = torch.from_numpy(flags).to(dev)
-        dt = self.x.dtype
+        loc0 = np.full(bucket(nt), ab, dtype=np.int64)
+        loc0[:nt] = local[touched]
+        scale = cfg.attention_scale
+        valid = np.zeros(ab1)
+        valid[:a] = 1.0
+        prio = valid * 1.0
+        prio[loc0[:nt]] = 2.0  # edited rows first: a capped next set never drops them
+        # per changed key, by local index: new keys [0, ab], old keys [ab + 1, 2 ab + 1], then deleted
+        coef = np.concatenate([valid * scale, -(valid * ~is_new[A]) * scale, np.full(nd, -scale)])
+        kpos = np.concatenate([self.pos_host[A], pos_old[A], pos_old[deleted_a]])
+        n_src = 2 * ab1 + nd
+
+        # one host-to-device copy each for every index and for every float table of the update
+        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, self.pos_host[touched],
+                                                np.arange(2 * ab1, n_src)])).to(dev)
+        flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio])).to(dev, self.x.dtype)
+        A_t, ints = ints[:ab1], ints[ab1:]
+        dloc, ints = ints[: len(loc0)], ints[len(loc0):]
+        touched_t, deleted_t, touched_pos, del_loc = ints[:nt], ints[nt:nt + nd], ints[nt + nd:2 * nt + nd], ints[2 * nt + nd:]
+        key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
+        posA = flts[2 * n_src : 2 * n_src + ab1]
+        valid_t, prio_t = flts[2 * n_src + ab1 : 2 * n_src + 2 * ab1], flts[2 * n_src + 2 * ab1 :]
         self.pos[touched_t] = touched_pos
         self.alive[deleted_t] = False
         self.alive[touched_t] = True
-        scale = cfg.attention_scale
-        pos_A = self.pos[A_t]
-        ctx = _Edit(A=A_t, ab=ab, hi=hi, trash_loc=ab, valid=fl[0], prio=1 + fl[1].to(dt), deleted=deleted_t,
-                    pos_A=pos_A, del_loc=torch.arange(2 * (ab + 1), 2 * (ab + 1) + nd, device=dev),
-                    # per changed key, by local index: new keys [0, ab], old keys [ab + 1, 2ab + 1], deleted after
-                    coef_src=torch.cat([fl[0].to(dt) * scale, fl[2].to(dt) * -scale, pos_A.new_full((nd,), -scale, dtype=dt)]),
-                    pos_src=torch.cat([pos_A, torch.from_numpy(pos_old[A]).to(dev), deleted_pos]))
+        self.kpos[deleted_t] = FAR
+        self.kpos[touched_t] = touched_pos.to(self.kpos.dtype)
+        ctx = _Edit(A=A_t, ab=ab, tl=ab, valid=valid_t, prio=prio_t, deleted=deleted_t, del_loc=del_loc,
+                    key_src=key_src, posA_col=posA.unsqueeze(1), posA_long=posA.long(),
+                    host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
+                    zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0)
         if nt:
             ids = torch.from_numpy(self.ids_host[touched]).to(dev)
             self.x[0, touched_t] = net.embed(ids, touched_pos)
-        loc0 = np.full(bucket(nt), ab, dtype=np.int64)
-        loc0[:nt] = touched_loc
-        dloc = torch.from_numpy(loc0).to(dev)
-        self._pass(ctx, 0, dloc, self._capacities(0, max(1, nt), ab), cost, with_deleted=True)
+        finals = []
+        self._pass(ctx, 0, dloc, self._capacities(0, max(1, nt), ab), cost, True, {}, finals)
+        rows = np.unique(np.concatenate(finals)) if finals else np.zeros(0, dtype=np.int64)
+        if len(rows):  # the heads of the rows whose last-layer output changed, exactly those
+            slots = torch.from_numpy(rows).to(dev)
+            hidden, logits = net.heads(self.x[L].index_select(0, slots))
+            self._fill_heads(slots, hidden, logits)
+            cost.incremental_macs += len(rows) * head_row_macs(cfg)
         self.free += deleted
         return cost
 
     def _capacities(self, first: int, rows: int, ab: int) -> list[tuple[int, int]]:
-        """Padded (dirty rows, near-tie rows) per layer first..L, for a pass starting with `rows` rows.
+        """Padded (dirty rows, near-tie rows) per layer first..L for a pass starting with `rows` rows.
 
-        Entry l is layer l's dirty capacity and near-tie capacity; entry L the last layer's output
-        rows. Rows whose code flips join the next layer's dirty set and how many do is unknown
-        until the pass has run, so the pass reserves a guess that doubles with depth (rounded to a
-        bucket); an update that overflows it goes on with a further pass (see `_pass`)."""
+        Entry l holds layer l's dirty-row and near-tie capacities, entry L the last layer's
+        output rows. Rows whose code flips join the next layer's dirty set, and how many do is
+        unknown until the pass has run: the pass reserves a guess that grows with depth
+        (`growth`), and an update that overflows it goes on with a further pass (see `_pass`)."""
         cfg = self.cfg
         L = cfg.num_hidden_layers
         full = ab + 1
         if not cfg.vq:  # every affected row is dirty after the first layer
             return [(0, 0)] * first + [(bucket(rows), 0)] + [(full, 0)] * (L - first)
         ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
-        return [(0, 0)] * first + [(min(full, bucket(rows << (l - first))), min(ties, full)) for l in range(first, L + 1)]
+        out, c = [(0, 0)] * first, rows
+        for l in range(first, L + 1):
+            out.append((min(full, bucket(c)), min(ties, full)))
+            c = c * GROWTH + GROWTH_ADD
+        return out
 
     def _pass(self, ctx: _Edit, first: int, dloc: torch.Tensor, caps, cost: Cost, with_deleted: bool,
-              extras: dict | None = None) -> None:
-        """Layers first..L-1 of an update, then the heads of the last layer's rows; one host sync.
+              extras: dict, finals: list) -> None:
+        """Layers first..L-1 of an update with fixed capacities; one host sync at the end.
 
         On overflow (more flipped rows or near-ties than reserved) the state of every layer is
         still self-consistent: each layer's q, k, v, s, codes match the inputs it was given, and
         the rows left out have simply not been propagated yet. A further pass from the first
         layer that overflowed propagates them, exactly like an edit of those rows."""
         L = self.cfg.num_hidden_layers
-        extras = extras or {}
-        ctx.stats, ctx.records, ctx.saved = [], [], {}
+        ctx.counts, ctx.records, ctx.saved, ctx.pass_first = [], [], {}, first
         for l in range(first, L):
             full, nxt = extras.get(l, (None, None))
             dloc = self._layer(l, self.net.layers[l], ctx, dloc, caps[l][1], caps[l + 1][0], with_deleted, full, nxt)
-        final = ctx.A[dloc]
-        hidden, logits = self.net.heads(self.x[L].index_select(0, final))
-        self._fill_heads(final, hidden, logits)
-        stats = torch.stack(ctx.stats).tolist()  # the one host sync of a pass
-        self._account(ctx, stats, first, cost)
-        for i, (st, rec) in enumerate(zip(stats, ctx.records)):
-            if st[4] > rec["ncap"] or st[3] > rec["tcap"]:
-                self._resume(ctx, first + i, cost)
-                break
+        # the one host sync of a pass: counts and every row set, for the host's exact accounting
+        parts = [torch.stack(ctx.counts).flatten()] + [t for rec in ctx.records for t in rec["sets"]]
+        flat = torch.cat(parts).tolist()
+        counts, at = flat[: 2 * len(ctx.records)], 2 * len(ctx.records)
+        sets = []
+        for rec in ctx.records:
+            got = []
+            for t in rec["sets"]:
+                got.append(np.asarray(flat[at : at + t.numel()], dtype=np.int64))
+                at += t.numel()
+            sets.append(got)
+        overflow = None
+        for i, rec in enumerate(ctx.records):
+            n_tied, n_next = int(counts[2 * i]), int(counts[2 * i + 1])
+            rec["n_tied"], rec["n_next"] = n_tied, n_next
+            if overflow is None and (n_next > rec["ncap"] or n_tied > rec["tcap"]):
+                overflow = i
+        self._account(ctx, sets, first, cost, finals)
+        if overflow is not None:
+            self._resume(ctx, first + overflow, cost, finals)
 
-    def _account(self, ctx: _Edit, stats, first: int, cost: Cost) -> None:
-        """MACs of the real rows and (query, key) pairs of a pass; padding is not counted."""
-        cfg = self.cfg
-        d, K = cfg.hidden_size, cfg.vq_codes
-        last = 0
-        for i, ((dirty, pairs_delta, pairs_full, ties, nxt, clean), rec) in enumerate(zip(stats, ctx.records)):
+    def _account(self, ctx: _Edit, sets, first: int, cost: Cost, finals: list) -> None:
+        """Count the real rows and (query, key) pairs of a pass on the host; padding is not counted.
+
+        Positions increase along the document, so the keys a row sees are counted by binary
+        search; the zero blocks of the fused code matrices are not counted either."""
+        cfg, host = self.cfg, ctx.host
+        d, K, G = cfg.hidden_size, cfg.vq_codes, self.consts.segments
+        A, a, tl = host["A"], host["a"], ctx.tl
+        pos = self.pos_host
+        alive_pos = pos[host["order"]]  # sorted: the order is the document order
+        a_pos = pos[A[:a]]  # sorted too
+        for i, rec in enumerate(ctx.records):
             l = first + i
-            dirty, ties, nxt = int(dirty), int(min(ties, rec["tcap"])), int(min(nxt, rec["ncap"]))
+            dl, fl, nl = sets[i]  # dirty rows, rows recomputed in full (dirty first), next rows
+            dl, fl, nl = dl[dl != tl], fl[fl != tl], nl[nl != tl]
+            dirty = len(dl)
             cost.dirty_per_layer[l] += dirty
-            cost.near_ties += ties
-            macs = dirty * 3 * d * d + int(pairs_delta) * 2 * d + int(pairs_full) * 2 * d
+            cost.near_ties += len(fl) - dirty  # near-ties (and a resumed pass's unchecked ones) recomputed in full
+            macs = dirty * 3 * d * d  # q, k, v
+            if rec["keys"]:
+                dslots = A[dl]
+                old = dslots[~host["is_new"][dslots]]
+                keys = [pos[dslots], host["pos_old"][old]]
+                if rec["with_deleted"] and len(host["deleted"]):
+                    keys.append(host["pos_old"][host["deleted"]])
+                pk = np.concatenate(keys)
+                seen = a - np.searchsorted(a_pos, pk, side="left")  # affected rows at or after each key
+                dirty_pos = np.sort(pos[dslots])
+                seen -= len(dirty_pos) - np.searchsorted(dirty_pos, pk, side="left")  # dirty rows are recomputed
+                pairs = int(seen.sum())
+                macs += pairs * 2 * d
+                if cfg.vq:
+                    macs += pairs * G * K
+            if len(fl):
+                macs += int(np.searchsorted(alive_pos, pos[A[fl]], side="right").sum()) * 2 * d
             if cfg.vq:
-                macs += dirty * K * d  # each dirty key's v projected on the codes
-                macs += (dirty + ties + rec["extra"]) * K * d  # code distances of the rows recomputed in full
-                if rec["proj_delta"]:
-                    macs += int(pairs_delta) * self.consts.segments * K
-                elif rec["keys"]:
-                    macs += int(clean) * K * d
-            macs += nxt * (d * d + 2 * d * cfg.ffn_dim)
+                macs += dirty * d * G * K  # each dirty key's vc, fused into the q|k|v matmul (d x G K)
+                macs += len(fl) * K * d  # code distances of the rows recomputed in full
+            macs += len(nl) * (d * d + 2 * d * cfg.ffn_dim)
             cost.incremental_macs += macs
-            last = nxt
-        cost.incremental_macs += last * head_row_macs(cfg)
+            if l == cfg.num_hidden_layers - 1:
+                finals.append(A[nl])
 
-    def _resume(self, ctx: _Edit, first: int, cost: Cost) -> None:
-        """Propagate what a pass left out from layer `first` on: unchecked near-ties and rows cut
-        from a next set, at every layer from the first that overflowed.
+    def _resume(self, ctx: _Edit, first: int, cost: Cost, finals: list) -> None:
+        """Propagate what a pass left out from layer `first` on: near-ties it had no room to check
+        and rows cut from a next set, at every layer from the first that overflowed.
 
-        The rare overflow path: one more sync reads the leftover sizes, then a pass runs from
-        `first` with room for all of them there (later layers may overflow again and resume
-        again, each time from a later layer, so it ends)."""
-        L, tl = self.cfg.num_hidden_layers, ctx.trash_loc
-        left = {}
-        for l in range(first, L):
-            rec = ctx.saved[l]
-            untreated = rec["tied"].clone()
-            untreated[rec["tloc"]] = False
-            dropped = rec["nxt"].clone()
-            dropped[rec["nloc"]] = False
-            untreated[tl] = dropped[tl] = False
-            left[l] = (untreated, dropped)
-        sizes = torch.stack([torch.stack([u.sum(), d.sum()]) for u, d in left.values()]).tolist()
+        Sizes are known from the pass's sync; a pass then runs from `first` with room for all the
+        leftovers there (later layers may overflow again and resume again, each time from a later
+        layer, so it ends)."""
+        L, tl = self.cfg.num_hidden_layers, ctx.tl
         extras, caps = {}, [(0, 0)] * (first + 1)
         ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
         full = ctx.ab + 1
         c = 0
-        for (l, (untreated, dropped)), (n_u, n_drop) in zip(left.items(), sizes):
-            uloc = None
+        for i, rec in enumerate(ctx.records):
+            l = ctx.pass_first + i
+            if l < first:
+                continue
+            saved = ctx.saved[l]
+            n_u, n_drop = max(0, rec["n_tied"] - rec["tcap"]), max(0, rec["n_next"] - rec["ncap"])
+            uloc = dropped = None
             if n_u:
-                v, i = torch.topk(untreated.to(ctx.prio.dtype), min(full, bucket(n_u)))
-                uloc = torch.where(v > 0, i, tl)
-            extras[l] = (uloc, dropped if n_drop else None)
-            c = min(full, bucket(max(2 * c, c + n_drop + n_u, 1)))
+                untreated = saved["tied"].index_fill(0, saved["tloc"], False)
+                v, ix = torch.topk(untreated.to(ctx.valid.dtype), min(full, bucket(n_u)))
+                uloc = torch.where(v > 0, ix, tl)
+            if n_drop:
+                dropped = saved["nxt"].index_fill(0, saved["nloc"], False)
+            extras[l] = (uloc, dropped)
+            c = min(full, bucket(max(c * GROWTH, c + n_drop + n_u, 1)))
             if l > first:
                 caps[l] = (caps[l][0], min(ties, full))
             caps.append((c, 0))
-        empty = torch.zeros(0, dtype=torch.long, device=ctx.A.device)
-        self._pass(ctx, first, empty, caps, cost, with_deleted=False, extras=extras)
+        empty = ctx.A[:0]
+        self._pass(ctx, first, empty, caps, cost, False, extras, finals)
 
     def _layer(self, l, layer, ctx: _Edit, dloc, tcap: int, ncap: int, with_deleted: bool,
                extra_full=None, extra_next=None) -> torch.Tensor:
         """Bring layer l up to date for the dirty rows A[dloc]; returns the next layer's rows (local).
 
-        A fixed handful of batched ops, no host decisions: padded entries point at the trash row
-        and carry zero weight. Shapes depend only on bucketed sizes known before the pass."""
+        A fixed handful of batched ops and no host decision: padded entries point at the trash
+        row and carry zero weight, and every shape is a bucketed size known before the pass."""
         cfg, consts = self.cfg, self.consts
-        d, H, h, K, G = cfg.hidden_size, cfg.num_attention_heads, cfg.vq_heads, cfg.vq_codes, consts.segments
-        hd = d // H
-        A, ab1, tl = ctx.A, ctx.ab + 1, ctx.trash_loc
+        d, H, h, G, w = cfg.hidden_size, cfg.num_attention_heads, cfg.vq_heads, consts.segments, consts.width
+        A, tl = ctx.A, ctx.tl
+        ab1 = A.shape[0]
         qkvc, sp = self.qkvc[l], self.sp[l]
+        kh_all, vh_all, q_all = self.key_views[l]
         C = dloc.shape[0]
         nd = ctx.deleted.shape[0] if with_deleted else 0
-        dt = qkvc.dtype
+        m = 2 * C + nd
         dv = A[dloc]
 
-        # 1. q|k|v (one fused matmul) and vc of the dirty rows; the old k|v|vc of every changed key
+        # 1. q|k|v|vc of the dirty rows: one fused matmul; the old k|v|vc of every changed key
         if C:
+            b = consts.qkvc_bias[l]
             a_in = layer.self_attn_layer_norm(self.x[l].index_select(0, dv))
-            w, b = consts.qkv_weight[l], consts.qkv_bias[l]
-            qkv = torch.addmm(b, a_in, w) if b is not None else a_in @ w
-            qkv[:, :d] *= cfg.head_dim ** -0.5
-            new = torch.cat([qkv, consts.key_code_projections(l, qkv[:, 2 * d:]).flatten(1)], 1) if cfg.vq else \
-                torch.cat([qkv, qkv.new_zeros(C, qkvc.shape[1] - 3 * d)], 1)
-        m = 2 * C + nd
-        stats_zero = qkvc.new_zeros((), dtype=torch.long)
-        dmask = torch.zeros(ab1, dtype=torch.bool, device=A.device).index_fill_(0, dloc, True) if C else None
-        clean = ctx.valid & ~dmask if C else ctx.valid
-        proj_delta = bool(cfg.vq and G == H and m * G < d)
+            new = torch.addmm(b, a_in, consts.qkvc_weight[l]) if b is not None else a_in @ consts.qkvc_weight[l]
+            new[:, :d] *= cfg.head_dim ** -0.5
         spA = sp.index_select(0, A)
-        pairs_delta = stats_zero
         if m:
             old = qkvc.index_select(0, torch.cat([dv, ctx.deleted]) if nd else dv)
             if C:
                 qkvc.index_put_((dv,), new)
-                kn = torch.cat([new[:, d:], old[:, d:]])
-                kl = torch.cat([dloc, dloc + ab1, ctx.del_loc]) if nd else torch.cat([dloc, dloc + ab1])
+                kn = torch.cat([new, old])
+                kl = torch.cat([dloc, dloc + ab1, ctx.del_loc] if nd else [dloc, dloc + ab1])
             else:
-                kn, kl = old[:, d:], ctx.del_loc
-            coef = ctx.coef_src[kl]  # +1 new key, -1 old key, 0 padding (times the attention scale)
-            pk = ctx.pos_src[kl]
-            # 2. every affected query against every changed key, all heads in one product
-            qh = qkvc[:, :d].index_select(0, A).view(ab1, H, hd).transpose(0, 1)  # (H, a, hd)
-            kh = kn[:, :d].reshape(m, H, hd).permute(1, 2, 0)  # (H, hd, m)
-            cm = torch.where(pk.unsqueeze(0) <= ctx.pos_A.unsqueeze(1), coef, 0.0)  # (a, m)
-            wts = F.gelu(torch.bmm(qh, kh)) * cm  # (H, a, m)
-            if proj_delta:
-                vals = torch.cat([kn[:, d:2 * d].reshape(m, H, hd), kn[:, 2 * d:].reshape(m, G, K)], -1)
-                out = torch.bmm(wts, vals.transpose(0, 1)).transpose(0, 1)  # (a, H, hd + K)
-                delta = torch.cat([out[..., :hd].reshape(ab1, d),
-                                   out[..., hd:].reshape(ab1, h, G // h, K).sum(2).reshape(ab1, h * K)], 1)
-                spA = spA + delta
-            else:
-                ds = torch.bmm(wts, kn[:, d:2 * d].reshape(m, H, hd).transpose(0, 1)).transpose(0, 1).reshape(ab1, d)
-                if cfg.vq:
-                    s_new = spA[:, :d] + ds
-                    spA = torch.cat([s_new, kernels.code_projections(s_new, layer.vq.codebook).flatten(1)], 1)
-                else:
-                    spA = spA + ds
-            pairs_delta = ((cm != 0) & clean.unsqueeze(1)).sum()
+                kn, kl = old, ctx.del_loc
+            coef, pk = ctx.key_src[:, kl]  # +-scale per new / old key, 0 for padding; key positions
+            # 2. every affected query against every changed key, all heads in one product; the
+            #    same weights move s and the code projections (linearity in v)
+            qh = q_all.index_select(0, A).view(ab1, H, -1).transpose(0, 1)  # (H, a, hd)
+            kh = kn[:, d : 2 * d].view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
+            wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
+            if G != H:
+                wts = wts[consts.head_of_segment]
+            vals = self._seg(kn[:, 2 * d :]).transpose(0, 1)  # (G, m, w + Kp)
+            self._seg(spA).add_(torch.bmm(wts, vals).transpose(0, 1))
 
-        # 3. VQ of every affected row from its moved projections; near-ties found, not yet fixed
-        tied, tloc, n_tied = None, None, stats_zero
-        if cfg.vq:
-            codesA, gap = kernels.nearest_codes(spA[:, d:].view(ab1, h, K), consts.code_sq[l])
-            if m:
-                chunk_sq = spA[:, :d].view(ab1, h, -1).pow(2).sum(-1)
-                tied = (gap < self.tie_rel * (chunk_sq + consts.code_sq_max[l])).any(-1) & clean
-                n_tied = tied.sum()
-                if tcap:
-                    tv, ti = torch.topk(tied.to(dt), tcap)
-                    tloc = torch.where(tv > 0, ti, tl)
+        # 3. VQ of every affected row; near-ties found (room for tcap of them in the full rows)
+        tied, tloc = None, None
+        if cfg.vq and m and tcap:
+            dist = self._dist(l, spA)
+            tied = self._tied(l, ctx, spA, dist, dloc if C else None)
+            tv, ti = torch.topk(tied.to(spA.dtype), tcap)
+            tloc = torch.where(tv > 0, ti, tl)
 
         # 4. rows recomputed in full over every key: dirty rows, near-ties, a resumed pass's rows
-        parts = [p for p in (dloc if C else None, tloc, extra_full) if p is not None and p.numel()]
-        pairs_full = stats_zero
-        if parts:
-            R = torch.cat(parts) if len(parts) > 1 else parts[0]
+        parts = [p for p in (dloc if C else None, tloc, extra_full) if p is not None]
+        R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
+        if R is not None:
             rows = A[R]
-            hi = ctx.hi
-            keys = qkvc[:hi]
-            maskR = (self.pos[:hi].unsqueeze(0) <= ctx.pos_A[R].unsqueeze(1)) & self.alive[:hi]
-            qR = qkvc[:, :d].index_select(0, rows).view(-1, H, hd).transpose(0, 1)
-            kh = keys[:, d:2 * d].view(hi, H, hd).permute(1, 2, 0)
-            vh = keys[:, 2 * d:3 * d].view(hi, H, hd).transpose(0, 1)
-            wR = kernels.gelu_weights(torch.bmm(qR, kh), maskR.unsqueeze(0), cfg.attention_scale)
-            sR = kernels.merge_heads(torch.bmm(wR, vh))
-            if cfg.vq:
-                projR = kernels.code_projections(sR, layer.vq.codebook)
-                spA.index_put_((R,), torch.cat([sR, projR.flatten(1)], 1))
-                codesA.index_put_((R,), kernels.nearest_codes(projR, consts.code_sq[l])[0])
-            else:
-                spA.index_put_((R,), sR)
-            pairs_full = (maskR & ctx.valid[R].unsqueeze(1)).sum()
+            mask = self.kpos <= ctx.posA_col[R]  # (r, slots): causal, alive keys only
+            qR = q_all.index_select(0, rows).view(-1, H, d // H).transpose(0, 1)
+            wR = F.gelu(torch.bmm(qR, kh_all)) * (mask * cfg.attention_scale)
+            if G != H:
+                wR = wR[consts.head_of_segment]
+            sR = torch.bmm(wR, vh_all).transpose(0, 1).reshape(-1, d)
+            spA.index_put_((R,), sR @ consts.sp_weight[l] if cfg.vq else sR)
         sp.index_put_((A,), spA)
 
         # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
         if cfg.vq:
-            flipped = (codesA != self.codes[l].index_select(0, A)).any(-1) & ctx.valid
-            self.codes[l].index_put_((A,), codesA)
-            nxt = flipped | dmask if C else flipped
+            dist = self._dist(l, spA)
+            best = dist.amin(-1)  # (a, h)
+            if tied is None and m:
+                tied = self._tied(l, ctx, spA, dist, dloc if C else None, best)
+            old_codes = self.codes[l].index_select(0, A).unsqueeze(-1)
+            nxt = (dist.gather(-1, old_codes).squeeze(-1) > best).any(-1)
         else:
-            nxt = ctx.valid.clone() if m else (dmask if C else torch.zeros_like(ctx.valid))
+            nxt = ctx.valid_b if m else ctx.zeros
+        if C:
+            nxt = nxt.index_fill(0, dloc, True)
         if extra_next is not None:
             nxt = nxt | extra_next
-        n_next = nxt.sum()
-        nv, ni = torch.topk(nxt.to(dt) * ctx.prio, ncap)  # edited rows first: they are never cut
+        score = nxt * ctx.prio  # 0 outside A's real rows, 2 for edited rows, 1 otherwise
+        nv, ni = torch.topk(score, ncap)
         nloc = torch.where(nv > 0, ni, tl)
 
-        # 6. output projection and FFN of the next layer's rows
+        # 6. codes, output projection and FFN of the next layer's rows
         dvn = A[nloc]
-        z = kernels.gather_codes(layer.vq.codebook, codesA[nloc]) if cfg.vq else spA[nloc, :d]
+        if cfg.vq:
+            codes = dist.index_select(0, nloc).argmin(-1)
+            self.codes[l].index_put_((dvn,), codes)
+            z = layer.vq.codebook[consts.vq_heads_idx, codes].flatten(-2)
+        else:
+            z = spA.index_select(0, nloc)
         self.x[l + 1].index_put_((dvn,), layer.finish(self.x[l].index_select(0, dvn), z))
 
-        n_dirty = ctx.valid[dloc].sum() if C else stats_zero
-        ctx.stats.append(torch.stack([n_dirty, pairs_delta, pairs_full, n_tied, n_next,
-                                      clean.sum() if (m and not proj_delta) else stats_zero]))
-        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "proj_delta": proj_delta,
-                            "keys": m, "extra": int(extra_full.numel()) if extra_full is not None else 0})
-        ctx.saved[l] = {"tied": tied if tied is not None else torch.zeros_like(ctx.valid),
-                        "tloc": tloc if tloc is not None else dloc[:0], "nxt": nxt, "nloc": nloc}
+        n_tied = tied.sum() if tied is not None else nloc.new_zeros(())
+        ctx.counts.append(torch.stack([n_tied, score.count_nonzero()]))
+        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m,
+                            "with_deleted": with_deleted, "sets": [dloc, R if R is not None else dloc, nloc]})
+        ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else dloc[:0],
+                        "nxt": nxt, "nloc": nloc}
         return nloc
+
+    def _dist(self, l: int, spA: torch.Tensor) -> torch.Tensor:
+        """|s - c|^2 - |s|^2 for every VQ head and code of the rows spA: (a, h, K)."""
+        pc = self._seg(spA)[..., self.consts.width :]  # (a, G, K)
+        proj = pc.unflatten(1, (self.cfg.vq_heads, -1)).sum(2) if self.consts.segments != self.cfg.vq_heads else pc
+        return torch.add(self.consts.code_sq[l], proj, alpha=-2.0)
+
+    def _tied(self, l: int, ctx: _Edit, spA, dist, dloc, best=None) -> torch.Tensor:
+        """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,))."""
+        h, w = self.cfg.vq_heads, self.consts.width
+        best = dist.amin(-1) if best is None else best
+        s = self._seg(spA)[..., :w].unflatten(1, (h, -1))  # (a, h, G/h, w)
+        norm = torch.linalg.vector_norm(s, dim=(-2, -1))  # |s chunk|, per VQ head
+        thr = torch.addcmul(best + self.tie_rel * self.consts.code_sq_max[l], norm, norm, value=self.tie_rel)
+        close = (dist < thr.unsqueeze(-1)).sum((-2, -1)) > h  # a second code within the guard, some head
+        close = close & ctx.valid_b
+        return close.index_fill(0, dloc, False) if dloc is not None else close
 
     # ----------------------------------------------------------------- checking
     def verify(self) -> WindowCheck:
