@@ -86,6 +86,7 @@ class LayerConstants:
         self.segment_codebook = []  # (G, K, width) per layer
         self.qkvc_weight, self.qkvc_bias = [], []  # (d, 3d + G Kp), (3d + G Kp,) or None
         self.sp_weight = []  # (d, d + G Kp): s -> s_g | pc_g interleaved (identity and segment codebooks)
+        self.q_scaled = math.log2(cfg.head_dim) % 2 == 0  # hd^-0.5 is a power of two
         for layer in net.layers:
             cb = layer.vq.codebook.detach()  # (h, K, w)
             self.code_sq.append(cb.pow(2).sum(-1))
@@ -112,6 +113,11 @@ class LayerConstants:
                     spw.append(block)
                     if bv is not None:
                         bias.append(bv.detach()[sl] @ seg[g].t())
+            qscale = cfg.head_dim ** -0.5
+            if self.q_scaled:  # a power of two: scaling the weights is exact, the same q as the dense pass
+                cols[0] = cols[0] * qscale
+                if bias:
+                    bias[0] = bias[0] * qscale
             self.qkvc_weight.append(torch.cat(cols, 1).contiguous())
             self.qkvc_bias.append(torch.cat(bias) if bias else None)
             self.sp_weight.append(torch.cat(spw, 1).contiguous())
@@ -255,16 +261,18 @@ class WindowState:
         self._views()
 
     def _views(self) -> None:
-        """Per-layer views of every key, head-major, for the full rows (remade when tensors move)."""
+        """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
         d, H = self.cfg.hidden_size, self.cfg.num_attention_heads
         G, w = self.consts.segments, self.consts.width
         n = self.cap + 1
-        self.key_views = []
+        self.layer_views = []
         for l in range(self.cfg.num_hidden_layers):
             t = self.qkvc[l]
-            kh = t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0)  # (H, hd, n)
-            vh = self._seg(t[:, 2 * d :])[..., :w].transpose(0, 1)  # (G, n, w)
-            self.key_views.append((kh, vh, t[:, :d]))
+            self.layer_views.append(_Edit(
+                qkvc=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l], x_next=self.x[l + 1], q=t[:, :d],
+                kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
+                vh=self._seg(t[:, 2 * d :])[..., :w].transpose(0, 1),  # every value, per segment (G, n, w)
+                kpos=self.kpos))
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
@@ -413,7 +421,7 @@ class WindowState:
         valid = np.zeros(ab1)
         valid[:a] = 1.0
         prio = valid * 1.0
-        prio[loc0[:nt]] = 2.0  # edited rows first: a capped next set never drops them
+        prio[loc0[:nt]] = 1.0 + 2.0 ** -20  # edited rows first: a capped next set never drops them
         # per changed key, by local index: new keys [0, ab], old keys [ab + 1, 2 ab + 1], then deleted
         coef = np.concatenate([valid * scale, -(valid * ~is_new[A]) * scale, np.full(nd, -scale)])
         kpos = np.concatenate([self.pos_host[A], pos_old[A], pos_old[deleted_a]])
@@ -437,7 +445,8 @@ class WindowState:
         ctx = _Edit(A=A_t, ab=ab, tl=ab, valid=valid_t, prio=prio_t, deleted=deleted_t, del_loc=del_loc,
                     key_src=key_src, posA_col=posA.unsqueeze(1), posA_long=posA.long(),
                     host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
-                    zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0)
+                    zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
+                    tl_t=torch.tensor(ab, device=dev), zero=torch.zeros((), dtype=torch.long, device=dev))
         if nt:
             ids = torch.from_numpy(self.ids_host[touched]).to(dev)
             self.x[0, touched_t] = net.embed(ids, touched_pos)
@@ -588,71 +597,78 @@ class WindowState:
         A fixed handful of batched ops and no host decision: padded entries point at the trash
         row and carry zero weight, and every shape is a bucketed size known before the pass."""
         cfg, consts = self.cfg, self.consts
-        d, H, h, G, w = cfg.hidden_size, cfg.num_attention_heads, cfg.vq_heads, consts.segments, consts.width
+        d, H, G = cfg.hidden_size, cfg.num_attention_heads, consts.segments
         A, tl = ctx.A, ctx.tl
         ab1 = A.shape[0]
-        qkvc, sp = self.qkvc[l], self.sp[l]
-        kh_all, vh_all, q_all = self.key_views[l]
+        V = self.layer_views[l]
         C = dloc.shape[0]
         nd = ctx.deleted.shape[0] if with_deleted else 0
         m = 2 * C + nd
-        dv = A[dloc]
+        if C:
+            dv = A.index_select(0, dloc)
+            clean = ctx.valid_b.index_fill(0, dloc, False)
+        else:
+            clean = ctx.valid_b
 
         # 1. q|k|v|vc of the dirty rows: one fused matmul; the old k|v|vc of every changed key
         if C:
             b = consts.qkvc_bias[l]
-            a_in = layer.self_attn_layer_norm(self.x[l].index_select(0, dv))
+            a_in = layer.self_attn_layer_norm(V.x.index_select(0, dv))
             new = torch.addmm(b, a_in, consts.qkvc_weight[l]) if b is not None else a_in @ consts.qkvc_weight[l]
-            new[:, :d] *= cfg.head_dim ** -0.5
-        spA = sp.index_select(0, A)
+            if not consts.q_scaled:
+                new[:, :d] *= cfg.head_dim ** -0.5
+        spA = V.sp.index_select(0, A)
+        spA_seg = spA.view(ab1, G, -1)
         if m:
-            old = qkvc.index_select(0, torch.cat([dv, ctx.deleted]) if nd else dv)
+            old = V.qkvc.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
             if C:
-                qkvc.index_put_((dv,), new)
+                V.qkvc.index_put_((dv,), new)
                 kn = torch.cat([new, old])
                 kl = torch.cat([dloc, dloc + ab1, ctx.del_loc] if nd else [dloc, dloc + ab1])
             else:
                 kn, kl = old, ctx.del_loc
-            coef, pk = ctx.key_src[:, kl]  # +-scale per new / old key, 0 for padding; key positions
+            coef, pk = ctx.key_src.index_select(1, kl)  # +-scale per new / old key, 0 for padding; positions
             # 2. every affected query against every changed key, all heads in one product; the
             #    same weights move s and the code projections (linearity in v)
-            qh = q_all.index_select(0, A).view(ab1, H, -1).transpose(0, 1)  # (H, a, hd)
-            kh = kn[:, d : 2 * d].view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
+            qh = V.q.index_select(0, A).view(ab1, H, -1).transpose(0, 1)  # (H, a, hd)
+            kh = kn.narrow(1, d, d).view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
             wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
             if G != H:
                 wts = wts[consts.head_of_segment]
-            vals = self._seg(kn[:, 2 * d :]).transpose(0, 1)  # (G, m, w + Kp)
-            self._seg(spA).add_(torch.bmm(wts, vals).transpose(0, 1))
+            vals = kn.narrow(1, 2 * d, kn.shape[1] - 2 * d).view(m, G, -1).transpose(0, 1)  # (G, m, w + Kp)
+            spA_seg.add_(torch.bmm(wts, vals).transpose(0, 1))
 
-        # 3. VQ of every affected row; near-ties found (room for tcap of them in the full rows)
+        # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
         if cfg.vq and m and tcap:
-            dist = self._dist(l, spA)
-            tied = self._tied(l, ctx, spA, dist, dloc if C else None)
+            dist = self._dist(l, spA_seg)
+            tied = self._tied(l, spA_seg, dist, dist.amin(-1), clean)
             tv, ti = torch.topk(tied.to(spA.dtype), tcap)
-            tloc = torch.where(tv > 0, ti, tl)
+            tloc = torch.where(tv > 0, ti, ctx.tl_t)
 
         # 4. rows recomputed in full over every key: dirty rows, near-ties, a resumed pass's rows
         parts = [p for p in (dloc if C else None, tloc, extra_full) if p is not None]
         R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
         if R is not None:
-            rows = A[R]
-            mask = self.kpos <= ctx.posA_col[R]  # (r, slots): causal, alive keys only
-            qR = q_all.index_select(0, rows).view(-1, H, d // H).transpose(0, 1)
-            wR = F.gelu(torch.bmm(qR, kh_all)) * (mask * cfg.attention_scale)
+            if R is dloc:
+                qR = new.narrow(1, 0, d)
+            else:
+                qR = V.q.index_select(0, A.index_select(0, R))
+            mask = V.kpos <= ctx.posA_col.index_select(0, R)  # (r, slots): causal, alive keys only
+            wR = F.gelu(torch.bmm(qR.view(-1, H, d // H).transpose(0, 1), V.kh)) * (mask * cfg.attention_scale)
             if G != H:
                 wR = wR[consts.head_of_segment]
-            sR = torch.bmm(wR, vh_all).transpose(0, 1).reshape(-1, d)
+            sR = torch.bmm(wR, V.vh).transpose(0, 1).reshape(-1, d)
             spA.index_put_((R,), sR @ consts.sp_weight[l] if cfg.vq else sR)
-        sp.index_put_((A,), spA)
+        V.sp.index_put_((A,), spA)
 
         # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
         if cfg.vq:
-            dist = self._dist(l, spA)
+            dist = self._dist(l, spA_seg)
             best = dist.amin(-1)  # (a, h)
             if tied is None and m:
-                tied = self._tied(l, ctx, spA, dist, dloc if C else None, best)
-            old_codes = self.codes[l].index_select(0, A).unsqueeze(-1)
+                tied = self._tied(l, spA_seg, dist, best, clean)
+            old_codes = V.codes.index_select(0, A).unsqueeze(-1)
             nxt = (dist.gather(-1, old_codes).squeeze(-1) > best).any(-1)
         else:
             nxt = ctx.valid_b if m else ctx.zeros
@@ -660,44 +676,42 @@ class WindowState:
             nxt = nxt.index_fill(0, dloc, True)
         if extra_next is not None:
             nxt = nxt | extra_next
-        score = nxt * ctx.prio  # 0 outside A's real rows, 2 for edited rows, 1 otherwise
+        score = nxt * ctx.prio  # 0 outside A's real rows, 1 + 2^-20 for edited rows (first), 1 otherwise
         nv, ni = torch.topk(score, ncap)
-        nloc = torch.where(nv > 0, ni, tl)
+        nloc = torch.where(nv > 0, ni, ctx.tl_t)
 
         # 6. codes, output projection and FFN of the next layer's rows
-        dvn = A[nloc]
+        dvn = A.index_select(0, nloc)
         if cfg.vq:
             codes = dist.index_select(0, nloc).argmin(-1)
-            self.codes[l].index_put_((dvn,), codes)
+            V.codes.index_put_((dvn,), codes)
             z = layer.vq.codebook[consts.vq_heads_idx, codes].flatten(-2)
         else:
             z = spA.index_select(0, nloc)
-        self.x[l + 1].index_put_((dvn,), layer.finish(self.x[l].index_select(0, dvn), z))
+        V.x_next.index_put_((dvn,), layer.finish(V.x.index_select(0, dvn), z))
 
-        n_tied = tied.sum() if tied is not None else nloc.new_zeros(())
-        ctx.counts.append(torch.stack([n_tied, score.count_nonzero()]))
+        n_tied = tied.sum() if tied is not None else ctx.zero
+        ctx.counts.append(torch.stack([n_tied.to(score.dtype), score.sum()]))
         ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m,
                             "with_deleted": with_deleted, "sets": [dloc, R if R is not None else dloc, nloc]})
         ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else dloc[:0],
                         "nxt": nxt, "nloc": nloc}
         return nloc
 
-    def _dist(self, l: int, spA: torch.Tensor) -> torch.Tensor:
-        """|s - c|^2 - |s|^2 for every VQ head and code of the rows spA: (a, h, K)."""
-        pc = self._seg(spA)[..., self.consts.width :]  # (a, G, K)
-        proj = pc.unflatten(1, (self.cfg.vq_heads, -1)).sum(2) if self.consts.segments != self.cfg.vq_heads else pc
+    def _dist(self, l: int, spA_seg: torch.Tensor) -> torch.Tensor:
+        """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, G, w + K): (a, h, K)."""
+        pc = spA_seg[..., self.consts.width :]  # (a, G, K)
+        h = self.cfg.vq_heads
+        proj = pc.unflatten(1, (h, -1)).sum(2) if self.consts.segments != h else pc
         return torch.add(self.consts.code_sq[l], proj, alpha=-2.0)
 
-    def _tied(self, l: int, ctx: _Edit, spA, dist, dloc, best=None) -> torch.Tensor:
-        """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,))."""
+    def _tied(self, l: int, spA_seg, dist, best, clean) -> torch.Tensor:
+        """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,)):
+        some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
         h, w = self.cfg.vq_heads, self.consts.width
-        best = dist.amin(-1) if best is None else best
-        s = self._seg(spA)[..., :w].unflatten(1, (h, -1))  # (a, h, G/h, w)
-        norm = torch.linalg.vector_norm(s, dim=(-2, -1))  # |s chunk|, per VQ head
+        norm = torch.linalg.vector_norm(spA_seg[..., :w].unflatten(1, (h, -1)), dim=(-2, -1))  # |s chunk|
         thr = torch.addcmul(best + self.tie_rel * self.consts.code_sq_max[l], norm, norm, value=self.tie_rel)
-        close = (dist < thr.unsqueeze(-1)).sum((-2, -1)) > h  # a second code within the guard, some head
-        close = close & ctx.valid_b
-        return close.index_fill(0, dloc, False) if dloc is not None else close
+        return ((dist < thr.unsqueeze(-1)).sum((-2, -1)) > h) & clean
 
     # ----------------------------------------------------------------- checking
     def verify(self) -> WindowCheck:
