@@ -147,7 +147,10 @@ def bucket(n: int) -> int:
 LSE_CHUNK_ROWS = 256
 TIE_ROWS = 4  # near-tie rows a layer reserves a full recomputation for, when the dtype's tie guard is loose
 FAR = float("inf")  # key position of a slot that is not alive: no query sees it
-GROWTH, GROWTH_ADD = 2, 1  # a pass reserves room for next sets of c, 2c + 1, 4c + 3, ... rows
+# Room a pass reserves for the next layer's rows: c -> ceil(c * growth + add), bucketed. On a CPU
+# padded rows cost their full arithmetic, so the guess is tight and an overflow resumes; on a GPU
+# padding is nearly free and host round trips are not, so the guess is generous.
+GROWTH = {"cpu": (1.5, 1), "cuda": (4, 2)}
 
 
 class _Edit:
@@ -474,11 +477,15 @@ class WindowState:
         if not cfg.vq:  # every affected row is dirty after the first layer
             return [(0, 0)] * first + [(bucket(rows), 0)] + [(full, 0)] * (L - first)
         ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
+        g, add = self._growth()
         out, c = [(0, 0)] * first, rows
         for l in range(first, L + 1):
             out.append((min(full, bucket(c)), min(ties, full)))
-            c = c * GROWTH + GROWTH_ADD
+            c = math.ceil(c * g + add)
         return out
+
+    def _growth(self) -> tuple[float, int]:
+        return GROWTH.get(self.alive.device.type, GROWTH["cuda"])
 
     def _pass(self, ctx: _Edit, first: int, dloc: torch.Tensor, caps, cost: Cost, with_deleted: bool,
               extras: dict, finals: list) -> None:
@@ -583,7 +590,7 @@ class WindowState:
             if n_drop:
                 dropped = saved["nxt"].index_fill(0, saved["nloc"], False)
             extras[l] = (uloc, dropped)
-            c = min(full, bucket(max(c * GROWTH, c + n_drop + n_u, 1)))
+            c = min(full, bucket(max(math.ceil(c * self._growth()[0]), c + n_drop + n_u, 1)))
             if l > first:
                 caps[l] = (caps[l][0], min(ties, full))
             caps.append((c, 0))
