@@ -140,7 +140,9 @@ class IncrementalDocument:
 
     @property
     def scores(self) -> dict[str, float]:
-        return self.span_scores(0, self.n_tokens)
+        """Class probabilities of the whole document, from each window's kept total (see span_scores)."""
+        total = torch.stack([w.cls_total for w in self.windows]).sum(0)
+        return dict(zip(self.model.config.labels, span_probs(total, self.n_tokens).tolist()))
 
     def dense_macs(self) -> int:
         """What a dense pass over the whole document (every window) costs: scoring from scratch."""

@@ -262,6 +262,13 @@ class WindowState:
             self.x[L, :n] = out.layer_outputs[-1][0]
             self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
         self._views()
+        self._total()
+
+    def _total(self) -> None:
+        """cls_total: the sum of the tokens' class log-probabilities (BOS excluded), kept per window
+        so that a document's score costs the same few ops whatever its number of windows."""
+        rows = torch.from_numpy(np.asarray(self.order[1:], dtype=np.int64)).to(self.alive.device)
+        self.cls_total = self.cls_logp.index_select(0, rows).sum(0)
 
     def _views(self) -> None:
         """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
@@ -462,6 +469,7 @@ class WindowState:
             self._fill_heads(slots, hidden, logits)
             cost.incremental_macs += len(rows) * head_row_macs(cfg)
         self.free += deleted
+        self._total()
         return cost
 
     def _capacities(self, first: int, rows: int, ab: int) -> list[tuple[int, int]]:
