@@ -85,8 +85,10 @@ class LayerConstants:
         self.code_sq_max = []  # (h,) per layer: the tie guard's code term
         self.segment_codebook = []  # (G, K, width) per layer
         self.qkvc_weight, self.qkvc_bias = [], []  # (d, 3d + G Kp), (3d + G Kp,) or None
-        self.sp_weight = []  # (d, d + G Kp): s -> s_g | pc_g interleaved (identity and segment codebooks)
         self.q_scaled = math.log2(cfg.head_dim) % 2 == 0  # hd^-0.5 is a power of two
+        self.finish = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them) and biases
+        self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
+        self.seg_weight = []  # (G, w, w + Kp) per layer: s_g -> s_g | pc_g, for rows recomputed in full
         for layer in net.layers:
             cb = layer.vq.codebook.detach()  # (h, K, w)
             self.code_sq.append(cb.pow(2).sum(-1))
@@ -98,19 +100,13 @@ class LayerConstants:
             cols, bias = [att.q_proj.weight.detach().t(), att.k_proj.weight.detach().t()], []
             if bv is not None:
                 bias = [att.q_proj.bias.detach(), att.k_proj.bias.detach()]
-            spw = []
-            eye = torch.eye(d, dtype=cb.dtype, device=cb.device)
             for g in range(G):
                 sl = slice(g * width, (g + 1) * width)
                 cols.append(wv[:, sl])
-                spw.append(eye[:, sl])
                 if bv is not None:
                     bias.append(bv.detach()[sl])
                 if Kp:
                     cols.append(wv[:, sl] @ seg[g].t())
-                    block = torch.zeros(d, K, dtype=cb.dtype, device=cb.device)
-                    block[sl] = seg[g].t()
-                    spw.append(block)
                     if bv is not None:
                         bias.append(bv.detach()[sl] @ seg[g].t())
             qscale = cfg.head_dim ** -0.5
@@ -118,9 +114,15 @@ class LayerConstants:
                 cols[0] = cols[0] * qscale
                 if bias:
                     bias[0] = bias[0] * qscale
+            fin = []
+            for lin in (att.out_proj, layer.fc1, layer.fc2):
+                fin += [lin.weight.detach().t(), None if lin.bias is None else lin.bias.detach()]
+            self.finish.append(tuple(fin))
             self.qkvc_weight.append(torch.cat(cols, 1).contiguous())
             self.qkvc_bias.append(torch.cat(bias) if bias else None)
-            self.sp_weight.append(torch.cat(spw, 1).contiguous())
+            eye_w = torch.eye(width, dtype=cb.dtype, device=cb.device).expand(G, width, width)
+            sw = torch.cat([eye_w, seg.transpose(1, 2)], 2) if Kp else eye_w.clone()
+            self.seg_weight.append((sw * cfg.attention_scale if self.scale_exact else sw).contiguous())
 
     def to(self, device: torch.device) -> "LayerConstants":
         self.head_of_segment = self.head_of_segment.to(device)
@@ -177,6 +179,7 @@ class WindowState:
         tie_rel: float = 1e-9,
     ) -> None:
         self.net, self.cfg, self.consts, self.tie_rel = net, net.config, consts, tie_rel
+        self.tie_c = [tie_rel * m for m in consts.code_sq_max]  # the tie guard's code term per layer
         rows = [self.cfg.bos_token_id, *ids]
         pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
         self._build(np.asarray(rows, dtype=np.int64), pos.numpy().astype(np.int64))
@@ -282,7 +285,7 @@ class WindowState:
                 qkvc=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l], x_next=self.x[l + 1], q=t[:, :d],
                 kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
                 vh=self._seg(t[:, 2 * d :])[..., :w].transpose(0, 1),  # every value, per segment (G, n, w)
-                kpos=self.kpos))
+                qh=t[:, :d].view(n, H, d // H), kpos=self.kpos))
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
@@ -456,7 +459,7 @@ class WindowState:
                     key_src=key_src, posA_col=posA.unsqueeze(1), posA_long=posA.long(),
                     host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
                     zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
-                    tl_t=torch.tensor(ab, device=dev), zero=torch.zeros((), dtype=torch.long, device=dev))
+                    tl_t=torch.tensor(ab, device=dev), zero=torch.zeros((), dtype=self.x.dtype, device=dev), empty=A_t[:0])
         if nt:
             ids = torch.from_numpy(self.ids_host[touched]).to(dev)
             self.x[0, touched_t] = net.embed(ids, touched_pos)
@@ -509,7 +512,7 @@ class WindowState:
             full, nxt = extras.get(l, (None, None))
             dloc = self._layer(l, self.net.layers[l], ctx, dloc, caps[l][1], caps[l + 1][0], with_deleted, full, nxt)
         # the one host sync of a pass: counts and every row set, for the host's exact accounting
-        parts = [torch.stack(ctx.counts).flatten()] + [t for rec in ctx.records for t in rec["sets"]]
+        parts = [torch.stack(ctx.counts)] + [t for rec in ctx.records for t in rec["sets"]]
         flat = torch.cat(parts).tolist()
         counts, at = flat[: 2 * len(ctx.records)], 2 * len(ctx.records)
         sets = []
@@ -533,7 +536,7 @@ class WindowState:
         """Count the real rows and (query, key) pairs of a pass on the host; padding is not counted.
 
         Positions increase along the document, so the keys a row sees are counted by binary
-        search; the zero blocks of the fused code matrices are not counted either."""
+        search. The identity blocks that carry s through the per-segment code product are not counted."""
         cfg, host = self.cfg, ctx.host
         d, K, G = cfg.hidden_size, cfg.vq_codes, self.consts.segments
         A, a, tl = host["A"], host["a"], ctx.tl
@@ -602,8 +605,7 @@ class WindowState:
             if l > first:
                 caps[l] = (caps[l][0], min(ties, full))
             caps.append((c, 0))
-        empty = ctx.A[:0]
-        self._pass(ctx, first, empty, caps, cost, False, extras, finals)
+        self._pass(ctx, first, ctx.empty, caps, cost, False, extras, finals)
 
     def _layer(self, l, layer, ctx: _Edit, dloc, tcap: int, ncap: int, with_deleted: bool,
                extra_full=None, extra_next=None) -> torch.Tensor:
@@ -645,7 +647,7 @@ class WindowState:
             coef, pk = ctx.key_src.index_select(1, kl)  # +-scale per new / old key, 0 for padding; positions
             # 2. every affected query against every changed key, all heads in one product; the
             #    same weights move s and the code projections (linearity in v)
-            qh = V.q.index_select(0, A).view(ab1, H, -1).transpose(0, 1)  # (H, a, hd)
+            qh = V.qh.index_select(0, A).transpose(0, 1)  # (H, a, hd)
             kh = kn.narrow(1, d, d).view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
             wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
             if G != H:
@@ -670,11 +672,14 @@ class WindowState:
             else:
                 qR = V.q.index_select(0, A.index_select(0, R))
             mask = V.kpos <= ctx.posA_col.index_select(0, R)  # (r, slots): causal, alive keys only
-            wR = F.gelu(torch.bmm(qR.view(-1, H, d // H).transpose(0, 1), V.kh)) * (mask * cfg.attention_scale)
+            if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly: c goes into seg_weight
+                wR = F.gelu(torch.bmm(qR.view(-1, H, d // H).transpose(0, 1), V.kh)) * mask
+            else:
+                wR = F.gelu(torch.bmm(qR.view(-1, H, d // H).transpose(0, 1), V.kh)) * (mask * cfg.attention_scale)
             if G != H:
                 wR = wR[consts.head_of_segment]
-            sR = torch.bmm(wR, V.vh).transpose(0, 1).reshape(-1, d)
-            spA.index_put_((R,), sR @ consts.sp_weight[l] if cfg.vq else sR)
+            # per segment: s_g and its code projections pc_g in one more batched product
+            spA_seg.index_put_((R,), torch.bmm(torch.bmm(wR, V.vh), consts.seg_weight[l]).transpose(0, 1))
         V.sp.index_put_((A,), spA)
 
         # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
@@ -703,15 +708,22 @@ class WindowState:
             z = layer.vq.codebook[consts.vq_heads_idx, codes].flatten(-2)
         else:
             z = spA.index_select(0, nloc)
-        V.x_next.index_put_((dvn,), layer.finish(V.x.index_select(0, dvn), z))
+        V.x_next.index_put_((dvn,), self._finish(l, layer, V.x.index_select(0, dvn), z))
 
-        n_tied = tied.sum() if tied is not None else ctx.zero
-        ctx.counts.append(torch.stack([n_tied.to(score.dtype), score.sum()]))
+        ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
         ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m,
                             "with_deleted": with_deleted, "sets": [dloc, R if R is not None else dloc, nloc]})
-        ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else dloc[:0],
+        ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
                         "nxt": nxt, "nloc": nloc}
         return nloc
+
+    def _finish(self, l: int, layer, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """DecoderLayer.finish with its weights transposed once: the same addmm calls, fewer dispatches."""
+        wo, bo, w1, b1, w2, b2 = self.consts.finish[l]
+        x = x + (torch.addmm(bo, z, wo) if bo is not None else z @ wo)
+        a = layer.final_layer_norm(x)
+        a = torch.relu(torch.addmm(b1, a, w1) if b1 is not None else a @ w1)
+        return x + (torch.addmm(b2, a, w2) if b2 is not None else a @ w2)
 
     def _dist(self, l: int, spA_seg: torch.Tensor) -> torch.Tensor:
         """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, G, w + K): (a, h, K)."""
@@ -725,7 +737,7 @@ class WindowState:
         some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
         h, w = self.cfg.vq_heads, self.consts.width
         norm = torch.linalg.vector_norm(spA_seg[..., :w].unflatten(1, (h, -1)), dim=(-2, -1))  # |s chunk|
-        thr = torch.addcmul(best + self.tie_rel * self.consts.code_sq_max[l], norm, norm, value=self.tie_rel)
+        thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
         return ((dist < thr.unsqueeze(-1)).sum((-2, -1)) > h) & clean
 
     # ----------------------------------------------------------------- checking
