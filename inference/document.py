@@ -259,7 +259,7 @@ class IncrementalDocument:
                     cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[b - a + 1] * len(w.net.layers)))
                     new_windows.append(fresh)
         self.windows = self._merge_small(new_windows, cost)
-        if self.windows and self.windows[0].alive.is_cuda:
+        if self.windows and self.windows[0].kpos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return EditResult(scores=self.scores, cost=cost)

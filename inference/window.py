@@ -218,6 +218,16 @@ class WindowState:
         return pc.unflatten(-2, (self.cfg.vq_heads, -1)).sum(-2)
 
     @property
+    def alive(self) -> torch.Tensor:
+        """Which slots hold a row (BOS or a token): (cap + 1,) bool."""
+        return self.kpos < FAR
+
+    @property
+    def pos(self) -> torch.Tensor:
+        """Pool position of every slot (0 where no row): (cap + 1,) long."""
+        return torch.where(self.alive, self.kpos, 0).long()
+
+    @property
     def trash(self) -> int:
         return self.cap
 
@@ -233,8 +243,6 @@ class WindowState:
         self.cap = cap
         self.ids_host = np.zeros(cap + 1, dtype=np.int64)
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
-        self.alive = torch.zeros(cap + 1, dtype=torch.bool, device=dev)
-        self.pos = torch.zeros(cap + 1, dtype=torch.long, device=dev)
         self.kpos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)  # pos where alive, FAR elsewhere (for masks)
         self.x = torch.zeros(L + 1, cap + 1, d, dtype=dt, device=dev)
         self.qkvc = torch.zeros(L, cap + 1, 3 * d + G * Kp, dtype=dt, device=dev)
@@ -246,11 +254,10 @@ class WindowState:
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
         self.ids_host[:n], self.pos_host[:n] = rows, pos
-        self.alive[:n] = True
-        self.pos[:n] = torch.from_numpy(pos).to(dev)
-        self.kpos[:n] = self.pos[:n].to(dt)
+        pos_t = torch.from_numpy(pos).to(dev)
+        self.kpos[:n] = pos_t.to(dt)
         with torch.no_grad():
-            out = self._dense(torch.from_numpy(rows).to(dev), self.pos[:n])
+            out = self._dense(torch.from_numpy(rows).to(dev), pos_t)
             for l, tr in enumerate(out.traces):
                 self.x[l, :n] = tr.x[0]
                 self.qkvc[l, :n, :d], self.qkvc[l, :n, d : 2 * d] = tr.q[0], tr.k[0]
@@ -270,7 +277,7 @@ class WindowState:
     def _total(self) -> None:
         """cls_total: the sum of the tokens' class log-probabilities (BOS excluded), kept per window
         so that a document's score costs the same few ops whatever its number of windows."""
-        rows = torch.from_numpy(np.asarray(self.order[1:], dtype=np.int64)).to(self.alive.device)
+        rows = torch.from_numpy(np.asarray(self.order[1:], dtype=np.int64)).to(self.kpos.device)
         self.cls_total = self.cls_logp.index_select(0, rows).sum(0)
 
     def _views(self) -> None:
@@ -313,11 +320,11 @@ class WindowState:
     def token_slots(self, start: int = 0, end: int | None = None) -> torch.Tensor:
         """Slots of tokens [start, end) (BOS excluded)."""
         end = self.n_tokens if end is None else end
-        return torch.tensor(self.order[1 + start : 1 + end], dtype=torch.long, device=self.alive.device)
+        return torch.tensor(self.order[1 + start : 1 + end], dtype=torch.long, device=self.kpos.device)
 
     def surprise(self, start: int, end: int) -> torch.Tensor:
         """-log p(token | prefix) for tokens [start, end), from each predecessor's stored state."""
-        prev = torch.tensor(self.order[start:end], dtype=torch.long, device=self.alive.device)
+        prev = torch.tensor(self.order[start:end], dtype=torch.long, device=self.kpos.device)
         ids = torch.from_numpy(self.ids_host[self.order[1 + start : 1 + end]]).to(prev.device)
         emb = self.net.decoder.embed_tokens.weight[ids]  # (m, d)
         return self.lse[prev] - (self.hidden[prev] * emb).sum(-1)
@@ -341,7 +348,7 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        for name, dim in (("alive", 0), ("pos", 0), ("kpos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0),
+        for name, dim in (("kpos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0),
                           ("x", 1), ("qkvc", 1), ("sp", 1), ("codes", 1)):
             t = getattr(self, name)
             shape = list(t.shape)
@@ -362,7 +369,7 @@ class WindowState:
         except BaseException:
             self._build(*snapshot)  # never leave a half-updated state behind
             raise
-        if self.alive.is_cuda:
+        if self.kpos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return cost
@@ -370,7 +377,7 @@ class WindowState:
     def _apply(self, splices: Sequence[Splice]) -> Cost:
         """Host bookkeeping (order, positions, the affected rows A), then the batched layer passes."""
         cfg, net = self.cfg, self.net
-        dev = self.alive.device
+        dev = self.kpos.device
         L = cfg.num_hidden_layers
         old_order = self.order
         new_order = [old_order[0]]
@@ -441,28 +448,26 @@ class WindowState:
         n_src = 2 * ab1 + nd
 
         # one host-to-device copy each for every index and for every float table of the update
+        nl = len(loc0)
         ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, self.pos_host[touched],
-                                                np.arange(2 * ab1, n_src)])).to(dev)
-        flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio])).to(dev, self.x.dtype)
-        A_t, ints = ints[:ab1], ints[ab1:]
-        dloc, ints = ints[: len(loc0)], ints[len(loc0):]
-        touched_t, deleted_t, touched_pos, del_loc = ints[:nt], ints[nt:nt + nd], ints[nt + nd:2 * nt + nd], ints[2 * nt + nd:]
+                                                np.arange(2 * ab1, n_src), [ab]])).to(dev)
+        flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio, self.pos_host[touched],
+                                                np.full(nd, FAR)])).to(dev, self.x.dtype)
+        A_t, dloc, moved = ints[:ab1], ints[ab1:ab1 + nl], ints[ab1 + nl:ab1 + nl + nt + nd]
+        deleted_t = moved[nt:]
+        rest = ints[ab1 + nl + nt + nd:]
+        touched_pos, del_loc, tl_t = rest[:nt], rest[nt:nt + nd], rest[nt + nd]
         key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
-        posA = flts[2 * n_src : 2 * n_src + ab1]
-        valid_t, prio_t = flts[2 * n_src + ab1 : 2 * n_src + 2 * ab1], flts[2 * n_src + 2 * ab1 :]
-        self.pos[touched_t] = touched_pos
-        self.alive[deleted_t] = False
-        self.alive[touched_t] = True
-        self.kpos[deleted_t] = FAR
-        self.kpos[touched_t] = touched_pos.to(self.kpos.dtype)
+        posA, valid_t, prio_t, moved_pos = flts[2 * n_src:].split([ab1, ab1, ab1, nt + nd])
+        self.kpos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
         ctx = _Edit(A=A_t, ab=ab, tl=ab, valid=valid_t, prio=prio_t, deleted=deleted_t, del_loc=del_loc,
-                    key_src=key_src, posA_col=posA.unsqueeze(1), posA_long=posA.long(),
+                    key_src=key_src, posA_col=posA.unsqueeze(1),
                     host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
                     zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
-                    tl_t=torch.tensor(ab, device=dev), zero=torch.zeros((), dtype=self.x.dtype, device=dev), empty=A_t[:0])
+                    tl_t=tl_t, zero=torch.zeros((), dtype=self.x.dtype, device=dev), empty=A_t[:0])
         if nt:
             ids = torch.from_numpy(self.ids_host[touched]).to(dev)
-            self.x[0, touched_t] = net.embed(ids, touched_pos)
+            self.x[0].index_put_((moved[:nt],), net.embed(ids, touched_pos))
         finals = []
         self._pass(ctx, 0, dloc, self._capacities(0, max(1, nt), ab), cost, True, {}, finals)
         rows = np.unique(np.concatenate(finals)) if finals else np.zeros(0, dtype=np.int64)
@@ -496,7 +501,7 @@ class WindowState:
         return out
 
     def _growth(self) -> tuple[float, int]:
-        return GROWTH.get(self.alive.device.type, GROWTH["cuda"])
+        return GROWTH.get(self.kpos.device.type, GROWTH["cuda"])
 
     def _pass(self, ctx: _Edit, first: int, dloc: torch.Tensor, caps, cost: Cost, with_deleted: bool,
               extras: dict, finals: list) -> None:
@@ -743,10 +748,10 @@ class WindowState:
     # ----------------------------------------------------------------- checking
     def verify(self) -> WindowCheck:
         """Run the dense pass at the same positions and compare codes and outputs."""
-        order = torch.tensor(self.order, dtype=torch.long, device=self.alive.device)
+        order = torch.tensor(self.order, dtype=torch.long, device=self.kpos.device)
         ids = torch.from_numpy(self.ids_host[self.order]).to(order.device)
         with torch.no_grad():
-            out = self._dense(ids, self.pos[order])
+            out = self._dense(ids, torch.from_numpy(self.pos_host[self.order]).to(order.device))
         mismatched = 0
         if self.cfg.vq:
             for l, tr in enumerate(out.traces):
