@@ -179,7 +179,7 @@ class WindowState:
         tie_rel: float = 1e-9,
     ) -> None:
         self.net, self.cfg, self.consts, self.tie_rel = net, net.config, consts, tie_rel
-        self.tie_c = [tie_rel * m for m in consts.code_sq_max]  # the tie guard's code term per layer
+        self.tie_c = [tie_rel * m.unsqueeze(-1) for m in consts.code_sq_max]  # the tie guard's code term, (h, 1)
         rows = [self.cfg.bos_token_id, *ids]
         pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
         self._build(np.asarray(rows, dtype=np.int64), pos.numpy().astype(np.int64))
@@ -292,7 +292,7 @@ class WindowState:
                 qkvc=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l], x_next=self.x[l + 1], q=t[:, :d],
                 kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
                 vh=self._seg(t[:, 2 * d :])[..., :w].transpose(0, 1),  # every value, per segment (G, n, w)
-                qh=t[:, :d].view(n, H, d // H), kpos=self.kpos))
+                qh=t[:, :d].view(n, H, d // H), kpos=self.kpos, codes1=self.codes[l].unsqueeze(-1)))
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
@@ -458,9 +458,11 @@ class WindowState:
         rest = ints[ab1 + nl + nt + nd:]
         touched_pos, del_loc, tl_t = rest[:nt], rest[nt:nt + nd], rest[nt + nd]
         key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
+        key_dirty, key_deleted = key_src[:, : 2 * ab1].view(2, 2, ab1), key_src[:, 2 * ab1 :]
         posA, valid_t, prio_t, moved_pos = flts[2 * n_src:].split([ab1, ab1, ab1, nt + nd])
         self.kpos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
-        ctx = _Edit(A=A_t, ab=ab, tl=ab, valid=valid_t, prio=prio_t, deleted=deleted_t, del_loc=del_loc,
+        ctx = _Edit(A=A_t, ab=ab, tl=ab, valid=valid_t, prio=prio_t, deleted=deleted_t, key_dirty=key_dirty,
+                    key_deleted=key_deleted,
                     key_src=key_src, posA_col=posA.unsqueeze(1),
                     host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
                     zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
@@ -646,10 +648,12 @@ class WindowState:
             if C:
                 V.qkvc.index_put_((dv,), new)
                 kn = torch.cat([new, old])
-                kl = torch.cat([dloc, dloc + ab1, ctx.del_loc] if nd else [dloc, dloc + ab1])
+                ks = ctx.key_dirty.index_select(2, dloc).flatten(1)  # new keys then old keys of the dirty rows
+                if nd:
+                    ks = torch.cat([ks, ctx.key_deleted], 1)
             else:
-                kn, kl = old, ctx.del_loc
-            coef, pk = ctx.key_src.index_select(1, kl)  # +-scale per new / old key, 0 for padding; positions
+                kn, ks = old, ctx.key_deleted
+            coef, pk = ks  # +-scale per new / old key (0 for padding), and key positions
             # 2. every affected query against every changed key, all heads in one product; the
             #    same weights move s and the code projections (linearity in v)
             qh = V.qh.index_select(0, A).transpose(0, 1)  # (H, a, hd)
@@ -664,7 +668,7 @@ class WindowState:
         tied, tloc = None, None
         if cfg.vq and m and tcap:
             dist = self._dist(l, spA_seg)
-            tied = self._tied(l, spA_seg, dist, dist.amin(-1), clean)
+            tied = self._tied(l, spA_seg, dist, dist.amin(-1, keepdim=True), clean)
             tv, ti = torch.topk(tied.to(spA.dtype), tcap)
             tloc = torch.where(tv > 0, ti, ctx.tl_t)
 
@@ -672,15 +676,12 @@ class WindowState:
         parts = [p for p in (dloc if C else None, tloc, extra_full) if p is not None]
         R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
         if R is not None:
-            if R is dloc:
-                qR = new.narrow(1, 0, d)
-            else:
-                qR = V.q.index_select(0, A.index_select(0, R))
+            qR = V.qh.index_select(0, dv if R is dloc else A.index_select(0, R)).transpose(0, 1)  # (H, r, hd)
             mask = V.kpos <= ctx.posA_col.index_select(0, R)  # (r, slots): causal, alive keys only
             if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly: c goes into seg_weight
-                wR = F.gelu(torch.bmm(qR.view(-1, H, d // H).transpose(0, 1), V.kh)) * mask
+                wR = F.gelu(torch.bmm(qR, V.kh)) * mask
             else:
-                wR = F.gelu(torch.bmm(qR.view(-1, H, d // H).transpose(0, 1), V.kh)) * (mask * cfg.attention_scale)
+                wR = F.gelu(torch.bmm(qR, V.kh)) * (mask * cfg.attention_scale)
             if G != H:
                 wR = wR[consts.head_of_segment]
             # per segment: s_g and its code projections pc_g in one more batched product
@@ -690,11 +691,10 @@ class WindowState:
         # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
         if cfg.vq:
             dist = self._dist(l, spA_seg)
-            best = dist.amin(-1)  # (a, h)
+            best = dist.amin(-1, keepdim=True)  # (a, h, 1)
             if tied is None and m:
                 tied = self._tied(l, spA_seg, dist, best, clean)
-            old_codes = V.codes.index_select(0, A).unsqueeze(-1)
-            nxt = (dist.gather(-1, old_codes).squeeze(-1) > best).any(-1)
+            nxt = (dist.gather(-1, V.codes1.index_select(0, A)) > best).flatten(1).any(1)  # a code flipped
         else:
             nxt = ctx.valid_b if m else ctx.zeros
         if C:
@@ -741,9 +741,9 @@ class WindowState:
         """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,)):
         some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
         h, w = self.cfg.vq_heads, self.consts.width
-        norm = torch.linalg.vector_norm(spA_seg[..., :w].unflatten(1, (h, -1)), dim=(-2, -1))  # |s chunk|
+        norm = torch.linalg.vector_norm(spA_seg[..., :w].unflatten(1, (h, -1)), dim=(-2, -1), keepdim=True)[..., 0]  # (a, h, 1)
         thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
-        return ((dist < thr.unsqueeze(-1)).sum((-2, -1)) > h) & clean
+        return ((dist < thr).sum((-2, -1)) > h) & clean
 
     # ----------------------------------------------------------------- checking
     def verify(self) -> WindowCheck:
