@@ -147,7 +147,7 @@ def bucket(n: int) -> int:
 
 
 LSE_CHUNK_ROWS = 256
-TIE_ROWS = 4  # near-tie rows a layer reserves a full recomputation for, when the dtype's tie guard is loose
+TIE_ROWS = 8  # near-tie rows a layer reserves a full recomputation for, when the dtype's tie guard is loose
 FAR = float("inf")  # key position of a slot that is not alive: no query sees it
 # Room a pass reserves for the next layer's rows: c -> ceil(c * growth + add), bucketed. On a CPU
 # padded rows cost their full arithmetic, so the guess is tight and an overflow resumes; on a GPU
@@ -570,8 +570,10 @@ class WindowState:
                 seen -= len(dirty_pos) - np.searchsorted(dirty_pos, pk, side="left")  # dirty rows are recomputed
                 pairs = int(seen.sum())
                 macs += pairs * 2 * d
-                if cfg.vq:
+                if cfg.vq and rec["proj_delta"]:
                     macs += pairs * G * K
+                elif cfg.vq:
+                    macs += (a - dirty) * K * d  # every affected row not recomputed in full, projected afresh
             if len(fl):
                 macs += int(np.searchsorted(alive_pos, pos[A[fl]], side="right").sum()) * 2 * d
             if cfg.vq:
@@ -628,6 +630,7 @@ class WindowState:
         C = dloc.shape[0]
         nd = ctx.deleted.shape[0] if with_deleted else 0
         m = 2 * C + nd
+        proj_delta = not cfg.vq or m * G < d  # moving every code projection costs G K per pair, K d per row afresh
         if C:
             dv = A.index_select(0, dloc)
             clean = ctx.valid_b.index_fill(0, dloc, False)
@@ -662,7 +665,13 @@ class WindowState:
             if G != H:
                 wts = wts[consts.head_of_segment]
             vals = kn.narrow(1, 2 * d, kn.shape[1] - 2 * d).view(m, G, -1).transpose(0, 1)  # (G, m, w + Kp)
-            spA_seg.add_(torch.bmm(wts, vals).transpose(0, 1))
+            if proj_delta:
+                spA_seg.add_(torch.bmm(wts, vals).transpose(0, 1))
+            else:  # many changed keys: move s alone, then project every affected row's s afresh (K x d each)
+                w_ = consts.width
+                spA_seg[..., :w_].add_(torch.bmm(wts, vals[..., :w_]).transpose(0, 1))
+                s_seg = spA_seg[..., :w_].transpose(0, 1)  # (G, a, w)
+                spA_seg[..., w_:] = torch.bmm(s_seg, consts.segment_codebook[l].transpose(1, 2)).transpose(0, 1)
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
@@ -716,7 +725,7 @@ class WindowState:
         V.x_next.index_put_((dvn,), self._finish(l, layer, V.x.index_select(0, dvn), z))
 
         ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
-        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m,
+        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "proj_delta": proj_delta,
                             "with_deleted": with_deleted, "sets": [dloc, R if R is not None else dloc, nloc]})
         ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
                         "nxt": nxt, "nloc": nloc}
