@@ -586,20 +586,17 @@ class WindowState:
 
     def _resume(self, ctx: _Edit, first: int, cost: Cost, finals: list) -> None:
         """Propagate what a pass left out from layer `first` on: near-ties it had no room to check
-        and rows cut from a next set, at every layer from the first that overflowed.
+        and rows cut from a next set.
 
-        Sizes are known from the pass's sync; a pass then runs from `first` with room for all the
-        leftovers there (later layers may overflow again and resume again, each time from a later
-        layer, so it ends)."""
+        Sizes are known from the pass's sync. Near-ties alone are recomputed on their own (they
+        rarely change a code); only rows whose output changed start a further pass, from the
+        layer where they are, with room for all the leftovers there (later layers may overflow
+        again and resume again, each time from a later layer, so it ends)."""
         L, tl = self.cfg.num_hidden_layers, ctx.tl
-        extras, caps = {}, [(0, 0)] * (first + 1)
-        ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
         full = ctx.ab + 1
-        c = 0
+        left = {}
         for i, rec in enumerate(ctx.records):
             l = ctx.pass_first + i
-            if l < first:
-                continue
             saved = ctx.saved[l]
             n_u, n_drop = max(0, rec["n_tied"] - rec["tcap"]), max(0, rec["n_next"] - rec["ncap"])
             uloc = dropped = None
@@ -609,12 +606,32 @@ class WindowState:
                 uloc = torch.where(v > 0, ix, tl)
             if n_drop:
                 dropped = saved["nxt"].index_fill(0, saved["nloc"], False)
+            left[l] = [uloc, dropped, n_u, n_drop]
+        start = first
+        while start < L:
+            uloc, dropped, n_u, n_drop = left[start]
+            if n_drop == 0 and n_u:  # near-ties only: fix them alone, go on only if a code changed
+                changed = self._fix_ties(ctx, start, uloc, cost)
+                left[start] = [None, changed, 0, n_u if changed is not None else 0]
+                if changed is None:
+                    start += 1
+                    continue
+            if left[start][3] or left[start][2]:
+                break
+            start += 1
+        if start >= L:
+            return
+        extras, caps = {}, [(0, 0)] * (start + 1)
+        ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
+        c = 0
+        for l in range(start, L):
+            uloc, dropped, n_u, n_drop = left[l]
             extras[l] = (uloc, dropped)
             c = min(full, bucket(max(math.ceil(c * self._growth()[0]), c + n_drop + n_u, 1)))
-            if l > first:
+            if l > start:
                 caps[l] = (caps[l][0], min(ties, full))
             caps.append((c, 0))
-        self._pass(ctx, first, ctx.empty, caps, cost, False, extras, finals)
+        self._pass(ctx, start, ctx.empty, caps, cost, False, extras, finals)
 
     def _layer(self, l, layer, ctx: _Edit, dloc, tcap: int, ncap: int, with_deleted: bool,
                extra_full=None, extra_next=None) -> torch.Tensor:
@@ -686,15 +703,7 @@ class WindowState:
         R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
         if R is not None:
             qR = V.qh.index_select(0, dv if R is dloc else A.index_select(0, R)).transpose(0, 1)  # (H, r, hd)
-            mask = V.kpos <= ctx.posA_col.index_select(0, R)  # (r, slots): causal, alive keys only
-            if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly: c goes into seg_weight
-                wR = F.gelu(torch.bmm(qR, V.kh)) * mask
-            else:
-                wR = F.gelu(torch.bmm(qR, V.kh)) * (mask * cfg.attention_scale)
-            if G != H:
-                wR = wR[consts.head_of_segment]
-            # per segment: s_g and its code projections pc_g in one more batched product
-            spA_seg.index_put_((R,), torch.bmm(torch.bmm(wR, V.vh), consts.seg_weight[l]).transpose(0, 1))
+            spA_seg.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
         V.sp.index_put_((A,), spA)
 
         # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
@@ -730,6 +739,38 @@ class WindowState:
         ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
                         "nxt": nxt, "nloc": nloc}
         return nloc
+
+    def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
+        """s_g | pc_g of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key: (r, G, w + Kp)."""
+        cfg, consts = self.cfg, self.consts
+        mask = V.kpos <= posR  # (r, slots): causal, alive keys only
+        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly: c goes into seg_weight
+            wR = F.gelu(torch.bmm(qR, V.kh)) * mask
+        else:
+            wR = F.gelu(torch.bmm(qR, V.kh)) * (mask * cfg.attention_scale)
+        if consts.segments != cfg.num_attention_heads:
+            wR = wR[consts.head_of_segment]
+        # per segment: s_g and its code projections pc_g in one more batched product
+        return torch.bmm(torch.bmm(wR, V.vh), consts.seg_weight[l]).transpose(0, 1)
+
+    def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
+        """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
+        returns the local mask of those whose code changed (their output must be propagated)."""
+        cfg, consts, V, A = self.cfg, self.consts, self.layer_views[l], ctx.A
+        rows = A.index_select(0, uloc)
+        spR = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, uloc))
+        V.sp.view(V.sp.shape[0], consts.segments, -1).index_put_((rows,), spR)
+        codes = self._dist(l, spR).argmin(-1)
+        changed = (codes != V.codes.index_select(0, rows)).any(-1) & ctx.valid_b.index_select(0, uloc)
+        V.codes.index_put_((rows,), codes)
+        flat = torch.cat([changed.sum().view(1), uloc]).tolist()  # the rare overflow path: one more sync
+        host = ctx.host
+        real = np.asarray(flat[1:], dtype=np.int64)
+        slots = host["A"][real[real != ctx.tl]]
+        cost.near_ties += len(slots)
+        pairs = int(np.searchsorted(self.pos_host[host["order"]], self.pos_host[slots], side="right").sum())
+        cost.incremental_macs += pairs * 2 * cfg.hidden_size + len(slots) * cfg.vq_codes * cfg.hidden_size
+        return ctx.zeros.index_put((uloc,), changed) if int(flat[0]) else None
 
     def _finish(self, l: int, layer, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """DecoderLayer.finish with its weights transposed once: the same addmm calls, fewer dispatches."""
