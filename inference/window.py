@@ -152,7 +152,7 @@ FAR = float("inf")  # key position of a slot that is not alive: no query sees it
 # Room a pass reserves for the next layer's rows: c -> ceil(c * growth + add), bucketed. On a CPU
 # padded rows cost their full arithmetic, so the guess is tight and an overflow resumes; on a GPU
 # padding is nearly free and host round trips are not, so the guess is generous.
-GROWTH = {"cpu": (1.5, 1), "cuda": (4, 2)}
+GROWTH = {"cpu": (1.2, 1), "cuda": (4, 2)}
 
 
 class _Edit:
