@@ -496,12 +496,10 @@ class WindowState:
             return [(0, 0)] * first + [(bucket(rows), 0)] + [(full, 0)] * (L - first)
         ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
         g, add = self._growth()
-        rate = getattr(self, "flip_rate", None) or [0.0] * L
         out, c = [(0, 0)] * first, rows
         for l in range(first, L + 1):
             out.append((min(full, bucket(c)), min(ties, full)))
-            if l < L:  # plus the share of affected rows whose code flipped at this layer lately
-                c = math.ceil(c * g + add + rate[l] * ab)
+            c = math.ceil(c * g + add)
         return out
 
     def _growth(self) -> tuple[float, int]:
@@ -535,14 +533,8 @@ class WindowState:
         for i, rec in enumerate(ctx.records):
             n_tied, n_next = int(counts[2 * i]), int(counts[2 * i + 1])
             rec["n_tied"], rec["n_next"] = n_tied, n_next
-            if not getattr(ctx, "rated", False):  # first pass: remember how many rows beyond the dirty ones went on, as a share of A
-                rate = getattr(self, "flip_rate", None) or [0.0] * self.cfg.num_hidden_layers
-                grew = max(0, n_next - int((sets[i][0] != ctx.tl).sum())) / max(1, ctx.host["a"])
-                rate[i] = max(grew, 0.5 * rate[i])  # recent edits count, older ones fade
-                self.flip_rate = rate
             if overflow is None and (n_next > rec["ncap"] or n_tied > rec["tcap"]):
                 overflow = i
-        ctx.rated = True
         self._account(ctx, sets, first, cost, finals)
         if overflow is not None:
             self._resume(ctx, first + overflow, cost, finals)
