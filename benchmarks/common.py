@@ -114,3 +114,78 @@ def prefix_macs(cfg, n: int, keep: int) -> int:
     m = n - keep
     pairs = causal_pairs(n) - causal_pairs(keep)
     return cfg.num_hidden_layers * (m * row_macs(cfg) + 2 * pairs * cfg.hidden_size) + m * head_row_macs(cfg)
+
+
+# ----------------------------------------------------------------- dispatch counting
+VIEW_OPS = ("view", "_unsafe_view", "select", "slice", "unsqueeze", "squeeze", "permute", "transpose", "t", "expand",
+            "alias", "as_strided", "detach", "_reshape_alias", "split", "unbind", "unflatten", "narrow")
+SYNC_OPS = ("_local_scalar_dense", "nonzero", "unique", "masked_select", "_unique2", "equal", "is_nonzero",
+            "repeat_interleave")
+
+
+class DispatchCounter:
+    """Count what one piece of code issues: dispatched torch ops, and host syncs.
+
+        with DispatchCounter() as c:
+            doc.apply(splices)
+        c.ops, c.launches, c.syncs
+
+    ops: every op the dispatcher sees (as shared/tools/count_ops.py counts them); launches: those
+    that are not views (about one kernel launch each on CUDA); syncs: ops that make the host wait
+    for the device (.item(), nonzero, unique, ...; `count_nonzero` is not one), plus the reads that
+    bypass the dispatcher (Tensor.tolist, Tensor.numpy), counted by wrapping them while active."""
+
+    def __init__(self) -> None:
+        self.ops = self.launches = self.syncs = 0
+        self.by_op: dict[str, int] = {}
+
+    def __enter__(self) -> "DispatchCounter":
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        counter = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = func.__name__
+                base = name.split(".")[0]
+                counter.ops += 1
+                counter.by_op[name] = counter.by_op.get(name, 0) + 1
+                if base not in VIEW_OPS:
+                    counter.launches += 1
+                if base in SYNC_OPS or base.startswith("_local_scalar") or (base == "nonzero"):
+                    counter.syncs += 1
+                return func(*args, **(kwargs or {}))
+
+        self._saved = {name: getattr(torch.Tensor, name) for name in ("tolist", "numpy")}
+        for name, fn in self._saved.items():
+            setattr(torch.Tensor, name, self._wrap(fn))
+        self._mode = _Mode()
+        self._mode.__enter__()
+        return self
+
+    def _wrap(self, fn):
+        counter = self
+
+        def wrapped(t, *args, **kwargs):
+            counter.syncs += 1
+            return fn(t, *args, **kwargs)
+
+        return wrapped
+
+    def __exit__(self, *exc) -> None:
+        self._mode.__exit__(*exc)
+        for name, fn in self._saved.items():
+            setattr(torch.Tensor, name, fn)
+
+
+def cuda_profile(fn: Callable[[], object]) -> tuple[int, float]:
+    """(kernel launches, GPU-busy seconds) of fn on CUDA, from torch.profiler (CUDA only)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy = sum(getattr(e, "device_time", getattr(e, "cuda_time", 0.0)) for e in kernels) * 1e-6
+    return len(kernels), busy

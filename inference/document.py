@@ -142,7 +142,9 @@ class IncrementalDocument:
 
     @property
     def scores(self) -> dict[str, float]:
-        return self.span_scores(0, self.n_tokens)
+        """Class probabilities of the whole document, from each window's kept total (see span_scores)."""
+        total = torch.stack([w.cls_total for w in self.windows]).sum(0)
+        return dict(zip(self.model.config.labels, span_probs(total, self.n_tokens).tolist()))
 
     def dense_macs(self) -> int:
         """What a dense pass over the whole document (every window) costs: scoring from scratch."""
@@ -259,7 +261,7 @@ class IncrementalDocument:
                     cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[b - a + 1] * len(w.net.layers)))
                     new_windows.append(fresh)
         self.windows = self._merge_small(new_windows, cost)
-        if self.windows and self.windows[0].alive.is_cuda:
+        if self.windows and self.windows[0].kpos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return EditResult(scores=self.scores, cost=cost)

@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from . import kernels
 from .costs import Cost, dense_macs, head_row_macs
@@ -59,25 +60,73 @@ class WindowCheck:
 
 
 class LayerConstants:
-    """Per-layer codebook views the engine needs, computed once per model."""
+    """Per-layer codebook views and fused weights the engine needs, computed once per model.
+
+    Row layouts of the engine's state (per layer; G segments of width w, a segment lying in one
+    attention head and one VQ head; Kp = K codes with VQ, 0 without):
+      qkvc: q (d) | k (d) | v_0 (w) vc_0 (Kp) | v_1 (w) vc_1 (Kp) | ...   vc_g = v_g . codes of g
+      sp:   s_0 (w) pc_0 (Kp) | s_1 (w) pc_1 (Kp) | ...                      pc_g = s_g . codes of g
+    so that one fused matmul gives a dirty row's q, k, v and vc, and one batched product of
+    attention weights with (v_g | vc_g) moves both s and the code projections of every query.
+    A VQ head's projections are the sum of its segments' pc."""
 
     def __init__(self, net: VQOPT) -> None:
         cfg = net.config
         heads, h = cfg.num_attention_heads, cfg.vq_heads
-        self.segments = heads * h // math.gcd(heads, h)  # G: a segment lies in one attention and one VQ head
-        width = cfg.hidden_size // self.segments
-        per_vq = self.segments // h
-        self.head_of_segment = torch.arange(self.segments) // (self.segments // heads)
+        self.segments = G = heads * h // math.gcd(heads, h)
+        d, K = cfg.hidden_size, cfg.vq_codes
+        width = d // G
+        self.width = width
+        self.kp = Kp = K if cfg.vq else 0
+        per_vq = G // h
+        self.head_of_segment = torch.arange(G) // (G // heads)
+        self.vq_heads_idx = torch.arange(h)
         self.code_sq = []  # (h, K) per layer
+        self.code_sq_max = []  # (h,) per layer: the tie guard's code term
         self.segment_codebook = []  # (G, K, width) per layer
+        self.qkvc_weight, self.qkvc_bias = [], []  # (d, 3d + G Kp), (3d + G Kp,) or None
+        self.q_scaled = math.log2(cfg.head_dim) % 2 == 0  # hd^-0.5 is a power of two
+        self.finish = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them) and biases
+        self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
+        self.seg_weight = []  # (G, w, w + Kp) per layer: s_g -> s_g | pc_g, for rows recomputed in full
         for layer in net.layers:
             cb = layer.vq.codebook.detach()  # (h, K, w)
             self.code_sq.append(cb.pow(2).sum(-1))
-            seg = cb.reshape(h, cfg.vq_codes, per_vq, width).permute(0, 2, 1, 3)  # (h, G/h, K, width)
-            self.segment_codebook.append(seg.reshape(self.segments, cfg.vq_codes, width))
+            self.code_sq_max.append(self.code_sq[-1].max(-1).values)
+            seg = cb.reshape(h, K, per_vq, width).permute(0, 2, 1, 3).reshape(G, K, width)  # (G, K, width)
+            self.segment_codebook.append(seg)
+            att = layer.self_attn
+            wv, bv = att.v_proj.weight.detach().t(), att.v_proj.bias  # (d, d)
+            cols, bias = [att.q_proj.weight.detach().t(), att.k_proj.weight.detach().t()], []
+            if bv is not None:
+                bias = [att.q_proj.bias.detach(), att.k_proj.bias.detach()]
+            for g in range(G):
+                sl = slice(g * width, (g + 1) * width)
+                cols.append(wv[:, sl])
+                if bv is not None:
+                    bias.append(bv.detach()[sl])
+                if Kp:
+                    cols.append(wv[:, sl] @ seg[g].t())
+                    if bv is not None:
+                        bias.append(bv.detach()[sl] @ seg[g].t())
+            qscale = cfg.head_dim ** -0.5
+            if self.q_scaled:  # a power of two: scaling the weights is exact, the same q as the dense pass
+                cols[0] = cols[0] * qscale
+                if bias:
+                    bias[0] = bias[0] * qscale
+            fin = []
+            for lin in (att.out_proj, layer.fc1, layer.fc2):
+                fin += [lin.weight.detach().t(), None if lin.bias is None else lin.bias.detach()]
+            self.finish.append(tuple(fin))
+            self.qkvc_weight.append(torch.cat(cols, 1).contiguous())
+            self.qkvc_bias.append(torch.cat(bias) if bias else None)
+            eye_w = torch.eye(width, dtype=cb.dtype, device=cb.device).expand(G, width, width)
+            sw = torch.cat([eye_w, seg.transpose(1, 2)], 2) if Kp else eye_w.clone()
+            self.seg_weight.append((sw * cfg.attention_scale if self.scale_exact else sw).contiguous())
 
     def to(self, device: torch.device) -> "LayerConstants":
         self.head_of_segment = self.head_of_segment.to(device)
+        self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
 
     def key_code_projections(self, layer: int, v: torch.Tensor) -> torch.Tensor:
@@ -86,7 +135,36 @@ class LayerConstants:
         return torch.einsum("cgw,gkw->cgk", v.reshape(v.shape[0], self.segments, -1), seg)
 
 
+def bucket(n: int) -> int:
+    """Padded size for n rows: 0, or the next of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (2^k and 3 * 2^(k-1)).
+
+    Shapes repeat across edits (a CUDA graph per bucket is possible) and padding wastes at most a
+    third of the work."""
+    if n <= 0:
+        return 0
+    p = 1 << (n - 1).bit_length()
+    return p * 3 // 4 if p >= 4 and n <= p * 3 // 4 else p
+
+
 LSE_CHUNK_ROWS = 256
+TIE_ROWS = 8  # near-tie rows a layer reserves a full recomputation for, when the dtype's tie guard is loose
+FAR = float("inf")  # key position of a slot that is not alive: no query sees it
+# Room a pass reserves for the next layer's rows: c -> ceil(c * growth + add), bucketed. On a CPU
+# padded rows cost their full arithmetic, so the guess is tight and an overflow resumes; on a GPU
+# padding is nearly free and host round trips are not, so the guess is generous.
+GROWTH = {"cpu": (1.2, 1), "cuda": (4, 2)}
+
+
+class _Edit:
+    """What the passes of one update share: the affected rows A and per-row tables.
+
+    A is every alive row at or after the first changed key, old or new (known on the host),
+    padded with the trash slot to a bucketed length plus one trailing trash entry. Row sets
+    inside A (dirty rows, near-ties, next rows) are local indices into A of bucketed length,
+    padded with `tl`, the trailing trash entry."""
+
+    def __init__(self, **kw) -> None:
+        self.__dict__.update(kw)
 
 
 class WindowState:
@@ -101,48 +179,120 @@ class WindowState:
         tie_rel: float = 1e-9,
     ) -> None:
         self.net, self.cfg, self.consts, self.tie_rel = net, net.config, consts, tie_rel
+        self.tie_c = [tie_rel * m.unsqueeze(-1) for m in consts.code_sq_max]  # the tie guard's code term, (h, 1)
         rows = [self.cfg.bos_token_id, *ids]
         pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
         self._build(np.asarray(rows, dtype=np.int64), pos.numpy().astype(np.int64))
 
+    # ----------------------------------------------------------------- layout
+    # Row tensors have cap + 1 rows: the last is the trash slot, never alive, which the padded
+    # entries of bucketed index lists read and write. See LayerConstants for the row layouts.
+    def _seg(self, t: torch.Tensor) -> torch.Tensor:
+        """(..., G (w + Kp)) -> (..., G, w + Kp)."""
+        return t.unflatten(-1, (self.consts.segments, -1))
+
+    @property
+    def q(self) -> torch.Tensor:
+        return self.qkvc[..., : self.cfg.hidden_size]
+
+    @property
+    def k(self) -> torch.Tensor:
+        d = self.cfg.hidden_size
+        return self.qkvc[..., d : 2 * d]
+
+    @property
+    def v(self) -> torch.Tensor:
+        return self._seg(self.qkvc[..., 2 * self.cfg.hidden_size :])[..., : self.consts.width].flatten(-2)
+
+    @property
+    def vc(self) -> torch.Tensor:
+        return self._seg(self.qkvc[..., 2 * self.cfg.hidden_size :])[..., self.consts.width :]
+
+    @property
+    def s(self) -> torch.Tensor:
+        return self._seg(self.sp)[..., : self.consts.width].flatten(-2)
+
+    @property
+    def proj(self) -> torch.Tensor:
+        pc = self._seg(self.sp)[..., self.consts.width :]  # (..., G, K)
+        return pc.unflatten(-2, (self.cfg.vq_heads, -1)).sum(-2)
+
+    @property
+    def alive(self) -> torch.Tensor:
+        """Which slots hold a row (BOS or a token): (cap + 1,) bool."""
+        return self.kpos < FAR
+
+    @property
+    def pos(self) -> torch.Tensor:
+        """Pool position of every slot (0 where no row): (cap + 1,) long."""
+        return torch.where(self.alive, self.kpos, 0).long()
+
+    @property
+    def trash(self) -> int:
+        return self.cap
+
     # ----------------------------------------------------------------- full pass
     def _build(self, rows: np.ndarray, pos: np.ndarray) -> None:
         """Allocate the slots and fill them with a dense pass (open, rebuild after a fault)."""
-        cfg, net = self.cfg, self.net
+        cfg, net, consts = self.cfg, self.net, self.consts
         p = next(net.parameters())
         dev, dt = p.device, p.dtype
         n = len(rows)
         cap = max(16, int(n * 1.25))
-        L, d, h, K, G = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, cfg.vq_codes, self.consts.segments
-        self.ids_host = np.zeros(cap, dtype=np.int64)
-        self.pos_host = np.zeros(cap, dtype=np.int64)
-        self.alive = torch.zeros(cap, dtype=torch.bool, device=dev)
-        self.pos = torch.zeros(cap, dtype=torch.long, device=dev)
-        self.x = torch.zeros(L + 1, cap, d, dtype=dt, device=dev)
-        self.q, self.k, self.v, self.s = (torch.zeros(L, cap, d, dtype=dt, device=dev) for _ in range(4))
-        self.proj = torch.zeros(L, cap, h, K, dtype=dt, device=dev)
-        self.codes = torch.zeros(L, cap, h, dtype=torch.long, device=dev)
-        self.vc = torch.zeros(L, cap, G, K, dtype=dt, device=dev)
-        self.hidden = torch.zeros(cap, d, dtype=dt, device=dev)
-        self.cls_logp = torch.zeros(cap, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
-        self.lse = torch.zeros(cap, dtype=dt, device=dev)
+        L, d, h, G, Kp = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.segments, consts.kp
+        self.cap = cap
+        self.ids_host = np.zeros(cap + 1, dtype=np.int64)
+        self.pos_host = np.zeros(cap + 1, dtype=np.int64)
+        self.kpos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)  # pos where alive, FAR elsewhere (for masks)
+        self.x = torch.zeros(L + 1, cap + 1, d, dtype=dt, device=dev)
+        self.qkvc = torch.zeros(L, cap + 1, 3 * d + G * Kp, dtype=dt, device=dev)
+        self.sp = torch.zeros(L, cap + 1, d + G * Kp, dtype=dt, device=dev)
+        self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
+        self.hidden = torch.zeros(cap + 1, d, dtype=dt, device=dev)
+        self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
+        self.lse = torch.zeros(cap + 1, dtype=dt, device=dev)
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
         self.ids_host[:n], self.pos_host[:n] = rows, pos
-        self.alive[:n] = True
-        self.pos[:n] = torch.from_numpy(pos).to(dev)
+        pos_t = torch.from_numpy(pos).to(dev)
+        self.kpos[:n] = pos_t.to(dt)
         with torch.no_grad():
-            out = self._dense(torch.from_numpy(rows).to(dev), self.pos[:n])
+            out = self._dense(torch.from_numpy(rows).to(dev), pos_t)
             for l, tr in enumerate(out.traces):
-                self.x[l, :n], self.q[l, :n], self.k[l, :n], self.v[l, :n], self.s[l, :n] = (
-                    t[0] for t in (tr.x, tr.q, tr.k, tr.v, tr.s)
-                )
+                self.x[l, :n] = tr.x[0]
+                self.qkvc[l, :n, :d], self.qkvc[l, :n, d : 2 * d] = tr.q[0], tr.k[0]
+                vseg = self._seg(self.qkvc[l, :n, 2 * d :])
+                sseg = self._seg(self.sp[l, :n])
+                vseg[..., : consts.width] = tr.v[0].unflatten(-1, (G, -1))
+                sseg[..., : consts.width] = tr.s[0].unflatten(-1, (G, -1))
                 if cfg.vq:
                     self.codes[l, :n] = tr.codes[0]
-                    self.proj[l, :n] = kernels.code_projections(tr.s[0], net.layers[l].vq.codebook)
-                    self.vc[l, :n] = self.consts.key_code_projections(l, tr.v[0])
+                    vseg[..., consts.width :] = consts.key_code_projections(l, tr.v[0])
+                    sseg[..., consts.width :] = consts.key_code_projections(l, tr.s[0])
             self.x[L, :n] = out.layer_outputs[-1][0]
             self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
+        self._views()
+        self._total()
+
+    def _total(self) -> None:
+        """cls_total: the sum of the tokens' class log-probabilities (BOS excluded), kept per window
+        so that a document's score costs the same few ops whatever its number of windows."""
+        rows = torch.from_numpy(np.asarray(self.order[1:], dtype=np.int64)).to(self.kpos.device)
+        self.cls_total = self.cls_logp.index_select(0, rows).sum(0)
+
+    def _views(self) -> None:
+        """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
+        d, H = self.cfg.hidden_size, self.cfg.num_attention_heads
+        G, w = self.consts.segments, self.consts.width
+        n = self.cap + 1
+        self.layer_views = []
+        for l in range(self.cfg.num_hidden_layers):
+            t = self.qkvc[l]
+            self.layer_views.append(_Edit(
+                qkvc=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l], x_next=self.x[l + 1], q=t[:, :d],
+                kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
+                vh=self._seg(t[:, 2 * d :])[..., :w].transpose(0, 1),  # every value, per segment (G, n, w)
+                qh=t[:, :d].view(n, H, d // H), kpos=self.kpos, codes1=self.codes[l].unsqueeze(-1)))
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
@@ -170,11 +320,11 @@ class WindowState:
     def token_slots(self, start: int = 0, end: int | None = None) -> torch.Tensor:
         """Slots of tokens [start, end) (BOS excluded)."""
         end = self.n_tokens if end is None else end
-        return torch.tensor(self.order[1 + start : 1 + end], dtype=torch.long, device=self.alive.device)
+        return torch.tensor(self.order[1 + start : 1 + end], dtype=torch.long, device=self.kpos.device)
 
     def surprise(self, start: int, end: int) -> torch.Tensor:
         """-log p(token | prefix) for tokens [start, end), from each predecessor's stored state."""
-        prev = torch.tensor(self.order[start:end], dtype=torch.long, device=self.alive.device)
+        prev = torch.tensor(self.order[start:end], dtype=torch.long, device=self.kpos.device)
         ids = torch.from_numpy(self.ids_host[self.order[1 + start : 1 + end]]).to(prev.device)
         emb = self.net.decoder.embed_tokens.weight[ids]  # (m, d)
         return self.lse[prev] - (self.hidden[prev] * emb).sum(-1)
@@ -190,21 +340,24 @@ class WindowState:
     # ----------------------------------------------------------------- editing
     def _alloc(self, count: int) -> list[int]:
         if len(self.free) < count:
-            self._grow(max(2 * self.alive.numel(), self.alive.numel() + count))
+            self._grow(max(2 * self.cap, self.cap + count))
         return [self.free.pop() for _ in range(count)]
 
     def _grow(self, cap: int) -> None:
-        old = self.alive.numel()
+        old = self.cap
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
-            setattr(self, name, np.concatenate([arr, np.zeros(cap - old, dtype=arr.dtype)]))
-        for name, dim in (("alive", 0), ("pos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0), ("x", 1),
-                          ("q", 1), ("k", 1), ("v", 1), ("s", 1), ("proj", 1), ("codes", 1), ("vc", 1)):
+            setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
+        for name, dim in (("kpos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0),
+                          ("x", 1), ("qkvc", 1), ("sp", 1), ("codes", 1)):
             t = getattr(self, name)
             shape = list(t.shape)
-            shape[dim] = cap - old
-            setattr(self, name, torch.cat([t, t.new_zeros(shape)], dim=dim))
+            shape[dim] = cap + 1 - old
+            pad = t.new_full(shape, FAR) if name == "kpos" else t.new_zeros(shape)
+            setattr(self, name, torch.cat([t.narrow(dim, 0, old), pad], dim=dim))
+        self.cap = cap
         self.free = list(range(cap - 1, old - 1, -1)) + self.free
+        self._views()
 
     def apply(self, splices: Sequence[Splice]) -> Cost:
         """Apply validated, sorted, non-overlapping splices (window-local token offsets) as one revision."""
@@ -216,14 +369,16 @@ class WindowState:
         except BaseException:
             self._build(*snapshot)  # never leave a half-updated state behind
             raise
-        if self.alive.is_cuda:
+        if self.kpos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return cost
 
     def _apply(self, splices: Sequence[Splice]) -> Cost:
+        """Host bookkeeping (order, positions, the affected rows A), then the batched layer passes."""
         cfg, net = self.cfg, self.net
-        dev = self.alive.device
+        dev = self.kpos.device
+        L = cfg.num_hidden_layers
         old_order = self.order
         new_order = [old_order[0]]
         inserted, changed, deleted = [], [], []
@@ -245,7 +400,7 @@ class WindowState:
             cursor = sp.end
         new_order += old_order[1 + cursor :]
 
-        pos_before = self.pos.clone()
+        pos_old = self.pos_host.copy()
         proposal = self.pos_host[new_order].copy()
         is_new = np.zeros(len(self.ids_host), dtype=bool)
         is_new[inserted] = True
@@ -254,140 +409,399 @@ class WindowState:
         order_arr = np.asarray(new_order, dtype=np.int64)
         relabelled = order_arr[assignment.relabelled].tolist()
         self.pos_host[order_arr] = assignment.positions
-        touched = sorted(set(inserted) | set(changed) | set(relabelled))
+        touched = np.asarray(sorted(set(inserted) | set(changed) | set(relabelled)), dtype=np.int64)
+        deleted_a = np.asarray(deleted, dtype=np.int64)
 
-        cost = Cost(dirty_per_layer=[], relabelled=len(relabelled), full_respreads=assignment.full_respreads)
+        cost = Cost(dirty_per_layer=[0] * L, relabelled=len(relabelled), full_respreads=assignment.full_respreads)
         self.order = new_order
-        t = lambda xs: torch.tensor(xs, dtype=torch.long, device=dev)  # noqa: E731
-        touched_t, deleted_t = t(touched), t(deleted)
-        self.pos[touched_t] = torch.from_numpy(self.pos_host[touched]).to(dev)
-        self.alive[deleted_t] = False
-        self.alive[t(inserted)] = True
-        existed = torch.ones_like(self.alive)
-        existed[t(inserted)] = False
-
-        dirty = touched_t
-        if len(touched):
-            ids = torch.from_numpy(self.ids_host[touched]).to(dev)
-            self.x[0, dirty] = net.embed(ids, self.pos[dirty])
-        keys_all = self.alive.nonzero().squeeze(1)
-        for l, layer in enumerate(net.layers):
-            cost.dirty_per_layer.append(int(dirty.numel()))
-            dirty = self._layer(l, layer, dirty, deleted_t, existed, pos_before, keys_all, cost)
-        if dirty.numel():
-            hidden, logits = net.heads(self.x[cfg.num_hidden_layers, dirty])
-            self._fill_heads(dirty, hidden, logits)
-            cost.incremental_macs += dirty.numel() * head_row_macs(cfg)
-        self.free += deleted
         cost.dense_macs = self.dense_macs()
+        if len(touched) == 0 and len(deleted_a) == 0:
+            return cost
+
+        # the first changed key, old or new: every row before it keeps its whole state
+        existing = touched[~is_new[touched]]
+        firsts = [self.pos_host[touched].min()] if len(touched) else []
+        if len(existing):
+            firsts.append(pos_old[existing].min())
+        if len(deleted_a):
+            firsts.append(pos_old[deleted_a].min())
+        pmin = int(min(firsts))
+        in_a = assignment.positions >= pmin
+        a_slots = order_arr[in_a]
+        a, ab = len(a_slots), bucket(len(a_slots))
+        ab1, trash = ab + 1, self.trash
+        A = np.full(ab1, trash, dtype=np.int64)
+        A[:a] = a_slots
+        local = np.full(self.cap + 1, ab, dtype=np.int64)
+        local[a_slots] = np.arange(a)
+        nt, nd = len(touched), len(deleted_a)
+        loc0 = np.full(bucket(nt), ab, dtype=np.int64)
+        loc0[:nt] = local[touched]
+        scale = cfg.attention_scale
+        valid = np.zeros(ab1)
+        valid[:a] = 1.0
+        prio = valid * 1.0
+        prio[loc0[:nt]] = 1.0 + 2.0 ** -20  # edited rows first: a capped next set never drops them
+        # per changed key, by local index: new keys [0, ab], old keys [ab + 1, 2 ab + 1], then deleted
+        coef = np.concatenate([valid * scale, -(valid * ~is_new[A]) * scale, np.full(nd, -scale)])
+        kpos = np.concatenate([self.pos_host[A], pos_old[A], pos_old[deleted_a]])
+        n_src = 2 * ab1 + nd
+
+        # one host-to-device copy each for every index and for every float table of the update
+        nl = len(loc0)
+        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, self.pos_host[touched],
+                                                np.arange(2 * ab1, n_src), [ab]])).to(dev)
+        flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio, self.pos_host[touched],
+                                                np.full(nd, FAR)])).to(dev, self.x.dtype)
+        A_t, dloc, moved = ints[:ab1], ints[ab1:ab1 + nl], ints[ab1 + nl:ab1 + nl + nt + nd]
+        deleted_t = moved[nt:]
+        rest = ints[ab1 + nl + nt + nd:]
+        touched_pos, del_loc, tl_t = rest[:nt], rest[nt:nt + nd], rest[nt + nd]
+        key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
+        key_dirty, key_deleted = key_src[:, : 2 * ab1].view(2, 2, ab1), key_src[:, 2 * ab1 :]
+        posA, valid_t, prio_t, moved_pos = flts[2 * n_src:].split([ab1, ab1, ab1, nt + nd])
+        self.kpos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
+        ctx = _Edit(A=A_t, ab=ab, tl=ab, valid=valid_t, prio=prio_t, deleted=deleted_t, key_dirty=key_dirty,
+                    key_deleted=key_deleted,
+                    key_src=key_src, posA_col=posA.unsqueeze(1),
+                    host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
+                    zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
+                    tl_t=tl_t, zero=torch.zeros((), dtype=self.x.dtype, device=dev), empty=A_t[:0])
+        if nt:
+            ids = torch.from_numpy(self.ids_host[touched]).to(dev)
+            self.x[0].index_put_((moved[:nt],), net.embed(ids, touched_pos))
+        finals = []
+        self._pass(ctx, 0, dloc, self._capacities(0, max(1, nt), ab), cost, True, {}, finals)
+        rows = np.unique(np.concatenate(finals)) if finals else np.zeros(0, dtype=np.int64)
+        if len(rows):  # the heads of the rows whose last-layer output changed, exactly those
+            slots = torch.from_numpy(rows).to(dev)
+            hidden, logits = net.heads(self.x[L].index_select(0, slots))
+            self._fill_heads(slots, hidden, logits)
+            cost.incremental_macs += len(rows) * head_row_macs(cfg)
+        self.free += deleted
+        self._total()
         return cost
 
-    def _layer(self, l, layer, dirty, deleted, existed, pos_before, keys_all, cost: Cost) -> torch.Tensor:
-        """Bring layer l up to date given its dirty rows; returns the next layer's dirty rows."""
-        cfg, consts = self.cfg, self.consts
-        d, K = cfg.hidden_size, cfg.vq_codes
-        old_keys = torch.cat([dirty[existed[dirty]], deleted])
-        k_old, v_old, vc_old = self.k[l, old_keys], self.v[l, old_keys], self.vc[l, old_keys]
-        p_old = pos_before[old_keys]
+    def _capacities(self, first: int, rows: int, ab: int) -> list[tuple[int, int]]:
+        """Padded (dirty rows, near-tie rows) per layer first..L for a pass starting with `rows` rows.
 
-        if dirty.numel():
-            q, k, v = layer.attn_inputs(self.x[l, dirty])
-            self.q[l, dirty], self.k[l, dirty], self.v[l, dirty] = q, k, v
-            cost.incremental_macs += dirty.numel() * 3 * d * d
+        Entry l holds layer l's dirty-row and near-tie capacities, entry L the last layer's
+        output rows. Rows whose code flips join the next layer's dirty set, and how many do is
+        unknown until the pass has run: the pass reserves a guess that grows with depth
+        (`growth`), and an update that overflows it goes on with a further pass (see `_pass`)."""
+        cfg = self.cfg
+        L = cfg.num_hidden_layers
+        full = ab + 1
+        if not cfg.vq:  # every affected row is dirty after the first layer
+            return [(0, 0)] * first + [(bucket(rows), 0)] + [(full, 0)] * (L - first)
+        ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
+        g, add = self._growth()
+        out, c = [(0, 0)] * first, rows
+        for l in range(first, L + 1):
+            out.append((min(full, bucket(c)), min(ties, full)))
+            c = math.ceil(c * g + add)
+        return out
+
+    def _growth(self) -> tuple[float, int]:
+        return GROWTH.get(self.kpos.device.type, GROWTH["cuda"])
+
+    def _pass(self, ctx: _Edit, first: int, dloc: torch.Tensor, caps, cost: Cost, with_deleted: bool,
+              extras: dict, finals: list) -> None:
+        """Layers first..L-1 of an update with fixed capacities; one host sync at the end.
+
+        On overflow (more flipped rows or near-ties than reserved) the state of every layer is
+        still self-consistent: each layer's q, k, v, s, codes match the inputs it was given, and
+        the rows left out have simply not been propagated yet. A further pass from the first
+        layer that overflowed propagates them, exactly like an edit of those rows."""
+        L = self.cfg.num_hidden_layers
+        ctx.counts, ctx.records, ctx.saved, ctx.pass_first = [], [], {}, first
+        for l in range(first, L):
+            full, nxt = extras.get(l, (None, None))
+            dloc = self._layer(l, self.net.layers[l], ctx, dloc, caps[l][1], caps[l + 1][0], with_deleted, full, nxt)
+        # the one host sync of a pass: counts and every row set, for the host's exact accounting
+        parts = [torch.stack(ctx.counts)] + [t for rec in ctx.records for t in rec["sets"]]
+        flat = torch.cat(parts).tolist()
+        counts, at = flat[: 2 * len(ctx.records)], 2 * len(ctx.records)
+        sets = []
+        for rec in ctx.records:
+            got = []
+            for t in rec["sets"]:
+                got.append(np.asarray(flat[at : at + t.numel()], dtype=np.int64))
+                at += t.numel()
+            sets.append(got)
+        overflow = None
+        for i, rec in enumerate(ctx.records):
+            n_tied, n_next = int(counts[2 * i]), int(counts[2 * i + 1])
+            rec["n_tied"], rec["n_next"] = n_tied, n_next
+            if overflow is None and (n_next > rec["ncap"] or n_tied > rec["tcap"]):
+                overflow = i
+        self._account(ctx, sets, first, cost, finals)
+        if overflow is not None:
+            self._resume(ctx, first + overflow, cost, finals)
+
+    def _account(self, ctx: _Edit, sets, first: int, cost: Cost, finals: list) -> None:
+        """Count the real rows and (query, key) pairs of a pass on the host; padding is not counted.
+
+        Positions increase along the document, so the keys a row sees are counted by binary
+        search. The identity blocks that carry s through the per-segment code product are not counted."""
+        cfg, host = self.cfg, ctx.host
+        d, K, G = cfg.hidden_size, cfg.vq_codes, self.consts.segments
+        A, a, tl = host["A"], host["a"], ctx.tl
+        pos = self.pos_host
+        alive_pos = pos[host["order"]]  # sorted: the order is the document order
+        a_pos = pos[A[:a]]  # sorted too
+        for i, rec in enumerate(ctx.records):
+            l = first + i
+            dl, fl, nl = sets[i]  # dirty rows, rows recomputed in full (dirty first), next rows
+            dl, fl, nl = dl[dl != tl], fl[fl != tl], nl[nl != tl]
+            dirty = len(dl)
+            cost.dirty_per_layer[l] += dirty
+            cost.near_ties += len(fl) - dirty  # near-ties (and a resumed pass's unchecked ones) recomputed in full
+            macs = dirty * 3 * d * d  # q, k, v
+            if rec["keys"]:
+                dslots = A[dl]
+                old = dslots[~host["is_new"][dslots]]
+                keys = [pos[dslots], host["pos_old"][old]]
+                if rec["with_deleted"] and len(host["deleted"]):
+                    keys.append(host["pos_old"][host["deleted"]])
+                pk = np.concatenate(keys)
+                seen = a - np.searchsorted(a_pos, pk, side="left")  # affected rows at or after each key
+                dirty_pos = np.sort(pos[dslots])
+                seen -= len(dirty_pos) - np.searchsorted(dirty_pos, pk, side="left")  # dirty rows are recomputed
+                pairs = int(seen.sum())
+                macs += pairs * 2 * d
+                if cfg.vq and rec["proj_delta"]:
+                    macs += pairs * G * K
+                elif cfg.vq:
+                    macs += (a - dirty) * K * d  # every affected row not recomputed in full, projected afresh
+            if len(fl):
+                macs += int(np.searchsorted(alive_pos, pos[A[fl]], side="right").sum()) * 2 * d
             if cfg.vq:
-                self.vc[l, dirty] = consts.key_code_projections(l, v)
-                cost.incremental_macs += dirty.numel() * K * d
-        n_changed = old_keys.numel() + dirty.numel()
-        if n_changed == 0:
-            return dirty
+                macs += dirty * d * G * K  # each dirty key's vc, fused into the q|k|v matmul (d x G K)
+                macs += len(fl) * K * d  # code distances of the rows recomputed in full
+            macs += len(nl) * (d * d + 2 * d * cfg.ffn_dim)
+            cost.incremental_macs += macs
+            if l == cfg.num_hidden_layers - 1:
+                finals.append(A[nl])
 
-        # clean queries at or after the first changed key: move s (and proj) by the delta
-        p_new = self.pos[dirty]
-        pmin = torch.cat([p_old, p_new]).min()
-        dirty_mask = torch.zeros_like(self.alive)
-        dirty_mask[dirty] = True
-        aff = (self.alive & ~dirty_mask & (self.pos >= pmin)).nonzero().squeeze(1)
-        if aff.numel():
-            proj_delta = cfg.vq and n_changed * consts.segments < d
-            qa, pa = self.q[l, aff], self.pos[aff]
-            ds_new, dp_new, pairs_new = self._contrib(layer, qa, pa, self.k[l, dirty], self.v[l, dirty],
-                                                      self.vc[l, dirty], p_new, proj_delta)
-            ds_old, dp_old, pairs_old = self._contrib(layer, qa, pa, k_old, v_old, vc_old, p_old, proj_delta)
-            self.s[l, aff] += ds_new - ds_old
-            pairs = pairs_new + pairs_old
-            cost.incremental_macs += pairs * 2 * d
-            if proj_delta:
-                self.proj[l, aff] += dp_new - dp_old
-                cost.incremental_macs += pairs * consts.segments * K
-            elif cfg.vq:
-                self.proj[l, aff] = kernels.code_projections(self.s[l, aff], layer.vq.codebook)
-                cost.incremental_macs += aff.numel() * K * d
+    def _resume(self, ctx: _Edit, first: int, cost: Cost, finals: list) -> None:
+        """Propagate what a pass left out from layer `first` on: near-ties it had no room to check
+        and rows cut from a next set.
 
-        self._full_rows(l, layer, dirty, keys_all, cost)
-
-        if not cfg.vq:
-            nxt = torch.cat([dirty, aff]) if aff.numel() else dirty
-            z = self.s[l, nxt]
-        else:
-            nxt = dirty
-            if aff.numel():
-                codes, gap = kernels.nearest_codes(self.proj[l, aff], consts.code_sq[l])
-                chunk_sq = self.s[l, aff].reshape(aff.numel(), cfg.vq_heads, -1).pow(2).sum(-1)
-                tol = self.tie_rel * (chunk_sq + consts.code_sq[l].max(-1).values)
-                tied = (gap < tol).any(-1)
-                if tied.any():
-                    rows = aff[tied]
-                    cost.near_ties += int(rows.numel())
-                    self._full_rows(l, layer, rows, keys_all, cost)
-                    codes[tied] = kernels.nearest_codes(self.proj[l, rows], consts.code_sq[l])[0]
-                flipped = (codes != self.codes[l, aff]).any(-1)
-                self.codes[l, aff] = codes
-                nxt = torch.cat([dirty, aff[flipped]])
-            if dirty.numel():
-                self.codes[l, dirty] = kernels.nearest_codes(self.proj[l, dirty], consts.code_sq[l])[0]
-            z = kernels.gather_codes(layer.vq.codebook, self.codes[l, nxt])
-        if nxt.numel():
-            self.x[l + 1, nxt] = layer.finish(self.x[l, nxt], z)
-            cost.incremental_macs += nxt.numel() * (d * d + 2 * d * cfg.ffn_dim)
-        return nxt
-
-    def _contrib(self, layer, qa, pa, k, v, vc, pk, with_proj: bool):
-        """Sum over keys (k, v at positions pk) of c gelu(q.k) v for queries qa at pa; and its proj."""
-        cfg = self.cfg
-        if k.shape[0] == 0:
-            return 0.0, 0.0, 0
-        heads = cfg.num_attention_heads
-        qh, kh, vh = (kernels.split_heads(t, heads) for t in (qa, k, v))  # (H, m|c, hd)
-        mask = kernels.causal_mask(pa, pk)  # (m, c)
-        w = kernels.gelu_weights(qh @ kh.transpose(-1, -2), mask.unsqueeze(0), cfg.attention_scale)  # (H, m, c)
-        ds = kernels.merge_heads(w @ vh)  # (m, d)
-        dp = 0.0
-        if with_proj:
-            w_seg = w[self.consts.head_of_segment]  # (G, m, c)
-            per_seg = torch.einsum("gmc,cgk->mgk", w_seg, vc)  # (m, G, K)
-            dp = per_seg.reshape(per_seg.shape[0], cfg.vq_heads, -1, cfg.vq_codes).sum(2)  # (m, h, K)
-        return ds, dp, int(mask.sum())
-
-    def _full_rows(self, l, layer, rows, keys_all, cost: Cost) -> None:
-        """Recompute s (and proj) of `rows` from every key they see."""
-        if rows.numel() == 0:
+        Sizes are known from the pass's sync. Near-ties alone are recomputed on their own (they
+        rarely change a code); only rows whose output changed start a further pass, from the
+        layer where they are, with room for all the leftovers there (later layers may overflow
+        again and resume again, each time from a later layer, so it ends)."""
+        L, tl = self.cfg.num_hidden_layers, ctx.tl
+        full = ctx.ab + 1
+        left = {}
+        for i, rec in enumerate(ctx.records):
+            l = ctx.pass_first + i
+            saved = ctx.saved[l]
+            n_u, n_drop = max(0, rec["n_tied"] - rec["tcap"]), max(0, rec["n_next"] - rec["ncap"])
+            uloc = dropped = None
+            if n_u:
+                untreated = saved["tied"].index_fill(0, saved["tloc"], False)
+                v, ix = torch.topk(untreated.to(ctx.valid.dtype), min(full, bucket(n_u)))
+                uloc = torch.where(v > 0, ix, tl)
+            if n_drop:
+                dropped = saved["nxt"].index_fill(0, saved["nloc"], False)
+            left[l] = [uloc, dropped, n_u, n_drop]
+        start = first
+        while start < L:
+            uloc, dropped, n_u, n_drop = left[start]
+            if n_drop == 0 and n_u:  # near-ties only: fix them alone, go on only if a code changed
+                changed = self._fix_ties(ctx, start, uloc, cost)
+                left[start] = [None, changed, 0, n_u if changed is not None else 0]
+                if changed is None:
+                    start += 1
+                    continue
+            if left[start][3] or left[start][2]:
+                break
+            start += 1
+        if start >= L:
             return
-        cfg = self.cfg
-        mask = kernels.causal_mask(self.pos[rows], self.pos[keys_all])  # (m, n)
-        s = layer.attention_sum(self.q[l, rows], self.k[l, keys_all], self.v[l, keys_all], mask)
-        self.s[l, rows] = s
-        cost.incremental_macs += int(mask.sum()) * 2 * cfg.hidden_size
+        extras, caps = {}, [(0, 0)] * (start + 1)
+        ties = 0 if self.tie_rel <= 1e-8 else TIE_ROWS
+        c = 0
+        for l in range(start, L):
+            uloc, dropped, n_u, n_drop = left[l]
+            extras[l] = (uloc, dropped)
+            c = min(full, bucket(max(math.ceil(c * self._growth()[0]), c + n_drop + n_u, 1)))
+            if l > start:
+                caps[l] = (caps[l][0], min(ties, full))
+            caps.append((c, 0))
+        self._pass(ctx, start, ctx.empty, caps, cost, False, extras, finals)
+
+    def _layer(self, l, layer, ctx: _Edit, dloc, tcap: int, ncap: int, with_deleted: bool,
+               extra_full=None, extra_next=None) -> torch.Tensor:
+        """Bring layer l up to date for the dirty rows A[dloc]; returns the next layer's rows (local).
+
+        A fixed handful of batched ops and no host decision: padded entries point at the trash
+        row and carry zero weight, and every shape is a bucketed size known before the pass."""
+        cfg, consts = self.cfg, self.consts
+        d, H, G = cfg.hidden_size, cfg.num_attention_heads, consts.segments
+        A, tl = ctx.A, ctx.tl
+        ab1 = A.shape[0]
+        V = self.layer_views[l]
+        C = dloc.shape[0]
+        nd = ctx.deleted.shape[0] if with_deleted else 0
+        m = 2 * C + nd
+        proj_delta = not cfg.vq or m * G < d  # moving every code projection costs G K per pair, K d per row afresh
+        if C:
+            dv = A.index_select(0, dloc)
+            clean = ctx.valid_b.index_fill(0, dloc, False)
+        else:
+            clean = ctx.valid_b
+
+        # 1. q|k|v|vc of the dirty rows: one fused matmul; the old k|v|vc of every changed key
+        if C:
+            b = consts.qkvc_bias[l]
+            a_in = layer.self_attn_layer_norm(V.x.index_select(0, dv))
+            new = torch.addmm(b, a_in, consts.qkvc_weight[l]) if b is not None else a_in @ consts.qkvc_weight[l]
+            if not consts.q_scaled:
+                new[:, :d] *= cfg.head_dim ** -0.5
+        spA = V.sp.index_select(0, A)
+        spA_seg = spA.view(ab1, G, -1)
+        if m:
+            old = V.qkvc.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
+            if C:
+                V.qkvc.index_put_((dv,), new)
+                kn = torch.cat([new, old])
+                ks = ctx.key_dirty.index_select(2, dloc).flatten(1)  # new keys then old keys of the dirty rows
+                if nd:
+                    ks = torch.cat([ks, ctx.key_deleted], 1)
+            else:
+                kn, ks = old, ctx.key_deleted
+            coef, pk = ks  # +-scale per new / old key (0 for padding), and key positions
+            # 2. every affected query against every changed key, all heads in one product; the
+            #    same weights move s and the code projections (linearity in v)
+            qh = V.qh.index_select(0, A).transpose(0, 1)  # (H, a, hd)
+            kh = kn.narrow(1, d, d).view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
+            wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
+            if G != H:
+                wts = wts[consts.head_of_segment]
+            vals = kn.narrow(1, 2 * d, kn.shape[1] - 2 * d).view(m, G, -1).transpose(0, 1)  # (G, m, w + Kp)
+            if proj_delta:
+                spA_seg.add_(torch.bmm(wts, vals).transpose(0, 1))
+            else:  # many changed keys: move s alone, then project every affected row's s afresh (K x d each)
+                w_ = consts.width
+                spA_seg[..., :w_].add_(torch.bmm(wts, vals[..., :w_]).transpose(0, 1))
+                s_seg = spA_seg[..., :w_].transpose(0, 1)  # (G, a, w)
+                spA_seg[..., w_:] = torch.bmm(s_seg, consts.segment_codebook[l].transpose(1, 2)).transpose(0, 1)
+
+        # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
+        tied, tloc = None, None
+        if cfg.vq and m and tcap:
+            dist = self._dist(l, spA_seg)
+            tied = self._tied(l, spA_seg, dist, dist.amin(-1, keepdim=True), clean)
+            tv, ti = torch.topk(tied.to(spA.dtype), tcap)
+            tloc = torch.where(tv > 0, ti, ctx.tl_t)
+
+        # 4. rows recomputed in full over every key: dirty rows, near-ties, a resumed pass's rows
+        parts = [p for p in (dloc if C else None, tloc, extra_full) if p is not None]
+        R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
+        if R is not None:
+            qR = V.qh.index_select(0, dv if R is dloc else A.index_select(0, R)).transpose(0, 1)  # (H, r, hd)
+            spA_seg.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
+        V.sp.index_put_((A,), spA)
+
+        # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
         if cfg.vq:
-            self.proj[l, rows] = kernels.code_projections(s, layer.vq.codebook)
-            cost.incremental_macs += rows.numel() * cfg.vq_codes * cfg.hidden_size
+            dist = self._dist(l, spA_seg)
+            best = dist.amin(-1, keepdim=True)  # (a, h, 1)
+            if tied is None and m:
+                tied = self._tied(l, spA_seg, dist, best, clean)
+            nxt = (dist.gather(-1, V.codes1.index_select(0, A)) > best).flatten(1).any(1)  # a code flipped
+        else:
+            nxt = ctx.valid_b if m else ctx.zeros
+        if C:
+            nxt = nxt.index_fill(0, dloc, True)
+        if extra_next is not None:
+            nxt = nxt | extra_next
+        score = nxt * ctx.prio  # 0 outside A's real rows, 1 + 2^-20 for edited rows (first), 1 otherwise
+        nv, ni = torch.topk(score, ncap)
+        nloc = torch.where(nv > 0, ni, ctx.tl_t)
+
+        # 6. codes, output projection and FFN of the next layer's rows
+        dvn = A.index_select(0, nloc)
+        if cfg.vq:
+            codes = dist.index_select(0, nloc).argmin(-1)
+            V.codes.index_put_((dvn,), codes)
+            z = layer.vq.codebook[consts.vq_heads_idx, codes].flatten(-2)
+        else:
+            z = spA.index_select(0, nloc)
+        V.x_next.index_put_((dvn,), self._finish(l, layer, V.x.index_select(0, dvn), z))
+
+        ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
+        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "proj_delta": proj_delta,
+                            "with_deleted": with_deleted, "sets": [dloc, R if R is not None else dloc, nloc]})
+        ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
+                        "nxt": nxt, "nloc": nloc}
+        return nloc
+
+    def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
+        """s_g | pc_g of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key: (r, G, w + Kp)."""
+        cfg, consts = self.cfg, self.consts
+        mask = V.kpos <= posR  # (r, slots): causal, alive keys only
+        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly: c goes into seg_weight
+            wR = F.gelu(torch.bmm(qR, V.kh)) * mask
+        else:
+            wR = F.gelu(torch.bmm(qR, V.kh)) * (mask * cfg.attention_scale)
+        if consts.segments != cfg.num_attention_heads:
+            wR = wR[consts.head_of_segment]
+        # per segment: s_g and its code projections pc_g in one more batched product
+        return torch.bmm(torch.bmm(wR, V.vh), consts.seg_weight[l]).transpose(0, 1)
+
+    def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
+        """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
+        returns the local mask of those whose code changed (their output must be propagated)."""
+        cfg, consts, V, A = self.cfg, self.consts, self.layer_views[l], ctx.A
+        rows = A.index_select(0, uloc)
+        spR = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, uloc))
+        V.sp.view(V.sp.shape[0], consts.segments, -1).index_put_((rows,), spR)
+        codes = self._dist(l, spR).argmin(-1)
+        changed = (codes != V.codes.index_select(0, rows)).any(-1) & ctx.valid_b.index_select(0, uloc)
+        V.codes.index_put_((rows,), codes)
+        flat = torch.cat([changed.sum().view(1), uloc]).tolist()  # the rare overflow path: one more sync
+        host = ctx.host
+        real = np.asarray(flat[1:], dtype=np.int64)
+        slots = host["A"][real[real != ctx.tl]]
+        cost.near_ties += len(slots)
+        pairs = int(np.searchsorted(self.pos_host[host["order"]], self.pos_host[slots], side="right").sum())
+        cost.incremental_macs += pairs * 2 * cfg.hidden_size + len(slots) * cfg.vq_codes * cfg.hidden_size
+        return ctx.zeros.index_put((uloc,), changed) if int(flat[0]) else None
+
+    def _finish(self, l: int, layer, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """DecoderLayer.finish with its weights transposed once: the same addmm calls, fewer dispatches."""
+        wo, bo, w1, b1, w2, b2 = self.consts.finish[l]
+        x = x + (torch.addmm(bo, z, wo) if bo is not None else z @ wo)
+        a = layer.final_layer_norm(x)
+        a = torch.relu(torch.addmm(b1, a, w1) if b1 is not None else a @ w1)
+        return x + (torch.addmm(b2, a, w2) if b2 is not None else a @ w2)
+
+    def _dist(self, l: int, spA_seg: torch.Tensor) -> torch.Tensor:
+        """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, G, w + K): (a, h, K)."""
+        pc = spA_seg[..., self.consts.width :]  # (a, G, K)
+        h = self.cfg.vq_heads
+        proj = pc.unflatten(1, (h, -1)).sum(2) if self.consts.segments != h else pc
+        return torch.add(self.consts.code_sq[l], proj, alpha=-2.0)
+
+    def _tied(self, l: int, spA_seg, dist, best, clean) -> torch.Tensor:
+        """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,)):
+        some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
+        h, w = self.cfg.vq_heads, self.consts.width
+        norm = torch.linalg.vector_norm(spA_seg[..., :w].unflatten(1, (h, -1)), dim=(-2, -1), keepdim=True)[..., 0]  # (a, h, 1)
+        thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
+        return ((dist < thr).sum((-2, -1)) > h) & clean
 
     # ----------------------------------------------------------------- checking
     def verify(self) -> WindowCheck:
         """Run the dense pass at the same positions and compare codes and outputs."""
-        order = torch.tensor(self.order, dtype=torch.long, device=self.alive.device)
+        order = torch.tensor(self.order, dtype=torch.long, device=self.kpos.device)
         ids = torch.from_numpy(self.ids_host[self.order]).to(order.device)
         with torch.no_grad():
-            out = self._dense(ids, self.pos[order])
+            out = self._dense(ids, torch.from_numpy(self.pos_host[self.order]).to(order.device))
         mismatched = 0
         if self.cfg.vq:
             for l, tr in enumerate(out.traces):

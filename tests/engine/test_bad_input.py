@@ -64,9 +64,9 @@ def test_softmax_model_is_refused_by_the_engine():
 
 
 def test_a_fault_mid_update_restores_the_previous_state(doc, monkeypatch):
-    layer = doc.model.net.layers[1]
+    norm = doc.model.net.layers[1].final_layer_norm  # inside the layer's output rows (finish)
     calls = {"n": 0}
-    original = layer.finish
+    original = norm.forward
 
     def failing_once(*args):  # a transient fault in the middle of the layer stack
         calls["n"] += 1
@@ -74,7 +74,7 @@ def test_a_fault_mid_update_restores_the_previous_state(doc, monkeypatch):
             raise RuntimeError("injected fault")
         return original(*args)
 
-    monkeypatch.setattr(layer, "finish", failing_once)
+    monkeypatch.setattr(norm, "forward", failing_once)
     with pytest.raises(RuntimeError, match="injected"):
         doc.apply([Splice(4, 5, [77])])
     assert calls["n"] >= 2  # the fault hit mid-update, then the state was rebuilt

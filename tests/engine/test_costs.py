@@ -32,14 +32,14 @@ def test_dense_macs_by_hand():
 def test_replace_last_token_by_hand():
     doc = inference.IncrementalDocument(_model(), [1, 2])
     cost = doc.apply([Splice(1, 2, [3])]).cost
-    d, f, K, V = 8, 8, 2, 5
+    d, f, K, V, G = 8, 8, 2, 5, 2
     expected = (3 * d * d  # q, k, v of the dirty row
-                + K * d  # its v projected on the codes
+                + d * G * K  # its v projected on the codes (vc), fused into the q|k|v matmul: d x G K weights
                 + 3 * 2 * d  # its full attention row over BOS, token 0 and itself
                 + K * d  # its code distances
                 + d * d + 2 * d * f  # out projection and FFN
                 + d * (V + 2))  # LM and classification heads
-    assert cost.incremental_macs == expected == 520
+    assert cost.incremental_macs == expected == 536
     assert cost.dirty_per_layer == [1]
     assert cost.dense_macs == 1464
 
@@ -48,10 +48,10 @@ def test_replace_first_token_by_hand():
     doc = inference.IncrementalDocument(_model(), [1, 2])
     cost = doc.apply([Splice(0, 1, [4])]).cost
     d, f, K, V, G = 8, 8, 2, 5, 2
-    expected = (3 * d * d + K * d  # dirty row: q, k, v, and its code projections
+    expected = (3 * d * d + d * G * K  # dirty row: q, k, v, and its vc (fused into the q|k|v matmul)
                 + 2 * (2 * d + G * K)  # the clean later row: remove the old key, add the new one (s and proj)
                 + 2 * 2 * d + K * d  # the dirty row's full attention (BOS and itself) and its distances
                 + d * d + 2 * d * f  # out projection and FFN of the dirty row (the clean one cannot flip)
                 + d * (V + 2))
-    assert cost.incremental_macs == expected == 544
+    assert cost.incremental_macs == expected == 560
     assert doc.verify().codes_equal
