@@ -37,6 +37,10 @@ class EngineThread:
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def submit(self, fn: Callable, *args: Any, lane: int = URGENT) -> asyncio.Future:
         """Run fn(*args) on the engine thread; await the result (or its exception)."""
         fut: concurrent.futures.Future = concurrent.futures.Future()

@@ -325,6 +325,8 @@ class VQServer(LanguageServer):
                     return
             out = await self.on_engine(self.docs.hints, uri, pending)
         except Exception as e:  # never stop serving: drop the state, rebuild it from its text
+            if self.protocol._shutdown or self.engine.closed:  # shut down between two steps: nothing to do
+                return
             log.exception("processing %s failed", uri)
             await self.on_engine(self.docs.drop, uri)
             what = f"vq-lsp: internal error on {uri} ({type(e).__name__}: {e})"
