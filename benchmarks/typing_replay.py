@@ -398,10 +398,14 @@ async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: st
                          latency, staleness, lateness, stale_ms, wrong, checked)
 
 
-def char_index(text: str, line: int, units: int) -> int:
-    """Char index of an LSP position (lines end at \\n, \\r\\n, \\r; UTF-16 columns), written
-    independently of the server's textsync."""
-    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+def line_starts_of(text: str) -> list[int]:
+    """Char index of every line's start (lines end at \\n, \\r\\n, \\r), written independently of
+    the server's textsync."""
+    return [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+
+def char_index(text: str, starts: list[int], line: int, units: int) -> int:
+    """Char index of an LSP position (UTF-16 columns)."""
     return advance(text, starts[line], units)
 
 
@@ -413,11 +417,12 @@ def check_ranges(published: list[tuple[int, list]], texts: dict[int, str]) -> tu
         text = texts.get(version)
         if text is None:
             continue
+        starts = line_starts_of(text)  # once per publish, not per diagnostic
         for d in diagnostics:
             r = d["range"]
             try:
-                a = char_index(text, r["start"]["line"], r["start"]["character"])
-                b = char_index(text, r["end"]["line"], r["end"]["character"])
+                a = char_index(text, starts, r["start"]["line"], r["start"]["character"])
+                b = char_index(text, starts, r["end"]["line"], r["end"]["character"])
             except (IndexError, ValueError):
                 wrong += 1
                 continue

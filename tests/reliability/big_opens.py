@@ -12,23 +12,18 @@ nothing, and builds yield to requests window by window.
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.typing_replay import process_cpu_seconds as cpu_seconds
+
 from .rawclient import RawClient, frame
 from .scenarios import expect
 
 SMALL = "file:///tmp/vq/storm-small.txt"
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, all its threads (fields 14 and 15 of /proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
