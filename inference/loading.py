@@ -16,6 +16,7 @@ import torch
 from .checkpoint import ModelLoadError, load_model_folder
 from .config import VQOPTConfig
 from .model import VQOPT
+from .paths import resolve_model
 from .tokenizer import Tokenizer
 from .window import LayerConstants
 
@@ -61,8 +62,9 @@ class LoadedModel:
 
 
 def load_model(path: str | os.PathLike | None = None, device=None, dtype: torch.dtype = torch.float64) -> LoadedModel:
-    """Load a model folder; None means the default model bundled in the package."""
-    folder = Path(path) if path is not None else DEFAULT_MODEL_DIR
+    """Load a model folder, or a model installed under that name (paths.py); None means the default
+    model bundled in the package."""
+    folder = resolve_model(path) if path is not None else DEFAULT_MODEL_DIR
     if path is None and not (folder / "config.json").exists():
         raise ModelLoadError(f"no bundled default model in {folder}; pass the path of a model folder")
     net, card = load_model_folder(folder)

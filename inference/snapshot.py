@@ -1,0 +1,310 @@
+"""A document's engine state on disk: msgpack metadata plus the raw bytes of its tensors.
+
+Restoring a state is a read of its bytes; rebuilding it is a dense pass over every window. The
+walk is generic on purpose: it writes whatever the document and its WindowStates hold
+(`vars()`), so the state's fields can change without this module changing:
+  - torch tensors (any dtype, shape, device) and numpy arrays: raw bytes, dtype and shape in
+    the metadata; lists, tuples, dicts and plain scalars: inline in the metadata;
+  - references to the model's shared objects (net, config, consts, the model itself): a name,
+    re-attached from the model on restore;
+  - derived views (a tensor that is a view, or an object holding only views and the window's
+    own tensors, like `layer_views`): not written; the window's `_views()` remakes them, and a
+    restore that finds one not remade fails rather than keep a stale one.
+Anything else is refused with SnapshotError at write time.
+
+File: MAGIC, the metadata's length (8 bytes) and CRC-32 (4 bytes), the metadata, then the
+tensor bytes in metadata order. The metadata holds the format version, the key (model
+fingerprint + token ids), the window layout (attribute names, kinds, dtypes) and a CRC-32 of
+the tensor bytes. A file that disagrees with any of these, or is cut short or too long,
+raises SnapshotError, so that the caller can drop it and rebuild from the text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import struct
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import msgpack
+import numpy as np
+import torch
+
+from .document import IncrementalDocument, _window_of
+from .window import WindowState
+
+if TYPE_CHECKING:
+    from .loading import LoadedModel
+
+FORMAT_VERSION = 1
+MAGIC = b"VQSNAP\r\n"
+_HEADER = struct.Struct("<QI")  # metadata length, metadata CRC-32
+MAX_META_BYTES = 256 * 2**20
+_SCALARS = (type(None), bool, int, float, str, bytes)
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be written, or cannot be trusted when read."""
+
+
+def _shared(model: "LoadedModel") -> dict[str, Any]:
+    """The model's objects a state refers to (never written: re-attached on restore)."""
+    return {"model": model, "net": model.net, "config": model.net.config, "consts": model.consts}
+
+
+# ----------------------------------------------------------------- keys
+def _layout(window: WindowState) -> dict[str, list]:
+    """Attribute name -> (kind, dtype, ndim): what a window of this engine holds."""
+    out = {}
+    for name, value in sorted(vars(window).items()):
+        if isinstance(value, torch.Tensor):
+            out[name] = ["tensor", str(value.dtype), value.dim()]
+        elif isinstance(value, np.ndarray):
+            out[name] = ["array", value.dtype.str, value.ndim]
+        else:
+            out[name] = [type(value).__name__, "", 0]
+    return out
+
+
+def reference_layout(model: "LoadedModel") -> dict[str, list]:
+    """The layout of a window this engine builds for this model (a one-token window, once per model)."""
+    cached = model.__dict__.get("_snapshot_layout")
+    if cached is None:
+        cached = model._snapshot_layout = _layout(_window_of(model, [model.config.bos_token_id]))
+    return cached
+
+
+def fingerprint(model: "LoadedModel") -> str:
+    """Hash of what a state depends on: weights, config, dtype, device type, engine layout and
+    snapshot format. Computed once per loaded model (hashing the weights takes a moment)."""
+    cached = model.__dict__.get("_snapshot_fingerprint")
+    if cached is not None:
+        return cached
+    h = hashlib.sha256()
+    h.update(json.dumps({"format": FORMAT_VERSION, "config": model.config.to_dict(), "dtype": str(model.dtype),
+                         "device": model.device.type, "tie_rel": model.tie_rel,
+                         "layout": reference_layout(model)}, sort_keys=True).encode())
+    for name, t in model.net.state_dict().items():
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(_raw(t))
+    model._snapshot_fingerprint = h.hexdigest()
+    return model._snapshot_fingerprint
+
+
+def document_key(model: "LoadedModel", ids: Sequence[int]) -> str:
+    """The name a state is stored under: the model's fingerprint and the token ids."""
+    h = hashlib.sha256(fingerprint(model).encode())
+    h.update(np.asarray(ids, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+def _raw(t: torch.Tensor) -> np.ndarray:
+    """A tensor's bytes (a uint8 array sharing memory with a contiguous CPU copy)."""
+    return t.detach().reshape(-1).contiguous().cpu().view(torch.uint8).numpy()
+
+
+# ----------------------------------------------------------------- writing
+class _Writer:
+    def __init__(self, model: "LoadedModel") -> None:
+        self.shared = {id(v): k for k, v in _shared(model).items()}
+        self.chunks: list[np.ndarray] = []
+        self.crc = 0
+
+    def blob(self, data: np.ndarray) -> int:
+        self.chunks.append(data)
+        self.crc = zlib.crc32(data, self.crc)
+        return data.nbytes
+
+    def value(self, v: Any, where: str) -> Any:
+        if id(v) in self.shared:
+            return {"t": "S", "ref": self.shared[id(v)]}
+        if isinstance(v, WindowState):
+            return {"t": "W", "v": self.window(v, where)}
+        if isinstance(v, torch.Tensor):
+            if v.requires_grad:
+                raise SnapshotError(f"{where}: a tensor that requires grad")
+            return {"t": "T", "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
+                    "n": self.blob(_raw(v))}
+        if isinstance(v, np.ndarray):
+            if v.dtype.hasobject:
+                raise SnapshotError(f"{where}: a numpy array of Python objects")
+            data = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+            return {"t": "A", "dtype": v.dtype.str, "shape": list(v.shape), "n": self.blob(data)}
+        if isinstance(v, np.generic):
+            return v.item()
+        if isinstance(v, _SCALARS):
+            return v
+        if isinstance(v, list) and all(type(x) in _SCALARS for x in v):
+            return v  # bare: token orders and free lists are long lists of ints
+        if isinstance(v, (list, tuple)):
+            return {"t": "L" if isinstance(v, list) else "U", "v": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+        if isinstance(v, dict) and all(isinstance(k, (str, int)) for k in v):
+            return {"t": "D", "v": [[k, self.value(x, f"{where}[{k!r}]")] for k, x in v.items()]}
+        raise SnapshotError(f"{where}: cannot snapshot a {type(v).__name__}")
+
+    def window(self, w: WindowState, where: str) -> dict:
+        own = {id(t) for t in vars(w).values() if isinstance(t, torch.Tensor)}
+        out = {}
+        for name, v in vars(w).items():
+            out[name] = {"t": "V"} if _derived(v, own) else self.value(v, f"{where}.{name}")
+        return out
+
+
+def _derived(v: Any, own: set[int], depth: int = 0) -> bool:
+    """A view or a holder of views (and of the window's own tensors): `_views()` remakes it."""
+    if isinstance(v, torch.Tensor):
+        return v._is_view() if depth == 0 else (v._is_view() or id(v) in own)
+    if depth > 3 or isinstance(v, (np.ndarray, *_SCALARS)):
+        return False
+    if isinstance(v, (list, tuple)):
+        items = list(v)
+    elif isinstance(v, dict):
+        items = list(v.values())
+    elif hasattr(v, "__dict__") and not isinstance(v, type):
+        items = list(vars(v).values())
+    else:
+        return False
+    tensors = [x for x in items if not isinstance(x, _SCALARS)]
+    return bool(tensors) and all(_derived(x, own, depth + 1) for x in tensors)
+
+
+def write_document(doc: IncrementalDocument, path: str | os.PathLike, key: str) -> int:
+    """Write `doc` under `key` to `path` atomically (a temporary file, then a rename); returns bytes written."""
+    wr = _Writer(doc.model)
+    state = {name: wr.value(v, f"document.{name}") for name, v in vars(doc).items()}
+    meta = msgpack.packb({"format": FORMAT_VERSION, "key": key, "fingerprint": fingerprint(doc.model),
+                          "layout": reference_layout(doc.model), "state": state,
+                          "blob_bytes": sum(c.nbytes for c in wr.chunks), "crc": wr.crc}, use_bin_type=True)
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(MAGIC + _HEADER.pack(len(meta), zlib.crc32(meta)))
+            f.write(meta)
+            for c in wr.chunks:
+                f.write(memoryview(c))
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return len(MAGIC) + _HEADER.size + len(meta) + sum(c.nbytes for c in wr.chunks)
+
+
+# ----------------------------------------------------------------- reading
+class _Reader:
+    def __init__(self, model: "LoadedModel", f, blob_bytes: int) -> None:
+        self.model, self.f = model, f
+        self.shared = _shared(model)
+        self.crc = 0
+        self.left = blob_bytes
+
+    def expect(self, nbytes: int, v: dict, where: str) -> None:
+        """Check an entry's size before allocating it: its shape must match its byte count, and
+        every entry together must fit in the bytes the file holds."""
+        if nbytes != v["n"] or min(v["shape"], default=0) < 0:
+            raise SnapshotError(f"{where}: {v['n']} bytes do not hold a {v['dtype']} of shape {v['shape']}")
+        self.left -= nbytes
+        if self.left < 0:
+            raise SnapshotError(f"{where}: more tensor bytes announced than the file holds")
+
+    def read_into(self, data: np.ndarray, where: str) -> None:
+        view = memoryview(data).cast("B")
+        got = self.f.readinto(view)
+        if got != len(view):
+            raise SnapshotError(f"truncated in {where}: {got} of {len(view)} bytes")
+        self.crc = zlib.crc32(view, self.crc)
+
+    def value(self, v: Any, where: str) -> Any:
+        if not isinstance(v, dict):
+            return v
+        tag = v.get("t")
+        if tag == "S":
+            return self.shared[v["ref"]]
+        if tag == "W":
+            return self.window(v["v"], where)
+        if tag == "T":
+            dtype = getattr(torch, v["dtype"], None)
+            if not isinstance(dtype, torch.dtype):
+                raise SnapshotError(f"{where}: unknown dtype {v['dtype']!r}")
+            self.expect(math.prod(v["shape"]) * torch.empty(0, dtype=dtype).element_size(), v, where)
+            t = torch.empty(v["shape"], dtype=dtype)
+            self.read_into(t.view(-1).view(torch.uint8).numpy(), where)
+            return t if self.model.device.type == "cpu" else t.to(self.model.device)
+        if tag == "A":
+            dtype = np.dtype(v["dtype"])
+            self.expect(math.prod(v["shape"]) * dtype.itemsize, v, where)
+            arr = np.empty(v["shape"], dtype=dtype)
+            self.read_into(arr.reshape(-1).view(np.uint8), where)
+            return arr
+        if tag in ("L", "U"):
+            items = [self.value(x, f"{where}[{i}]") for i, x in enumerate(v["v"])]
+            return items if tag == "L" else tuple(items)
+        if tag == "D":
+            return {k: self.value(x, f"{where}[{k!r}]") for k, x in v["v"]}
+        raise SnapshotError(f"{where}: unknown entry {tag!r}")
+
+    def window(self, fields: dict, where: str) -> WindowState:
+        w = WindowState.__new__(WindowState)
+        derived = [name for name, v in fields.items() if isinstance(v, dict) and v.get("t") == "V"]
+        for name, v in fields.items():
+            if name not in derived:
+                setattr(w, name, self.value(v, f"{where}.{name}"))
+        w._views()
+        missing = [name for name in derived if name not in vars(w)]
+        if missing:
+            raise SnapshotError(f"{where}: {missing} are views that _views() does not remake")
+        return w
+
+
+def read_document(model: "LoadedModel", path: str | os.PathLike, key: str,
+                  ids: Sequence[int] | None = None) -> IncrementalDocument:
+    """The document stored at `path`, exactly as it was written; SnapshotError if the file is not
+    a complete, intact snapshot under `key` for this model and engine (or its tokens are not `ids`)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(len(MAGIC) + _HEADER.size)
+        if len(head) < len(MAGIC) + _HEADER.size or head[: len(MAGIC)] != MAGIC:
+            raise SnapshotError("not a snapshot file (bad header)")
+        meta_len, meta_crc = _HEADER.unpack(head[len(MAGIC):])
+        if meta_len > min(MAX_META_BYTES, size - len(head)):
+            raise SnapshotError(f"truncated: {meta_len} bytes of metadata announced, {size - len(head)} left")
+        raw = f.read(meta_len)
+        if zlib.crc32(raw) != meta_crc:
+            raise SnapshotError("metadata checksum mismatch (corrupt)")
+        try:
+            meta = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        except Exception as e:  # msgpack raises several types on bad input
+            raise SnapshotError(f"unreadable metadata ({type(e).__name__}: {e})") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
+            raise SnapshotError(f"format {meta.get('format') if isinstance(meta, dict) else '?'}, "
+                                f"this engine reads {FORMAT_VERSION}")
+        if meta.get("fingerprint") != fingerprint(model):
+            raise SnapshotError("written for a different model (fingerprint mismatch)")
+        if meta.get("key") != key:
+            raise SnapshotError("written for other tokens (key mismatch)")
+        if meta.get("layout") != reference_layout(model):
+            raise SnapshotError("written by an engine with another state layout")
+        blob = meta.get("blob_bytes")
+        if not isinstance(blob, int) or len(head) + meta_len + blob != size:
+            raise SnapshotError(f"{size} bytes on disk, {len(head) + meta_len}+{blob} expected (truncated or padded)")
+        rd = _Reader(model, f, blob)
+        try:
+            fields = {name: rd.value(v, f"document.{name}") for name, v in meta["state"].items()}
+        except SnapshotError:
+            raise
+        except Exception as e:  # a malformed entry: wrong types, unknown references, shapes torch refuses
+            raise SnapshotError(f"malformed state ({type(e).__name__}: {e})") from None
+        if rd.crc != meta.get("crc"):
+            raise SnapshotError("tensor data checksum mismatch (corrupt)")
+    doc = IncrementalDocument.__new__(IncrementalDocument)
+    for name, v in fields.items():
+        setattr(doc, name, v)
+    if getattr(doc, "model", None) is not model or not all(isinstance(w, WindowState) for w in getattr(doc, "windows", [])):
+        raise SnapshotError("malformed state (no model or windows)")
+    if ids is not None and doc.token_ids != list(ids):
+        raise SnapshotError("its tokens differ from the text's")
+    return doc
