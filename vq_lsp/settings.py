@@ -34,7 +34,8 @@ class DiagnosticSettings:
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     model_path: str | None = field(default=None, metadata=_meta(
-        "Model folder (config.json, model.safetensors, tokenizer.json); None: the bundled default."))
+        "Model folder (config.json, model.safetensors, tokenizer.json), or the name of a model installed with "
+        "vq-train export --install NAME; None: the bundled default."))
     device: str | None = field(default=None, metadata=_meta(
         "Torch device: 'cpu', 'cuda', 'cuda:N'; None picks CUDA when present.",
         choices=(None, "cpu", "cuda", *(f"cuda:{i}" for i in range(16)))))
@@ -52,6 +53,12 @@ class Settings:
         "one message saying so.", 1.0, 1e7))
     max_document_tokens: int = field(default=50_000, metadata=_meta(
         "Documents with more tokens get no hints (and an explanation) instead of a slow state.", 1, 10_000_000))
+    snapshots: bool = field(default=True, metadata=_meta(
+        "Write a document's engine state to the user cache folder when it is closed or dropped for the memory "
+        "budget, and read it back instead of rebuilding it when the same text is opened or edited again."))
+    snapshot_cache_mb: float = field(default=2048.0, metadata=_meta(
+        "Size cap of the snapshot cache in MiB; the least recently used snapshots are deleted beyond it.",
+        1.0, 1e7))
     debounce_ms: int = field(default=0, metadata=_meta(
         "Optional delay before processing an edit; 0 (default): coalesce only, no timer.", 0, 10_000))
     full_recompute: bool = field(default=False, metadata=_meta(

@@ -33,6 +33,7 @@ import inference
 
 from . import hints, remap
 from .settings import Settings
+from .snapshots import SnapshotStore
 from .textsync import Change, TextSyncError, TrackedText, apply_change, position_at
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,9 @@ class DocumentState:
     updates: int = 0
     rebuilds: int = 0
     evictions: int = 0
+    restores: int = 0  # states read back from a snapshot instead of rebuilt
+    snapshot_ids: list[int] | None = None  # tokens of the snapshot its evicted state left (restore, then edit)
+    in_doubt: bool = False  # the next build is a dense pass from the text, never a snapshot
     last_touch: float = 0.0
     build_started: float = 0.0
 
@@ -101,6 +105,7 @@ class Documents:
         self.model: inference.LoadedModel | None = None
         self.model_error: str | None = "the model is not loaded yet"
         self.states: OrderedDict[str, DocumentState] = OrderedDict()  # least recently used first
+        self.snapshots = SnapshotStore()
 
     # ----------------------------------------------------------------- model
     def load_model(self) -> str:
@@ -145,7 +150,9 @@ class Documents:
                 self.states[uri] = DocumentState(uri, language_id, version, text)
                 eager = True
             elif kind == "close":
-                self.states.pop(uri, None)
+                closed = self.states.pop(uri, None)
+                if closed is not None:
+                    self._save_snapshot(closed)
                 return Outcome(diagnostics=[], messages=out.messages, closed=True)
             elif kind == "change":
                 st = self.states.get(uri)
@@ -229,6 +236,8 @@ class Documents:
             if st is not None:
                 st.builder = None
             return 1, 1
+        if st.builder is None and self._restore(st):
+            return 1, 1
         if st.builder is None or st.builder.model is not self.model:
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
@@ -239,10 +248,47 @@ class Documents:
         st.builder, doc = None, b.document()
         if b.ids != st.tracked.ids:  # edited while it was being built: catch up incrementally
             doc.apply(inference.diff(b.ids, st.tracked.ids))
-        st.doc = doc
+        st.doc, st.in_doubt = doc, False
         st.last_cost = {"rebuild_seconds": time.perf_counter() - st.build_started, "tokens": len(st.tracked.ids)}
         self.touch(st)
         return len(b.bounds), len(b.bounds)
+
+    # ----------------------------------------------------------------- snapshots
+    def _save_snapshot(self, st: DocumentState) -> None:
+        """Leave the state of a document being closed or evicted in the snapshot cache."""
+        st.snapshot_ids = None
+        if st.doc is None or st.in_doubt or not self.settings.snapshots:
+            return
+        if self.snapshots.save(st.doc, self.settings.snapshot_cache_mb * 2**20):
+            st.snapshot_ids = st.doc.token_ids
+
+    def _restore(self, st: DocumentState) -> bool:
+        """Give `st` its state from a snapshot, if one holds its tokens or those its evicted state
+        had (then the edits since are applied incrementally); False: build it from the text."""
+        if not self.settings.snapshots or st.in_doubt:
+            return False
+        t0 = time.perf_counter()
+        ids = st.tracked.ids
+        doc = self.snapshots.load(self.model, ids)
+        if doc is None and st.snapshot_ids is not None and st.snapshot_ids != ids:
+            doc = self.snapshots.load(self.model, st.snapshot_ids)
+            if doc is not None:
+                try:
+                    doc.apply(inference.diff(st.snapshot_ids, ids))
+                    if doc.token_ids != ids:
+                        raise ValueError("engine tokens disagree with the text's tokens")
+                except Exception as e:  # the restored state is in doubt: build from the text
+                    log.warning("could not bring the snapshot of %s up to date (%s); rebuilding", st.uri, e)
+                    doc = None
+        st.snapshot_ids = None
+        if doc is None:
+            return False
+        st.doc = doc
+        st.restores += 1
+        st.last_cost = {"restore_seconds": time.perf_counter() - t0, "tokens": len(ids)}
+        log.info("restored the state of %s from a snapshot (%d tokens)", st.uri, len(ids))
+        self.touch(st)
+        return True
 
     def _change(self, st: DocumentState, version: int, changes: list[Change], out: Outcome) -> None:
         st.version, st.material = version, None
@@ -272,7 +318,7 @@ class Documents:
 
     def _pause(self, st: DocumentState, what: str, out: Outcome) -> None:
         """A change was lost: ignore incremental changes until the editor sends the full text."""
-        st.out_of_sync = what
+        st.out_of_sync, st.in_doubt = what, True
         st.tracked, st.doc, st.problem, st.material = None, None, None, None
         out.messages.append(Message("error", (
             f"vq-lsp: rejected a change to {st.uri} (version {st.version}): {what}. Hints for this document are "
@@ -290,7 +336,7 @@ class Documents:
             if out is not None:  # recovered, but the user should know why an update was slow
                 out.messages.append(Message("warning", f"vq-lsp: the engine could not update {st.uri} "
                                             f"({type(e).__name__}: {e}); rebuilt its state from the text"))
-            st.doc = None
+            st.doc, st.in_doubt = None, True
             st.rebuilds += 1
 
     def _recompute(self, st: DocumentState) -> inference.EditResult:
@@ -371,6 +417,7 @@ class Documents:
         if st is not None:
             st.tracked, st.doc, st.problem, st.builder, st.material = None, None, None, None, None
             st.rebuilds += 1
+            st.in_doubt = True
 
     # ----------------------------------------------------------------- memory
     def _budget(self) -> float:
@@ -392,6 +439,7 @@ class Documents:
             if other is keep or other.doc is None:
                 continue
             total -= sizes[uri]
+            self._save_snapshot(other)
             other.doc = None
             other.evictions += 1
             log.info("dropped the engine state of %s (memory budget)", uri)
@@ -400,7 +448,7 @@ class Documents:
         return {"bytes": sum(s.bytes() for s in self.states.values()),
                 "budget_bytes": int(self.settings.memory_budget_mb * 2**20),
                 "live_states": sum(s.doc is not None for s in self.states.values()),
-                "open_documents": len(self.states)}
+                "open_documents": len(self.states), "snapshots": self.snapshots.stats()}
 
     # ----------------------------------------------------------------- requests
     def ready(self, uri: str) -> DocumentState:
@@ -430,6 +478,7 @@ class Documents:
             "updates": st.updates,
             "rebuilds": st.rebuilds,
             "evictions": st.evictions,
+            "restores": st.restores,
             "memory": self.memory(),
         }
 
@@ -443,7 +492,7 @@ class Documents:
                   "windows": check.windows, "tokensMatchText": tokens_ok,
                   "seconds": time.perf_counter() - t0, "rebuilt": False}
         if not (check.codes_equal and result["tokensMatchText"]):
-            st.doc, st.tracked = None, None
+            st.doc, st.tracked, st.in_doubt = None, None, True
             st.rebuilds += 1
             self._ensure(st, Outcome())
             result["rebuilt"] = True
