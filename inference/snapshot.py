@@ -7,9 +7,9 @@ walk is generic on purpose: it writes whatever the document and its WindowStates
     the metadata; lists, tuples, dicts and plain scalars: inline in the metadata;
   - references to the model's shared objects (net, config, consts, the model itself): a name,
     re-attached from the model on restore;
-  - derived views (a tensor that is a view, or an object holding only views and the window's
-    own tensors, like `layer_views`): not written; the window's `_views()` remakes them, and a
-    restore that finds one not remade fails rather than keep a stale one.
+  - derived views (a view into one of the window's tensors, or an object holding only such
+    views and the window's own tensors, like `layer_views`): not written; the window's
+    `_views()` remakes them, and a restore that finds one not remade fails rather than guess.
 Anything else is refused with SnapshotError at write time.
 
 File: MAGIC, the metadata's length (8 bytes) and CRC-32 (4 bytes), the metadata, then the
@@ -155,9 +155,10 @@ class _Writer:
 
 
 def _derived(v: Any, own: set[int], depth: int = 0) -> bool:
-    """A view or a holder of views (and of the window's own tensors): `_views()` remakes it."""
+    """A view into one of the window's own tensors, or a holder of such views (and of the own
+    tensors themselves): `_views()` remakes it. A view of anything else is data of its own."""
     if isinstance(v, torch.Tensor):
-        return v._is_view() if depth == 0 else (v._is_view() or id(v) in own)
+        return (v._base is not None and id(v._base) in own) or (depth > 0 and id(v) in own)
     if depth > 3 or isinstance(v, (np.ndarray, *_SCALARS)):
         return False
     if isinstance(v, (list, tuple)):

@@ -1,0 +1,188 @@
+"""Snapshots of engine state (inference/snapshot.py): a restored document is the same state bit for
+bit, keeps editing exactly, and anything that cannot be trusted (corrupt, cut short, another
+model, other tokens, an attribute the walk cannot write or remake) raises SnapshotError."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import inference
+from inference import snapshot
+from inference.snapshot import SnapshotError
+
+from .helpers import tiny_model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model(5)
+
+
+def edited_document(model, n=300, seed=0) -> inference.IncrementalDocument:
+    """A several-window document that has been edited (slots out of order, free slots, relabels)."""
+    rng = random.Random(seed)
+    vocab = model.config.vocab_size
+    doc = inference.IncrementalDocument(model, [rng.randrange(vocab) for _ in range(n)])
+    for _ in range(6):
+        a = rng.randrange(doc.n_tokens - 3)
+        doc.apply([inference.Splice(a, a + rng.randrange(3), [rng.randrange(vocab) for _ in range(rng.randrange(4))])])
+    return doc
+
+
+def write(doc, path):
+    key = snapshot.document_key(doc.model, doc.token_ids)
+    snapshot.write_document(doc, path, key)
+    return key
+
+
+def assert_same_state(a: inference.IncrementalDocument, b: inference.IncrementalDocument) -> None:
+    assert len(a.windows) == len(b.windows)
+    for wa, wb in zip(a.windows, b.windows):
+        va, vb = vars(wa), vars(wb)
+        assert va.keys() == vb.keys()
+        for name, x in va.items():
+            y = vb[name]
+            if name == "layer_views":
+                continue
+            if isinstance(x, torch.Tensor):
+                assert x.dtype == y.dtype and torch.equal(x, y), name
+            elif isinstance(x, np.ndarray):
+                assert x.dtype == y.dtype and np.array_equal(x, y), name
+            elif isinstance(x, list) and x and isinstance(x[0], torch.Tensor):
+                assert all(torch.equal(p, q) for p, q in zip(x, y)), name
+            elif name in ("net", "cfg", "consts"):
+                assert x is y, name
+            else:
+                assert x == y, name
+
+
+def test_restore_is_exact_and_keeps_editing_exactly(model, tmp_path):
+    doc = edited_document(model)
+    assert len(doc.windows) >= 3
+    key = write(doc, tmp_path / "s")
+    back = snapshot.read_document(model, tmp_path / "s", key, doc.token_ids)
+    assert_same_state(doc, back)
+    check = back.verify()
+    assert check.codes_equal and check.max_abs_diff < 1e-9
+    assert back.scores == doc.scores
+    assert back.surprise(0, back.n_tokens) == doc.surprise(0, doc.n_tokens)
+    assert back.span_scores(10, 90) == doc.span_scores(10, 90)
+    assert back.positions == doc.positions
+    rng = random.Random(1)
+    for _ in range(8):  # the same edits on both: the same results, and still exact
+        a = rng.randrange(back.n_tokens - 3)
+        edit = [inference.Splice(a, a + 1, [rng.randrange(model.config.vocab_size) for _ in range(rng.randrange(1, 40))])]
+        assert back.apply(edit).scores == doc.apply(edit).scores
+    assert back.verify().codes_equal and back.token_ids == doc.token_ids
+    assert_same_state(doc, back)
+
+
+def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
+    """The walk is generic: a window attribute it has never seen (another dtype, a numpy array, a
+    list of tensors, a dict) comes back as it was, with no change to snapshot.py."""
+    doc = edited_document(model, n=60)
+    w = doc.windows[0]
+    w.extra_bf16 = torch.randn(3, 5).to(torch.bfloat16)
+    w.extra_int8 = torch.arange(-4, 4, dtype=torch.int8).reshape(2, 4)
+    w.extra_bool = torch.tensor([True, False, True])
+    w.extra_scalar = torch.tensor(2.5, dtype=torch.float32)
+    w.extra_list = [torch.ones(2, dtype=torch.float16), torch.zeros(0, 3)]
+    w.extra_host = np.arange(6, dtype=np.uint16).reshape(3, 2)
+    w.extra_dict = {"a": (1, 2.5, None), "b": [np.int64(7)]}
+    key = write(doc, tmp_path / "s")
+    back = snapshot.read_document(model, tmp_path / "s", key).windows[0]
+    for name in ("extra_bf16", "extra_int8", "extra_bool", "extra_scalar"):
+        assert getattr(back, name).dtype == getattr(w, name).dtype and torch.equal(getattr(back, name), getattr(w, name))
+    assert [t.dtype for t in back.extra_list] == [torch.float16, torch.float32] and back.extra_list[1].shape == (0, 3)
+    assert back.extra_host.dtype == np.uint16 and np.array_equal(back.extra_host, w.extra_host)
+    assert back.extra_dict == {"a": (1, 2.5, None), "b": [7]}
+
+
+def test_views_are_remade_not_written(model, tmp_path):
+    doc = edited_document(model, n=60)
+    key = write(doc, tmp_path / "s")
+    back = snapshot.read_document(model, tmp_path / "s", key).windows[0]
+    # the per-layer views point into the restored tensors, not into copies
+    assert back.layer_views[0].qkvc.data_ptr() == back.qkvc[0].data_ptr()
+    assert back.layer_views[1].x_next.data_ptr() == back.x[2].data_ptr()
+
+
+def test_a_view_that_views_do_not_remake_is_refused(model, tmp_path):
+    doc = edited_document(model, n=60)
+    doc.windows[0].cached_q = doc.windows[0].qkvc[0, :, :4]  # a view _views() knows nothing about
+    key = write(doc, tmp_path / "s")
+    with pytest.raises(SnapshotError, match="cached_q"):
+        snapshot.read_document(model, tmp_path / "s", key)
+
+
+def test_an_attribute_it_cannot_write_is_refused(model, tmp_path):
+    doc = edited_document(model, n=200)
+    doc.windows[1].handle = object()
+    with pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: cannot snapshot a object"):
+        write(doc, tmp_path / "s")
+    assert not (tmp_path / "s").exists() and list(tmp_path.iterdir()) == []  # no partial file left
+
+
+@pytest.fixture(scope="module")
+def stored(model, tmp_path_factory):
+    doc = edited_document(model, n=200)
+    path = tmp_path_factory.mktemp("snap") / "s"
+    key = write(doc, path)
+    return doc, path, key, path.read_bytes()
+
+
+@pytest.mark.parametrize("cut", [0, 5, 17, 100, 0.5, 0.99, -1])
+def test_truncated_files_are_refused(model, stored, tmp_path, cut):
+    doc, _, key, data = stored
+    n = int(len(data) * cut) if isinstance(cut, float) else (len(data) + cut if cut < 0 else cut)
+    (tmp_path / "t").write_bytes(data[:n])
+    with pytest.raises(SnapshotError):
+        snapshot.read_document(model, tmp_path / "t", key)
+
+
+@pytest.mark.parametrize("where", [0, 9, 20, 60, 0.3, 0.6, 0.999])
+def test_corrupted_bytes_are_refused(model, stored, tmp_path, where):
+    """One flipped bit anywhere (header, metadata, tensor bytes) is caught by a check."""
+    doc, _, key, data = stored
+    i = int(len(data) * where) if isinstance(where, float) else where
+    bad = bytearray(data)
+    bad[i] ^= 0x10
+    (tmp_path / "c").write_bytes(bytes(bad))
+    with pytest.raises(SnapshotError):
+        snapshot.read_document(model, tmp_path / "c", key)
+
+
+def test_padding_and_garbage_are_refused(model, stored, tmp_path):
+    doc, _, key, data = stored
+    (tmp_path / "p").write_bytes(data + b"\0")
+    with pytest.raises(SnapshotError, match="padded"):
+        snapshot.read_document(model, tmp_path / "p", key)
+    (tmp_path / "g").write_bytes(b"not a snapshot at all" * 50)
+    with pytest.raises(SnapshotError, match="bad header"):
+        snapshot.read_document(model, tmp_path / "g", key)
+
+
+def test_another_model_or_other_tokens_do_not_match(model, stored):
+    doc, path, key, _ = stored
+    other = tiny_model(6)  # same shapes, other weights
+    assert snapshot.fingerprint(other) != snapshot.fingerprint(model)
+    assert snapshot.document_key(other, doc.token_ids) != key
+    with pytest.raises(SnapshotError, match="different model"):
+        snapshot.read_document(other, path, key)
+    as_f32 = inference.LoadedModel.from_net(copy.deepcopy(model.net), dtype=torch.float32)  # same weights, other dtype
+    assert snapshot.fingerprint(as_f32) != snapshot.fingerprint(model)
+    with pytest.raises(SnapshotError, match="key mismatch"):
+        snapshot.read_document(model, path, snapshot.document_key(model, doc.token_ids[1:]))
+    with pytest.raises(SnapshotError, match="tokens differ"):
+        snapshot.read_document(model, path, key, doc.token_ids[:-1])
+
+
+def test_fingerprint_is_computed_once_per_model(model, monkeypatch):
+    first = snapshot.fingerprint(model)
+    monkeypatch.setattr(snapshot, "_raw", lambda t: pytest.fail("hashed the weights again"))
+    assert snapshot.fingerprint(model) == first
