@@ -1,0 +1,183 @@
+"""The server's snapshot cache (vq_lsp/snapshots.py) and its use by Documents (states.py): a closed
+or evicted document comes back from disk instead of a rebuild, exactly; a bad snapshot is logged,
+deleted and rebuilt over; the cache keeps to its cap, least recently used first; the setting
+turns it off; another model never restores."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+
+import inference
+from inference import snapshot
+from vq_lsp.settings import Settings
+from vq_lsp.snapshots import SUFFIX, SnapshotStore
+from vq_lsp.states import Documents
+from vq_lsp.textsync import Change
+
+TEXT = "\n\n".join(f"Paragraph {i}: a film that some people liked and others found slow and dull." for i in range(24))
+
+
+@pytest.fixture
+def docs(model_dir, tmp_path):
+    d = Documents(Settings(model_path=str(model_dir), device="cpu"))
+    d.snapshots = SnapshotStore(tmp_path / "snapshots")
+    d.load_model()
+    return d
+
+
+def files(docs) -> list:
+    return sorted(docs.snapshots.folder.glob(f"*{SUFFIX}"))
+
+
+def reopen(docs, uri, text=TEXT):
+    docs.process_now(uri, [("close",)])
+    docs.process_now(uri, [("open", 2, "plaintext", text)])
+    return docs.states[uri]
+
+
+def test_close_and_reopen_restores_exactly(docs):
+    uri = "mem://a"
+    docs.process_now(uri, [("open", 1, "plaintext", TEXT)])
+    first = docs.scores(uri)
+    assert first["windows"] >= 2 and first["restores"] == 0
+    surprise = docs.states[uri].doc.surprise(0, first["tokens"])
+    st = reopen(docs, uri)
+    assert len(files(docs)) == 1 and st.restores == 1 and "restore_seconds" in st.last_cost
+    again = docs.scores(uri)
+    assert again["scores"] == first["scores"] and again["paragraphs"] == first["paragraphs"]
+    assert st.doc.surprise(0, again["tokens"]) == surprise
+    assert again["memory"]["snapshots"]["restored"] == 1 and again["memory"]["snapshots"]["files"] == 1
+    check = docs.verify(uri)
+    assert check["codesEqual"] and not check["rebuilt"]
+    # editing the restored state stays exact
+    docs.process_now(uri, [("change", 3, [Change("A much better film. ", (0, 0, 0, 0))])])
+    assert docs.verify(uri)["codesEqual"] and st.updates == 1 and st.rebuilds == 0
+
+
+def test_an_evicted_document_is_restored_and_then_edited(docs):
+    docs.process_now("mem://a", [("open", 1, "plaintext", TEXT)])
+    before = list(docs.states["mem://a"].tracked.ids)
+    one = docs.states["mem://a"].bytes()
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.5 * one / 2**20)
+    docs.process_now("mem://b", [("open", 1, "plaintext", TEXT.replace("film", "movie"))])
+    a = docs.states["mem://a"]
+    assert a.doc is None and a.evictions == 1 and len(files(docs)) == 1
+    docs.process_now("mem://a", [("change", 2, [Change("Truly awful. ", (0, 0, 0, 0))])])  # edited while evicted
+    assert a.restores == 1 and a.rebuilds == 0 and a.doc.token_ids == a.tracked.ids
+    assert docs.verify("mem://a")["codesEqual"]
+    never_evicted = inference.IncrementalDocument(docs.model, before)  # the same edit on a state kept in memory
+    never_evicted.apply(inference.diff(before, a.tracked.ids))
+    assert a.doc.scores == never_evicted.scores and a.doc.positions == never_evicted.positions
+
+
+def test_a_corrupt_snapshot_is_logged_deleted_and_rebuilt(docs, caplog):
+    uri = "mem://c"
+    docs.process_now(uri, [("open", 1, "plaintext", TEXT)])
+    expected = docs.scores(uri)["scores"]
+    docs.process_now(uri, [("close",)])
+    (path,) = files(docs)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="vq_lsp.snapshots"):
+        docs.process_now(uri, [("open", 2, "plaintext", TEXT)])
+    assert any("ignored snapshot" in r.message and "checksum" in r.message for r in caplog.records)
+    st = docs.states[uri]
+    assert st.restores == 0 and st.doc is not None and docs.snapshots.rejected == 1
+    assert docs.scores(uri)["scores"] == expected and docs.verify(uri)["codesEqual"]
+    assert not path.exists()  # deleted: the next close writes a good one
+    st = reopen(docs, uri)
+    assert st.restores == 1
+
+
+def test_a_truncated_snapshot_is_rebuilt(docs, caplog):
+    uri = "mem://t"
+    docs.process_now(uri, [("open", 1, "plaintext", TEXT)])
+    docs.process_now(uri, [("close",)])
+    (path,) = files(docs)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    with caplog.at_level(logging.WARNING, logger="vq_lsp.snapshots"):
+        docs.process_now(uri, [("open", 2, "plaintext", TEXT)])
+    assert any("truncated" in r.message for r in caplog.records)
+    assert docs.states[uri].restores == 0 and docs.verify(uri)["codesEqual"]
+
+
+def test_the_setting_turns_snapshots_off(docs):
+    docs.settings = Settings(model_path=docs.settings.model_path, snapshots=False)
+    docs.process_now("mem://off", [("open", 1, "plaintext", TEXT)])
+    st = reopen(docs, "mem://off")
+    assert files(docs) == [] and st.restores == 0 and st.doc is not None
+    docs.settings = Settings(model_path=docs.settings.model_path)  # on again: the close writes, the open reads
+    st = reopen(docs, "mem://off")
+    assert st.restores == 1 and len(files(docs)) == 1
+
+
+def test_another_model_does_not_restore(docs, model_dir, tmp_path):
+    docs.process_now("mem://m", [("open", 1, "plaintext", TEXT)])
+    docs.process_now("mem://m", [("close",)])
+    assert len(files(docs)) == 1
+    other = tmp_path / "other"
+    other.mkdir()
+    for f in model_dir.iterdir():
+        (other / f.name).write_bytes(f.read_bytes())
+    config = (other / "config.json").read_text().replace('"layer_norm_eps": 1e-05', '"layer_norm_eps": 2e-05')
+    assert config != (other / "config.json").read_text()
+    (other / "config.json").write_text(config)
+    docs.settings = Settings(model_path=str(other), device="cpu")
+    docs.load_model()
+    docs.process_now("mem://m", [("open", 2, "plaintext", TEXT)])
+    assert docs.states["mem://m"].restores == 0 and docs.snapshots.misses >= 1
+    assert docs.verify("mem://m")["codesEqual"]
+
+
+def test_a_state_in_doubt_is_neither_saved_nor_restored(docs):
+    uri = "mem://doubt"
+    docs.process_now(uri, [("open", 1, "plaintext", TEXT)])
+    docs.process_now(uri, [("close",)])
+    docs.process_now(uri, [("open", 2, "plaintext", TEXT)])
+    st = docs.states[uri]
+    assert st.restores == 1
+    st.tracked.ids[0] = 0  # the engine update will find tokens that disagree with its own
+    lines = TEXT.split("\n")
+    end = (len(lines) - 1, len(lines[-1]))
+    docs.process_now(uri, [("change", 3, [Change(" Yes.", (*end, *end))])])
+    assert st.rebuilds == 1 and st.restores == 1  # rebuilt from the text, not read back
+
+
+def test_lru_cap_deletes_least_recently_used(docs, tmp_path):
+    store = SnapshotStore(tmp_path / "lru")
+    model = docs.model
+    texts = [TEXT.replace("film", w) for w in ("book", "play", "show")]
+    built = [inference.IncrementalDocument(model, model.tokenizer.encode(t)) for t in texts]
+    assert store.save(built[0], 1e12) and store.save(built[1], 1e12)
+    size = max(p.stat().st_size for p in store.folder.iterdir())
+    paths = {p.name: p for p in store.folder.iterdir()}
+    old, new = sorted(paths.values(), key=lambda p: snapshot.document_key(model, built[0].token_ids) in p.name,
+                      reverse=True)
+    os.utime(old, (1_000_000, 1_000_000))  # built[0]'s snapshot: long ago
+    os.utime(new, (2_000_000, 2_000_000))
+    assert store.load(model, built[0].token_ids) is not None  # a hit: now the most recently used
+    assert store.save(built[2], 2.5 * size)  # room for two: built[1]'s, the least recently used, goes
+    assert store.load(model, built[1].token_ids) is None
+    assert store.load(model, built[0].token_ids) is not None and store.load(model, built[2].token_ids) is not None
+    assert store.evicted == 1 and store.stats()["files"] == 2
+    assert not store.save(built[0], size / 2)  # a state alone over the cap is not written
+    tmp = store.folder / ".dead.123.tmp"  # a write that died long ago is cleaned up
+    tmp.write_bytes(b"x")
+    os.utime(tmp, (1_000_000, 1_000_000))
+    store.trim(1e12)
+    assert not tmp.exists() and store.stats()["files"] == 2
+
+
+def test_an_unwritable_cache_is_logged_and_serving_goes_on(docs, tmp_path, caplog):
+    (tmp_path / "file").write_text("not a folder")
+    docs.snapshots = SnapshotStore(tmp_path / "file" / "snapshots")
+    docs.process_now("mem://w", [("open", 1, "plaintext", TEXT)])
+    with caplog.at_level(logging.WARNING, logger="vq_lsp.snapshots"):
+        out = docs.process_now("mem://w", [("close",)])
+    assert out.closed and any("could not write a snapshot" in r.message for r in caplog.records)
+    docs.process_now("mem://w", [("open", 2, "plaintext", TEXT)])
+    assert docs.states["mem://w"].doc is not None and docs.states["mem://w"].restores == 0
