@@ -74,6 +74,20 @@ def _add_later_stages(sub) -> None:
     """distill / finetune / evaluate / export (they import the inference package lazily)."""
     from . import stages
     stages.add_parsers(sub, _common, _train_loop)
+    sub.choices["export"].add_argument(
+        "--install", metavar="NAME", type=_model_name, default=None,
+        help="also install the model under NAME in the user model folder, where the server's modelPath and "
+             "vq-lsp score --model find it by name")
+
+
+def _model_name(text: str) -> str:
+    from inference import paths
+
+    try:
+        paths.installed_model(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def _exists(path: str) -> bool:

@@ -9,6 +9,7 @@ size limit (the bundled model ships inside the package).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import torch
@@ -74,4 +75,30 @@ def export(args) -> Path:
         raise SystemExit(f"{out} is {size_mb:.1f} MB, over the {args.max_mb} MB limit (try --fp16)")
     load_model(out, device="cpu")  # fails loudly if the folder does not load
     print(f"{out}: {size_mb:.1f} MB")
+    if getattr(args, "install", None):
+        target = install(out, args.install)
+        load_model(args.install, device="cpu")  # found by name
+        print(f"installed as {args.install!r} in {target}")
     return out
+
+
+def install(folder: Path, name: str) -> Path:
+    """Copy a model folder into the user model folder (inference/paths.py) as `name`.
+
+    A model already installed under that name is replaced, and never half-way: the copy is made
+    beside it and renamed into place."""
+    from inference import paths
+
+    target = paths.installed_model(name)
+    if target.resolve() == Path(folder).resolve():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp, old = target.parent / f".{name}.installing", target.parent / f".{name}.replaced"
+    for leftover in (tmp, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    shutil.copytree(folder, tmp)
+    if target.exists():
+        target.rename(old)
+    tmp.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+    return target

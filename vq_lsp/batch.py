@@ -203,7 +203,8 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
                     help="tokens at least this surprising (nats, >= 0) are listed as possible typos")
     ap.add_argument("--output", "-o", metavar="FILE", help="write rows here instead of stdout")
     ap.add_argument("--verify", action="store_true", help="check every revision against a full dense pass")
-    ap.add_argument("--model", metavar="DIR", help="model folder (default: the bundled model)")
+    ap.add_argument("--model", metavar="DIR|NAME", help="model folder, or the name of a model installed with "
+                    "vq-train export --install NAME (default: the bundled model)")
     ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
     ap.add_argument("--threads", type=argtypes.threads, help="CPU threads for torch, 1 to 1024")
     return ap
