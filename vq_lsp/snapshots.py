@@ -7,12 +7,19 @@ rebuilt with a dense pass. The folder stays under a size cap: the least recently
 (by modification time, which a hit refreshes) are deleted first. A snapshot that cannot be
 trusted (corrupt, truncated, another model or engine) is logged, deleted and reported as a miss,
 and the caller rebuilds. The format itself lives in inference/snapshot.py.
+
+Writes run on a background thread: writing a 2,000-token state's 150 MB took the engine thread
+up to 1.5 s on a busy machine, and the state being written is no longer used by anyone (its
+document was closed or evicted). Until written it stays in memory; a `load` of a snapshot still
+being written waits for it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import queue
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
@@ -29,25 +36,61 @@ STALE_TMP_S = 3600.0  # a temporary file this old is a write that died: delete i
 class SnapshotStore:
     """Snapshots in one folder, with counters the server reports (scores request, `memory`)."""
 
-    def __init__(self, folder: str | os.PathLike | None = None) -> None:
+    def __init__(self, folder: str | os.PathLike | None = None, background: bool = True) -> None:
         self.folder = Path(folder) if folder is not None else paths.snapshot_dir()
         self.saved = self.restored = self.rejected = self.misses = self.evicted = 0
+        self.background = background
+        self._pending: dict[Path, threading.Event] = {}  # writes queued or under way
+        self._lock = threading.Lock()
+        self._queue: queue.Queue = queue.Queue()
+        self._writer: threading.Thread | None = None
 
     def path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
 
     def save(self, doc: inference.IncrementalDocument, cap_bytes: float) -> bool:
-        """Write `doc` (unless the same tokens are stored already) and trim the folder to `cap_bytes`.
-        False when nothing was stored: the state alone is over the cap, or the write failed (logged)."""
+        """Store `doc` (unless the same tokens are stored already) and trim the folder to `cap_bytes`;
+        in the background unless the store was made with background=False. The caller must not
+        change `doc` afterwards. False when nothing will be stored: the state alone is over the cap
+        (or, written in the foreground, the write failed: logged)."""
         if doc.state_bytes() > cap_bytes:
             log.info("no snapshot: the state (%d bytes) is over the cache cap (%d bytes)", doc.state_bytes(), cap_bytes)
             return False
+        path = self.path(snapshot.document_key(doc.model, doc.token_ids))
+        with self._lock:
+            if path in self._pending:
+                return True
+            if path.exists():
+                try:
+                    os.utime(path)
+                    return True
+                except OSError:  # deleted meanwhile: write it again
+                    pass
+            if self.background:
+                self._pending[path] = threading.Event()
+                self._queue.put((doc, path, cap_bytes))
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_loop, name="vq-snapshots", daemon=True)
+                    self._writer.start()
+                return True
+        return self._write(doc, path, cap_bytes)
+
+    def _write_loop(self) -> None:
+        while True:
+            doc, path, cap = self._queue.get()
+            try:
+                self._write(doc, path, cap)
+            except Exception:  # never let the writer die: a failed write is a missing snapshot
+                log.exception("writing snapshot %s failed", path)
+            finally:
+                with self._lock:
+                    done = self._pending.pop(path, None)
+                if done is not None:
+                    done.set()
+
+    def _write(self, doc: inference.IncrementalDocument, path: Path, cap_bytes: float) -> bool:
         t0 = time.perf_counter()
         try:
-            path = self.path(snapshot.document_key(doc.model, doc.token_ids))
-            if path.exists():
-                os.utime(path)
-                return True
             self.folder.mkdir(parents=True, exist_ok=True)
             size = snapshot.write_document(doc, path, path.stem)
         except (OSError, snapshot.SnapshotError) as e:
@@ -58,16 +101,32 @@ class SnapshotStore:
         self.trim(cap_bytes, keep=path)
         return path.exists()
 
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued write is done; False if `timeout` ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = next(iter(self._pending.values()), None)
+            if pending is None:
+                return True
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not pending.wait(left) and left == 0.0:
+                return False
+
     def load(self, model: inference.LoadedModel, ids: Sequence[int]) -> inference.IncrementalDocument | None:
         """The stored state of exactly these tokens under this model, or None (a miss, or a
         snapshot that failed its checks: logged and deleted)."""
         path = self.path(snapshot.document_key(model, ids))
-        if not path.exists():
-            self.misses += 1
-            return None
+        with self._lock:
+            writing = self._pending.get(path)
+        if writing is not None:
+            writing.wait()
         t0 = time.perf_counter()
         try:
             doc = snapshot.read_document(model, path, path.stem, ids)
+        except FileNotFoundError:
+            self.misses += 1
+            return None
         except (OSError, snapshot.SnapshotError) as e:
             log.warning("ignored snapshot %s (%s); rebuilding the state from the text", path, e)
             self.rejected += 1
@@ -124,4 +183,4 @@ class SnapshotStore:
         entries = [e for e in self._entries() if e[2].name.endswith(SUFFIX)]
         return {"folder": str(self.folder), "files": len(entries), "bytes": sum(s for _, s, _ in entries),
                 "saved": self.saved, "restored": self.restored, "rejected": self.rejected, "misses": self.misses,
-                "evicted": self.evicted}
+                "evicted": self.evicted, "pending": len(self._pending)}

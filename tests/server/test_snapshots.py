@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import pytest
 
@@ -29,6 +30,7 @@ def docs(model_dir, tmp_path):
 
 
 def files(docs) -> list:
+    assert docs.snapshots.flush(60)
     return sorted(docs.snapshots.folder.glob(f"*{SUFFIX}"))
 
 
@@ -148,7 +150,7 @@ def test_a_state_in_doubt_is_neither_saved_nor_restored(docs):
 
 
 def test_lru_cap_deletes_least_recently_used(docs, tmp_path):
-    store = SnapshotStore(tmp_path / "lru")
+    store = SnapshotStore(tmp_path / "lru", background=False)
     model = docs.model
     texts = [TEXT.replace("film", w) for w in ("book", "play", "show")]
     built = [inference.IncrementalDocument(model, model.tokenizer.encode(t)) for t in texts]
@@ -172,12 +174,33 @@ def test_lru_cap_deletes_least_recently_used(docs, tmp_path):
     assert not tmp.exists() and store.stats()["files"] == 2
 
 
+def test_writes_run_in_the_background_and_a_load_waits_for_them(docs, monkeypatch):
+    """The engine thread only queues a write; a load of that snapshot waits until it is on disk."""
+    gate = threading.Event()
+    real = snapshot.write_document
+
+    def slow_write(*args, **kwargs):
+        assert threading.current_thread().name == "vq-snapshots"
+        gate.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(snapshot, "write_document", slow_write)
+    uri = "mem://bg"
+    docs.process_now(uri, [("open", 1, "plaintext", TEXT)])
+    docs.process_now(uri, [("close",)])  # returns while the write is held back
+    assert docs.snapshots.stats()["pending"] == 1 and not docs.snapshots.flush(0.05)
+    threading.Timer(0.2, gate.set).start()
+    docs.process_now(uri, [("open", 2, "plaintext", TEXT)])
+    assert docs.states[uri].restores == 1 and docs.snapshots.stats()["pending"] == 0
+
+
 def test_an_unwritable_cache_is_logged_and_serving_goes_on(docs, tmp_path, caplog):
     (tmp_path / "file").write_text("not a folder")
     docs.snapshots = SnapshotStore(tmp_path / "file" / "snapshots")
     docs.process_now("mem://w", [("open", 1, "plaintext", TEXT)])
     with caplog.at_level(logging.WARNING, logger="vq_lsp.snapshots"):
         out = docs.process_now("mem://w", [("close",)])
+        assert docs.snapshots.flush(60)
     assert out.closed and any("could not write a snapshot" in r.message for r in caplog.records)
     docs.process_now("mem://w", [("open", 2, "plaintext", TEXT)])
     assert docs.states["mem://w"].doc is not None and docs.states["mem://w"].restores == 0

@@ -1,0 +1,102 @@
+"""Restore from a snapshot vs rebuild: the engine state of a 2,000-token document, side by side.
+
+    python benchmarks/snapshots.py [--model PATH] [--tokens 2000] [--repeats 5] [--threads 1]
+                                   [--dtype float64|float32] [--out benchmarks/results/snapshots.md]
+
+The document is the start of a Rust book chapter (the revisions data), cut to --tokens tokens.
+Rebuild: `IncrementalDocument(model, ids)`, the dense pass the server runs for a document it
+has no state for. Restore: what the server runs instead when a snapshot holds those tokens
+(vq_lsp/snapshots.py: key from the model fingerprint and the ids, read, checks, CRC), from a
+file in the page cache (a file just written, as when a document is closed and reopened; a cold
+disk adds its read time). The server writes on a background thread; "write s" is that
+thread's time. Both are timed in the same run, alternating, median of --repeats;
+the restored state must be exact: verify() passes, and scores and per-token surprise equal the
+rebuilt state's bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import inference  # noqa: E402
+from benchmarks.common import data_dir, markdown_table, revision_histories  # noqa: E402
+from inference import snapshot  # noqa: E402
+from vq_lsp.snapshots import SnapshotStore  # noqa: E402
+
+
+def document_ids(model: inference.LoadedModel, data: Path, tokens: int) -> list[int]:
+    for _, texts in revision_histories(data / "revisions" / "rust_book_chapters.jsonl.gz"):
+        ids = model.tokenizer.encode(texts[-1])
+        if len(ids) >= tokens:
+            return ids[:tokens]
+    raise SystemExit(f"no chapter of {tokens} tokens in {data}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="model folder or installed name (default: the bundled model)")
+    p.add_argument("--tokens", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1, help="torch threads for both (default 1)")
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
+    p.add_argument("--out", help="also write the table (with the command) to this markdown file")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    model = inference.load_model(args.model, device="cpu", dtype=getattr(torch, args.dtype))
+    ids = document_ids(model, data_dir(args.data), args.tokens)
+    t0 = time.perf_counter()
+    snapshot.fingerprint(model)
+    fingerprint_s = time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SnapshotStore(Path(tmp), background=False)  # write_s: the whole write, not its queueing
+        doc = inference.IncrementalDocument(model, ids)  # warm-up (allocator, kernels)
+        t0 = time.perf_counter()
+        assert store.save(doc, 1e12)
+        write_s = time.perf_counter() - t0
+        size = sum(f.stat().st_size for f in Path(tmp).iterdir())
+        rebuild, restore = [], []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            built = inference.IncrementalDocument(model, ids)
+            rebuild.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            back = store.load(model, ids)
+            restore.append(time.perf_counter() - t0)
+            assert back is not None, "the snapshot was not restored"
+        check = back.verify()
+        exact = (check.codes_equal and back.scores == built.scores
+                 and back.surprise(0, back.n_tokens) == built.surprise(0, built.n_tokens))
+
+    rb, rs = statistics.median(rebuild), statistics.median(restore)
+    mib = 2**20
+    table = markdown_table(
+        ["tokens", "windows", "state MiB", "snapshot MiB", "rebuild s", "restore s", "restore speedup",
+         "write s", "exact (verify, scores, surprise)"],
+        [[str(len(ids)), str(len(doc.windows)), f"{doc.state_bytes() / mib:.1f}", f"{size / mib:.1f}", f"{rb:.3f}",
+          f"{rs:.3f}", f"{rb / rs:.1f}x", f"{write_s:.3f}", "yes" if exact else "NO"]])
+    name = args.model or "bundled"
+    text = (f"Model {name} ({args.dtype}), {args.threads} torch thread(s), median of {args.repeats} "
+            f"alternating runs; model fingerprint computed once per load: {fingerprint_s:.3f} s.\n\n{table}\n\n"
+            f"rebuild runs (s): {', '.join(f'{x:.3f}' for x in rebuild)}\n"
+            f"restore runs (s): {', '.join(f'{x:.3f}' for x in restore)}\n")
+    print(text)
+    if args.out:
+        command = "python benchmarks/snapshots.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        Path(args.out).write_text(f"# Snapshot restore vs rebuild\n\n`{command.strip()}`\n\n{text}")
+    return 0 if exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
