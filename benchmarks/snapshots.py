@@ -17,6 +17,7 @@ rebuilt state's bit for bit.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
     p.add_argument("--out", help="also write the table (with the command) to this markdown file")
     args = p.parse_args(argv)
+    load_before = os.getloadavg()[0]
     torch.set_num_threads(args.threads)
     model = inference.load_model(args.model, device="cpu", dtype=getattr(torch, args.dtype))
     ids = document_ids(model, data_dir(args.data), args.tokens)
@@ -88,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{rs:.3f}", f"{rb / rs:.1f}x", f"{write_s:.3f}", "yes" if exact else "NO"]])
     name = args.model or "bundled"
     text = (f"Model {name} ({args.dtype}), {args.threads} torch thread(s), median of {args.repeats} "
-            f"alternating runs; model fingerprint computed once per load: {fingerprint_s:.3f} s.\n\n{table}\n\n"
+            f"alternating runs; model fingerprint computed once per load: {fingerprint_s:.3f} s; "
+            f"machine load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n\n"
+            f"{table}\n\n"
             f"rebuild runs (s): {', '.join(f'{x:.3f}' for x in rebuild)}\n"
             f"restore runs (s): {', '.join(f'{x:.3f}' for x in restore)}\n")
     print(text)
