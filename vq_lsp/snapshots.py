@@ -10,8 +10,9 @@ and the caller rebuilds. The format itself lives in inference/snapshot.py.
 
 Writes run on a background thread: writing a 2,000-token state's 150 MB took the engine thread
 up to 1.5 s on a busy machine, and the state being written is no longer used by anyone (its
-document was closed or evicted). Until written it stays in memory; a `load` of a snapshot still
-being written waits for it.
+document was closed or evicted). Until written it stays in memory, so at most one write waits
+at a time (a second save waits for the first: memory beyond the budget stays within one state),
+and a `load` of a snapshot still being written waits for it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ class SnapshotStore:
     def path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
 
+    def prepare(self, model: inference.LoadedModel) -> None:
+        """Hash the model now (while it loads) rather than at the first open that looks for a snapshot."""
+        snapshot.fingerprint(model)
+
     def save(self, doc: inference.IncrementalDocument, cap_bytes: float) -> bool:
         """Store `doc` (unless the same tokens are stored already) and trim the folder to `cap_bytes`;
         in the background unless the store was made with background=False. The caller must not
@@ -57,6 +62,8 @@ class SnapshotStore:
             log.info("no snapshot: the state (%d bytes) is over the cache cap (%d bytes)", doc.state_bytes(), cap_bytes)
             return False
         path = self.path(snapshot.document_key(doc.model, doc.token_ids))
+        if self.background:
+            self.flush()  # at most one state held for writing
         with self._lock:
             if path in self._pending:
                 return True

@@ -6,7 +6,8 @@ not too long) it also keeps its tokens (`TrackedText`) and an `IncrementalDocume
 states are the expensive part: `Documents` keeps them within a memory budget by dropping the
 least recently used ones, which are rebuilt from the text when the document is edited or a
 request needs them (never just to re-filter hints: `HintMaterial` keeps what hints are chosen
-from). A document whose state alone would exceed the budget gets no state and one message.
+from). A dropped or closed state is left in the snapshot cache (snapshots.py) and read back,
+instead of rebuilt, when the same tokens come back; a state in doubt is never saved or read back. A document whose state alone would exceed the budget gets no state and one message.
 A state in doubt (the engine refused an edit, its tokens disagree with the text's, verify()
 failed) is rebuilt from the text too; every rebuild is counted and logged.
 
@@ -118,6 +119,8 @@ class Documents:
             self.model, self.model_error = None, f"cannot load the model: {e}"
             raise inference.ModelLoadError(self.model_error) from None
         self.model_error = None
+        if s.snapshots:
+            self.snapshots.prepare(self.model)
         for st in self.states.values():
             st.tracked, st.doc, st.problem, st.builder, st.material = None, None, None, None, None
         cfg = self.model.config
