@@ -204,3 +204,22 @@ def test_an_unwritable_cache_is_logged_and_serving_goes_on(docs, tmp_path, caplo
     assert out.closed and any("could not write a snapshot" in r.message for r in caplog.records)
     docs.process_now("mem://w", [("open", 2, "plaintext", TEXT)])
     assert docs.states["mem://w"].doc is not None and docs.states["mem://w"].restores == 0
+
+
+def test_shutdown_waits_for_a_snapshot_being_written(model_dir, tmp_path, monkeypatch):
+    """The editor closes a document and quits: the server's shutdown lets the write finish."""
+    from lsprotocol import types
+
+    from vq_lsp.server import build
+
+    server = build(Settings(model_path=str(model_dir), device="cpu"))
+    server.docs.snapshots = SnapshotStore(tmp_path / "s")
+    server.docs.load_model()
+    server.docs.process_now("mem://q", [("open", 1, "plaintext", TEXT)])
+    gate, real = threading.Event(), snapshot.write_document
+    monkeypatch.setattr(snapshot, "write_document", lambda *a, **k: (gate.wait(60), real(*a, **k))[1])
+    server.docs.process_now("mem://q", [("close",)])
+    assert server.docs.snapshots.stats()["pending"] == 1
+    threading.Timer(0.3, gate.set).start()
+    server.protocol.fm.features[types.SHUTDOWN](None)
+    assert server.docs.snapshots.stats()["pending"] == 0 and len(list((tmp_path / "s").glob(f"*{SUFFIX}"))) == 1
