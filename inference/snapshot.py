@@ -4,7 +4,8 @@ Restoring a state is a read of its bytes; rebuilding it is a dense pass over eve
 walk is generic on purpose: it writes whatever the document and its WindowStates hold
 (`vars()`), so the state's fields can change without this module changing:
   - torch tensors (any dtype, shape, device) and numpy arrays: raw bytes, dtype and shape in
-    the metadata; lists, tuples, dicts and plain scalars: inline in the metadata;
+    the metadata; lists, tuples, dicts, plain scalars, dtypes and devices: inline in the
+    metadata; objects of this package's classes (small records): their attributes, the same way;
   - references to the model's shared objects (net, config, consts, the model itself): a name,
     re-attached from the model on restore;
   - derived views (a view into one of the window's tensors, or an object holding only such
@@ -22,6 +23,7 @@ raises SnapshotError, so that the caller can drop it and rebuild from the text.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -144,6 +146,14 @@ class _Writer:
             return {"t": "L" if isinstance(v, list) else "U", "v": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
         if isinstance(v, dict) and all(isinstance(k, (str, int)) for k in v):
             return {"t": "D", "v": [[k, self.value(x, f"{where}[{k!r}]")] for k, x in v.items()]}
+        if isinstance(v, torch.dtype):
+            return {"t": "dtype", "v": str(v).removeprefix("torch.")}
+        if isinstance(v, torch.device):
+            return {"t": "device"}  # restored as the model's device (the fingerprint holds its type)
+        cls = type(v)
+        if cls.__module__.split(".")[0] == __package__ and hasattr(v, "__dict__") and not hasattr(cls, "__slots__"):
+            return {"t": "O", "cls": f"{cls.__module__}:{cls.__qualname__}",
+                    "v": {name: self.value(x, f"{where}.{name}") for name, x in vars(v).items()}}
         raise SnapshotError(f"{where}: cannot snapshot a {type(v).__name__}")
 
     def window(self, w: WindowState, where: str) -> dict:
@@ -246,7 +256,31 @@ class _Reader:
             return items if tag == "L" else tuple(items)
         if tag == "D":
             return {k: self.value(x, f"{where}[{k!r}]") for k, x in v["v"]}
+        if tag == "dtype":
+            dtype = getattr(torch, v["v"], None)
+            if not isinstance(dtype, torch.dtype):
+                raise SnapshotError(f"{where}: unknown dtype {v['v']!r}")
+            return dtype
+        if tag == "device":
+            return self.model.device
+        if tag == "O":
+            return self.instance(v, where)
         raise SnapshotError(f"{where}: unknown entry {tag!r}")
+
+    def instance(self, v: dict, where: str) -> Any:
+        """An object of a class of this package (a small record a window may hold), attributes restored."""
+        module, _, qualname = v["cls"].partition(":")
+        if module.split(".")[0] != __package__:
+            raise SnapshotError(f"{where}: refusing a class outside {__package__}: {v['cls']!r}")
+        cls = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        if not isinstance(cls, type):
+            raise SnapshotError(f"{where}: {v['cls']!r} is not a class")
+        obj = cls.__new__(cls)
+        for name, x in v["v"].items():
+            object.__setattr__(obj, name, self.value(x, f"{where}.{name}"))
+        return obj
 
     def window(self, fields: dict, where: str) -> WindowState:
         w = WindowState.__new__(WindowState)

@@ -94,6 +94,8 @@ def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
     w.extra_list = [torch.ones(2, dtype=torch.float16), torch.zeros(0, 3)]
     w.extra_host = np.arange(6, dtype=np.uint16).reshape(3, 2)
     w.extra_dict = {"a": (1, 2.5, None), "b": [np.int64(7)]}
+    w.extra_dtype, w.extra_device = torch.bfloat16, torch.device("cpu")
+    w.extra_record = inference.Cost(incremental_macs=3, dirty_per_layer=[1, 2])  # a dataclass of the package
     key = write(doc, tmp_path / "s")
     back = snapshot.read_document(model, tmp_path / "s", key).windows[0]
     for name in ("extra_bf16", "extra_int8", "extra_bool", "extra_scalar"):
@@ -101,6 +103,8 @@ def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
     assert [t.dtype for t in back.extra_list] == [torch.float16, torch.float32] and back.extra_list[1].shape == (0, 3)
     assert back.extra_host.dtype == np.uint16 and np.array_equal(back.extra_host, w.extra_host)
     assert back.extra_dict == {"a": (1, 2.5, None), "b": [7]}
+    assert back.extra_dtype is torch.bfloat16 and back.extra_device == model.device
+    assert back.extra_record == w.extra_record and type(back.extra_record) is inference.Cost
 
 
 def test_views_are_remade_not_written(model, tmp_path):
