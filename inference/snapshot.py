@@ -115,13 +115,14 @@ class _Writer:
         self.shared = {id(v): k for k, v in _shared(model).items()}
         self.chunks: list[np.ndarray] = []
         self.crc = 0
+        self.own: set[int] = set()  # ids of the tensors of the window being written
 
     def blob(self, data: np.ndarray) -> int:
         self.chunks.append(data)
         self.crc = zlib.crc32(data, self.crc)
         return data.nbytes
 
-    def value(self, v: Any, where: str) -> Any:
+    def value(self, v: Any, where: str, nested: bool = True) -> Any:
         if id(v) in self.shared:
             return {"t": "S", "ref": self.shared[id(v)]}
         if isinstance(v, WindowState):
@@ -129,6 +130,9 @@ class _Writer:
         if isinstance(v, torch.Tensor):
             if v.requires_grad:
                 raise SnapshotError(f"{where}: a tensor that requires grad")
+            if nested and (id(v) in self.own or (v._base is not None and id(v._base) in self.own)):
+                raise SnapshotError(f"{where}: shares memory with a window tensor; written as data it would "
+                                    "come back as a copy")
             return {"t": "T", "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
                     "n": self.blob(_raw(v))}
         if isinstance(v, np.ndarray):
@@ -157,10 +161,11 @@ class _Writer:
         raise SnapshotError(f"{where}: cannot snapshot a {type(v).__name__}")
 
     def window(self, w: WindowState, where: str) -> dict:
-        own = {id(t) for t in vars(w).values() if isinstance(t, torch.Tensor)}
+        outer, self.own = self.own, {id(t) for t in vars(w).values() if isinstance(t, torch.Tensor)}
         out = {}
         for name, v in vars(w).items():
-            out[name] = {"t": "V"} if _derived(v, own) else self.value(v, f"{where}.{name}")
+            out[name] = {"t": "V"} if _derived(v, self.own) else self.value(v, f"{where}.{name}", nested=False)
+        self.own = outer
         return out
 
 

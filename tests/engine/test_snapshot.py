@@ -124,6 +124,19 @@ def test_a_view_that_views_do_not_remake_is_refused(model, tmp_path):
         snapshot.read_document(model, tmp_path / "s", key)
 
 
+def test_data_sharing_memory_with_a_window_tensor_is_refused(model, tmp_path):
+    """A view mixed into data the walk writes would come back as a copy, no longer tied to the
+    tensor it views: refused at write time rather than restored subtly different."""
+    doc = edited_document(model, n=60)
+    w = doc.windows[0]
+    w.mixed = [w.qkvc[0], torch.ones(2)]
+    with pytest.raises(SnapshotError, match=r"windows\[0\]\.mixed\[0\]: shares memory with a window tensor"):
+        write(doc, tmp_path / "s")
+    w.mixed = [w.x, torch.ones(2)]  # the window's own tensor, aliased inside other data
+    with pytest.raises(SnapshotError, match="shares memory"):
+        write(doc, tmp_path / "s")
+
+
 def test_an_attribute_it_cannot_write_is_refused(model, tmp_path):
     doc = edited_document(model, n=200)
     doc.windows[1].handle = object()
