@@ -54,8 +54,29 @@ class SnapshotError(ValueError):
 
 
 def _shared(model: "LoadedModel") -> dict[str, Any]:
-    """The model's objects a state refers to (never written: re-attached on restore)."""
-    return {"model": model, "net": model.net, "config": model.net.config, "consts": model.consts}
+    """The model's objects a state may refer to, by name: the model, its network, config and
+    constants, every module, parameter and buffer of the network, and every tensor the constants
+    hold. Never written: re-attached from the model on restore. Once per model."""
+    cached = model.__dict__.get("_snapshot_shared")
+    if cached is not None:
+        return cached
+    out: dict[str, Any] = {"model": model, "net": model.net, "config": model.net.config, "consts": model.consts}
+    for name, module in model.net.named_modules():
+        out.setdefault(f"net.{name}", module)
+    for name, t in [*model.net.named_parameters(), *model.net.named_buffers()]:
+        out.setdefault(f"net.{name}", t)
+
+    def walk(v: Any, name: str, depth: int) -> None:
+        if isinstance(v, torch.Tensor):
+            out.setdefault(name, v)
+        elif isinstance(v, (list, tuple)) and depth < 3:
+            for i, x in enumerate(v):
+                walk(x, f"{name}[{i}]", depth + 1)
+
+    for name, v in vars(model.consts).items():
+        walk(v, f"consts.{name}", 0)
+    model._snapshot_shared = out
+    return out
 
 
 # ----------------------------------------------------------------- keys

@@ -84,7 +84,8 @@ def test_restore_is_exact_and_keeps_editing_exactly(model, tmp_path):
 
 def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
     """The walk is generic: a window attribute it has never seen (another dtype, a numpy array, a
-    list of tensors, a dict) comes back as it was, with no change to snapshot.py."""
+    list of tensors, a dict, a record, references to the model's modules, weights and constants)
+    comes back as it was, with no change to snapshot.py."""
     doc = edited_document(model, n=60)
     w = doc.windows[0]
     w.extra_bf16 = torch.randn(3, 5).to(torch.bfloat16)
@@ -96,6 +97,7 @@ def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
     w.extra_dict = {"a": (1, 2.5, None), "b": [np.int64(7)]}
     w.extra_dtype, w.extra_device = torch.bfloat16, torch.device("cpu")
     w.extra_record = inference.Cost(incremental_macs=3, dirty_per_layer=[1, 2])  # a dataclass of the package
+    w.extra_refs = [model.net.layers[1], model.net.layers[0].fc1.weight, model.consts.code_sq[2]]  # the model's own
     key = write(doc, tmp_path / "s")
     back = snapshot.read_document(model, tmp_path / "s", key).windows[0]
     for name in ("extra_bf16", "extra_int8", "extra_bool", "extra_scalar"):
@@ -105,6 +107,7 @@ def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
     assert back.extra_dict == {"a": (1, 2.5, None), "b": [7]}
     assert back.extra_dtype is torch.bfloat16 and back.extra_device == model.device
     assert back.extra_record == w.extra_record and type(back.extra_record) is inference.Cost
+    assert all(a is b for a, b in zip(back.extra_refs, w.extra_refs))  # re-attached, not copied
 
 
 def test_views_are_remade_not_written(model, tmp_path):
