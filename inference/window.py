@@ -68,10 +68,11 @@ class LayerConstants:
     Row layouts of the engine's state (per layer; G segments of width w, a segment lying in one
     attention head and one VQ head; Kp = K codes with VQ, 0 without):
       qkv:  q (d) | k (d) | v (d)                                    one fused matmul per dirty row
-      sp:   s_0 (w) pc_0 (Kp) | s_1 (w) pc_1 (Kp) | ...              pc_g = s_g . codes of g
+      sp:   s^0 (d/h) p^0 (Kp) | s^1 (d/h) p^1 (Kp) | ...            per VQ head j: its chunk of
+                                                                     s and p^j = s^j . codes of j
     An update projects its changed keys' v on the codes (vc_g = v_g . codes of g, G x w x K per
     key), so that one batched product of attention weights with (v_g | vc_g) moves both s and
-    the code projections of every query. A VQ head's projections are the sum of its segments' pc."""
+    the code projections of every query; a VQ head's p moves by the sum of its segments' part."""
 
     def __init__(self, net: VQOPT) -> None:
         cfg = net.config
@@ -92,7 +93,7 @@ class LayerConstants:
         self.q_scaled = math.log2(cfg.head_dim) % 2 == 0  # hd^-0.5 is a power of two
         self.finish = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them) and biases
         self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
-        self.seg_weight = []  # (G, w, w + Kp) per layer: s_g -> s_g | pc_g, for rows recomputed in full
+        self.code_t = []  # (h, d/h, K) per layer: a VQ head's s chunk -> its code projections
         for layer in net.layers:
             cb = layer.vq.codebook.detach()  # (h, K, w)
             self.code_sq.append(cb.pow(2).sum(-1))
@@ -115,9 +116,7 @@ class LayerConstants:
             self.finish.append(tuple(fin))
             self.qkv_weight.append(torch.cat(cols, 1).contiguous())
             self.qkv_bias.append(torch.cat(bias) if bias else None)
-            eye_w = torch.eye(width, dtype=cb.dtype, device=cb.device).expand(G, width, width)
-            sw = torch.cat([eye_w, seg.transpose(1, 2)], 2) if Kp else eye_w.clone()
-            self.seg_weight.append((sw * cfg.attention_scale if self.scale_exact else sw).contiguous())
+            self.code_t.append(cb.transpose(1, 2).contiguous())
 
     def to(self, device: torch.device) -> "LayerConstants":
         self.head_of_segment = self.head_of_segment.to(device)
@@ -183,9 +182,9 @@ class WindowState:
     # ----------------------------------------------------------------- layout
     # Row tensors have cap + 1 rows: the last is the trash slot, never alive, which the padded
     # entries of bucketed index lists read and write. See LayerConstants for the row layouts.
-    def _seg(self, t: torch.Tensor) -> torch.Tensor:
-        """(..., G (w + Kp)) -> (..., G, w + Kp)."""
-        return t.unflatten(-1, (self.consts.segments, -1))
+    def _per_vq_head(self, t: torch.Tensor) -> torch.Tensor:
+        """sp rows (..., h (d/h + Kp)) -> (..., h, d/h + Kp)."""
+        return t.unflatten(-1, (self.cfg.vq_heads, -1))
 
     @property
     def q(self) -> torch.Tensor:
@@ -202,12 +201,12 @@ class WindowState:
 
     @property
     def s(self) -> torch.Tensor:
-        return self._seg(self.sp)[..., : self.consts.width].flatten(-2)
+        return self._per_vq_head(self.sp)[..., : self.cfg.hidden_size // self.cfg.vq_heads].flatten(-2)
 
     @property
     def proj(self) -> torch.Tensor:
-        pc = self._seg(self.sp)[..., self.consts.width :]  # (..., G, K)
-        return pc.unflatten(-2, (self.cfg.vq_heads, -1)).sum(-2)
+        """Code projections s . c per VQ head: (..., h, K)."""
+        return self._per_vq_head(self.sp)[..., self.cfg.hidden_size // self.cfg.vq_heads :]
 
     @property
     def alive(self) -> torch.Tensor:
@@ -239,7 +238,7 @@ class WindowState:
         self.idpos = torch.zeros(cap + 1, 2, dtype=torch.long, device=dev)  # token id and position per slot
         self.x = torch.zeros(L, cap + 1, d, dtype=dt, device=dev)  # layer outputs; the last one gives the heads
         self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
-        self.sp = torch.zeros(L, cap + 1, d + G * Kp, dtype=dt, device=dev)
+        self.sp = torch.zeros(L, cap + 1, d + h * Kp, dtype=dt, device=dev)
         self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
         self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
         self.lse = torch.zeros(cap + 1, dtype=dt, device=dev)
@@ -254,11 +253,11 @@ class WindowState:
             for l, tr in enumerate(out.traces):
                 self.x[l, :n] = out.layer_outputs[l][0]
                 self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
-                sseg = self._seg(self.sp[l, :n])
-                sseg[..., : consts.width] = tr.s[0].unflatten(-1, (G, -1))
+                sp3, s3 = self._per_vq_head(self.sp[l, :n]), tr.s[0].unflatten(-1, (h, -1))
+                sp3[..., : d // h] = s3
                 if cfg.vq:
                     self.codes[l, :n] = tr.codes[0]
-                    sseg[..., consts.width :] = consts.key_code_projections(l, tr.s[0])
+                    sp3[..., d // h :] = torch.bmm(s3.transpose(0, 1), consts.code_t[l]).transpose(0, 1)
             self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
         self._views()
         self._total()
@@ -572,7 +571,7 @@ class WindowState:
                 macs += pairs * 2 * d
                 if cfg.vq and rec["proj_delta"]:
                     macs += len(pk) * d * K  # each changed key's vc (G segments of w x K)
-                    macs += pairs * G * K
+                    macs += pairs * G * K + (a - dirty) * (G - cfg.vq_heads) * K  # moves, then summed per VQ head
                 elif cfg.vq:
                     macs += (a - dirty) * K * d  # every affected row not recomputed in full, projected afresh
             if len(fl):
@@ -662,7 +661,7 @@ class WindowState:
             if not consts.q_scaled:
                 new[:, :d] *= cfg.head_dim ** -0.5
         spA = V.sp.index_select(0, A)
-        spA_seg = spA.view(ab1, G, -1)
+        sp3 = spA.view(ab1, cfg.vq_heads, -1)  # per VQ head: its chunk of s, then its code projections
         if m:
             old = V.qkv.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
             if C:
@@ -685,18 +684,17 @@ class WindowState:
             if proj_delta:  # with each changed key's vc: (G, m, w + Kp)
                 if cfg.vq:
                     vals = torch.cat([vals, torch.bmm(vals, consts.segment_codebook_t[l])], -1)
-                spA_seg.add_(torch.bmm(wts, vals).transpose(0, 1))
+                self._add_segments(sp3, torch.bmm(wts, vals))
             else:  # many changed keys: move s alone, then project every affected row's s afresh (K x d each)
-                w_ = consts.width
-                spA_seg[..., :w_].add_(torch.bmm(wts, vals).transpose(0, 1))
-                s_seg = spA_seg[..., :w_].transpose(0, 1)  # (G, a, w)
-                spA_seg[..., w_:] = torch.bmm(s_seg, consts.segment_codebook[l].transpose(1, 2)).transpose(0, 1)
+                dh = d // cfg.vq_heads
+                self._add_segments(sp3, torch.bmm(wts, vals))
+                sp3[..., dh:] = torch.bmm(sp3[..., :dh].transpose(0, 1), consts.code_t[l]).transpose(0, 1)
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
         if cfg.vq and m and tcap:
-            dist = self._dist(l, spA_seg)
-            tied = self._tied(l, spA_seg, dist, dist.amin(-1, keepdim=True), clean)
+            dist = self._dist(sp3, l)
+            tied = self._tied(l, sp3, dist, dist.amin(-1, keepdim=True), clean)
             tv, ti = torch.topk(tied.to(spA.dtype), tcap)
             tloc = torch.where(tv > 0, ti, ctx.tl_t)
 
@@ -705,15 +703,15 @@ class WindowState:
         R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
         if R is not None:
             qR = V.qh.index_select(0, dv if R is dloc else A.index_select(0, R)).transpose(0, 1)  # (H, r, hd)
-            spA_seg.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
+            sp3.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
         V.sp.index_put_((A,), spA)
 
         # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
         if cfg.vq:
-            dist = self._dist(l, spA_seg)
+            dist = self._dist(sp3, l)
             best = dist.amin(-1, keepdim=True)  # (a, h, 1)
             if tied is None and m:
-                tied = self._tied(l, spA_seg, dist, best, clean)
+                tied = self._tied(l, sp3, dist, best, clean)
             nxt = (dist.gather(-1, V.codes1.index_select(0, A)) > best).flatten(1).any(1)  # a code flipped
         else:
             nxt = ctx.valid_b if m else ctx.zeros
@@ -743,17 +741,34 @@ class WindowState:
         return nloc
 
     def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
-        """s_g | pc_g of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key: (r, G, w + Kp)."""
+        """s^j | p^j of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key: (r, h, d/h + Kp)."""
         cfg, consts = self.cfg, self.consts
+        h, r = cfg.vq_heads, qR.shape[1]
         mask = V.kpos <= posR  # (r, slots): causal, alive keys only
-        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly: c goes into seg_weight
+        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the r x d sums
             wR = F.gelu(torch.bmm(qR, V.kh)) * mask
         else:
             wR = F.gelu(torch.bmm(qR, V.kh)) * (mask * cfg.attention_scale)
         if consts.segments != cfg.num_attention_heads:
             wR = wR[consts.head_of_segment]
-        # per segment: s_g and its code projections pc_g in one more batched product
-        return torch.bmm(torch.bmm(wR, V.vh), consts.seg_weight[l]).transpose(0, 1)
+        s = torch.bmm(wR, V.vh).transpose(0, 1).reshape(r, h, -1)  # (r, h, d/h)
+        if consts.scale_exact:
+            s = s * cfg.attention_scale
+        if not consts.kp:
+            return s
+        return torch.cat([s, torch.bmm(s.transpose(0, 1), consts.code_t[l]).transpose(0, 1)], -1)
+
+    def _add_segments(self, sp3: torch.Tensor, delta: torch.Tensor) -> None:
+        """Add per-segment moves (G, a, w [+ Kp]) into sp rows (a, h, d/h + Kp): each segment's s part
+        into its place in its VQ head's chunk, the code-projection parts summed per VQ head."""
+        h, G, w = self.cfg.vq_heads, self.consts.segments, self.consts.width
+        if G == h and delta.shape[-1] == sp3.shape[-1]:
+            sp3.add_(delta.transpose(0, 1))
+            return
+        per = delta.unflatten(0, (h, G // h))  # (h, G/h, a, w [+ Kp])
+        sp3[..., : w * (G // h)].unflatten(-1, (G // h, w)).add_(per[..., :w].permute(2, 0, 1, 3))
+        if delta.shape[-1] > w:
+            sp3[..., w * (G // h) :].add_(per[..., w:].sum(1).transpose(0, 1))
 
     def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
         """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
@@ -761,8 +776,8 @@ class WindowState:
         cfg, consts, V, A = self.cfg, self.consts, self.layer_views[l], ctx.A
         rows = A.index_select(0, uloc)
         spR = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, uloc))
-        V.sp.view(V.sp.shape[0], consts.segments, -1).index_put_((rows,), spR)
-        codes = self._dist(l, spR).argmin(-1)
+        self._per_vq_head(V.sp).index_put_((rows,), spR)
+        codes = self._dist(spR, l).argmin(-1)
         changed = (codes != V.codes.index_select(0, rows)).any(-1) & ctx.valid_b.index_select(0, uloc)
         V.codes.index_put_((rows,), codes)
         flat = torch.cat([changed.sum().view(1), uloc]).tolist()  # the rare overflow path: one more sync
@@ -782,18 +797,15 @@ class WindowState:
         a = torch.relu(torch.addmm(b1, a, w1) if b1 is not None else a @ w1)
         return x + (torch.addmm(b2, a, w2) if b2 is not None else a @ w2)
 
-    def _dist(self, l: int, spA_seg: torch.Tensor) -> torch.Tensor:
-        """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, G, w + K): (a, h, K)."""
-        pc = spA_seg[..., self.consts.width :]  # (a, G, K)
-        h = self.cfg.vq_heads
-        proj = pc.unflatten(1, (h, -1)).sum(2) if self.consts.segments != h else pc
-        return torch.add(self.consts.code_sq[l], proj, alpha=-2.0)
+    def _dist(self, sp3: torch.Tensor, l: int) -> torch.Tensor:
+        """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, h, d/h + K): (a, h, K)."""
+        return torch.add(self.consts.code_sq[l], sp3[..., self.cfg.hidden_size // self.cfg.vq_heads :], alpha=-2.0)
 
-    def _tied(self, l: int, spA_seg, dist, best, clean) -> torch.Tensor:
+    def _tied(self, l: int, sp3, dist, best, clean) -> torch.Tensor:
         """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,)):
         some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
-        h, w = self.cfg.vq_heads, self.consts.width
-        norm = torch.linalg.vector_norm(spA_seg[..., :w].unflatten(1, (h, -1)), dim=(-2, -1), keepdim=True)[..., 0]  # (a, h, 1)
+        h = self.cfg.vq_heads
+        norm = torch.linalg.vector_norm(sp3[..., : self.cfg.hidden_size // h], dim=-1, keepdim=True)  # (a, h, 1)
         thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
         return ((dist < thr).sum((-2, -1)) > h) & clean
 

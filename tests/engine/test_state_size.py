@@ -19,7 +19,7 @@ def test_bytes_per_slot_follow_the_lean_layout(dtype):
     doc = inference.IncrementalDocument(model, list(range(4, 100)))
     (win,) = doc.windows
     e = torch.empty((), dtype=dtype).element_size()
-    floats = L * (d + 3 * d + d + G * K) + cfg.num_labels + 2  # x, q|k|v, s|pc; class log-probs, lse, key position
+    floats = L * (d + 3 * d + d + h * K) + cfg.num_labels + 2  # x, q|k|v, s|p per VQ head; class log-probs, lse, key position
     ints = L * h + 2 + 2  # codes, token id and position on the device; token id and position on the host
     assert win.state_bytes() == (floats * e + ints * 8) * (win.cap + 1) + cfg.num_labels * e  # + the window total
     assert win.cap <= SLACK * len(win.order) + 1
