@@ -88,7 +88,8 @@ async def lsp_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
             f"{long.edits:,} didChange notifications into one document ({long.revisions} real revisions of "
             f"`{sc.LONG_DOC}` + random typing, cutting and pasting), {long.engine_updates:,} engine updates, "
             f"{len(long.checks)} drift checks against a full pass (every {sc.CHECK_EVERY} edits): codes equal at "
-            f"every check, max |difference| {long.max_drift:.1e} (tolerance {sc.DRIFT_TOLERANCE:g}), final "
+            f"every check, max |difference| {long.max_drift:.1e} (float32, the server's default precision; "
+            f"tolerance {sc.DRIFT_TOLERANCE['float32']:g}), final "
             f"{long.final_tokens} tokens, {long.seconds:.0f} s")
     storm = await lsp_scenario("edit storms", tally, model_dir,
                                lambda c: sc.edit_storm(c, revisions[-1], storms=sc.STORMS))

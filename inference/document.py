@@ -20,7 +20,7 @@ import torch
 from .costs import Cost
 from .diff import apply_splices
 from .tokenizer import paragraph_breaks
-from .window import Splice, WindowState
+from .window import SLACK, Splice, WindowState
 
 if TYPE_CHECKING:
     from .loading import LoadedModel
@@ -320,4 +320,4 @@ def estimate_state_bytes(model: "LoadedModel", n_tokens: int) -> int:
     cap = model.config.window_tokens - 1
     windows = max(1, math.ceil(n_tokens / (0.9 * cap)))
     rows = n_tokens + windows  # a BOS row per window
-    return int(per_slot * max(16 * windows, 1.25 * rows))
+    return int(per_slot * max(16 * windows, SLACK * rows))

@@ -22,6 +22,8 @@ from .window import LayerConstants
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 TIE_REL = {torch.float64: 1e-9, torch.float32: 1e-4}
+# what the server and `vq-lsp score` offer: float32 to serve (half the state and time), float64 to verify
+PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -61,9 +63,14 @@ class LoadedModel:
         return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {})
 
 
-def load_model(path: str | os.PathLike | None = None, device=None, dtype: torch.dtype = torch.float64) -> LoadedModel:
+def load_model(path: str | os.PathLike | None = None, device=None,
+               dtype: torch.dtype | str = torch.float64) -> LoadedModel:
     """Load a model folder, or a model installed under that name (paths.py); None means the default
-    model bundled in the package."""
+    model bundled in the package. dtype: a torch dtype or a name from PRECISIONS."""
+    if isinstance(dtype, str):
+        if dtype not in PRECISIONS:
+            raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {dtype!r}")
+        dtype = PRECISIONS[dtype]
     folder = resolve_model(path) if path is not None else DEFAULT_MODEL_DIR
     if path is None and not (folder / "config.json").exists():
         raise ModelLoadError(f"no bundled default model in {folder}; pass the path of a model folder")

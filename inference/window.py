@@ -3,9 +3,12 @@
 Layout: rows live in *slots* of preallocated tensors, in no particular order; attention is
 causal by position value, so slot order never matters and an insertion or deletion moves no
 data. `order` lists the slots in document order (BOS first). Per layer l the state holds the
-layer input x[l], q, k, v, the attention sum s, its code projections proj (s . c for every
-code), the codes, and vc (each key's v projected on every code, per head segment) which lets a
-changed key move every later query's code distances at G x K cost instead of K x d.
+layer output x[l + 1] (the input of the first layer is the embedding of the row's token and
+position, recomputed when needed), q, k, v, the attention sum s, its code projections proj (s . c for every
+code) and the codes. A changed key's v projected on every code (vc, per head segment) is
+computed during the update, for the few changed keys only: it lets a changed key move every
+later query's code distances at G x K cost instead of K x d, and storing it for every key
+would cost a quarter of the state.
 
 An update (one revision) goes layer by layer (DESIGN.md, "The incremental engine"):
   D      dirty rows: their layer input changed (edited, inserted or relabelled at layer 0)
@@ -64,11 +67,12 @@ class LayerConstants:
 
     Row layouts of the engine's state (per layer; G segments of width w, a segment lying in one
     attention head and one VQ head; Kp = K codes with VQ, 0 without):
-      qkvc: q (d) | k (d) | v_0 (w) vc_0 (Kp) | v_1 (w) vc_1 (Kp) | ...   vc_g = v_g . codes of g
-      sp:   s_0 (w) pc_0 (Kp) | s_1 (w) pc_1 (Kp) | ...                      pc_g = s_g . codes of g
-    so that one fused matmul gives a dirty row's q, k, v and vc, and one batched product of
-    attention weights with (v_g | vc_g) moves both s and the code projections of every query.
-    A VQ head's projections are the sum of its segments' pc."""
+      qkv:  q (d) | k (d) | v (d)                                    one fused matmul per dirty row
+      sp:   s^0 (d/h) p^0 (Kp) | s^1 (d/h) p^1 (Kp) | ...            per VQ head j: its chunk of
+                                                                     s and p^j = s^j . codes of j
+    An update projects its changed keys' v on the codes (vc_g = v_g . codes of g, G x w x K per
+    key), so that one batched product of attention weights with (v_g | vc_g) moves both s and
+    the code projections of every query; a VQ head's p moves by the sum of its segments' part."""
 
     def __init__(self, net: VQOPT) -> None:
         cfg = net.config
@@ -84,31 +88,23 @@ class LayerConstants:
         self.code_sq = []  # (h, K) per layer
         self.code_sq_max = []  # (h,) per layer: the tie guard's code term
         self.segment_codebook = []  # (G, K, width) per layer
-        self.qkvc_weight, self.qkvc_bias = [], []  # (d, 3d + G Kp), (3d + G Kp,) or None
+        self.segment_codebook_t = []  # (G, width, K) per layer: v_g -> vc_g of the changed keys
+        self.qkv_weight, self.qkv_bias = [], []  # (d, 3d), (3d,) or None
         self.q_scaled = math.log2(cfg.head_dim) % 2 == 0  # hd^-0.5 is a power of two
         self.finish = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them) and biases
         self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
-        self.seg_weight = []  # (G, w, w + Kp) per layer: s_g -> s_g | pc_g, for rows recomputed in full
+        self.code_t = []  # (h, d/h, K) per layer: a VQ head's s chunk -> its code projections
         for layer in net.layers:
             cb = layer.vq.codebook.detach()  # (h, K, w)
             self.code_sq.append(cb.pow(2).sum(-1))
             self.code_sq_max.append(self.code_sq[-1].max(-1).values)
             seg = cb.reshape(h, K, per_vq, width).permute(0, 2, 1, 3).reshape(G, K, width)  # (G, K, width)
             self.segment_codebook.append(seg)
+            self.segment_codebook_t.append(seg.transpose(1, 2).contiguous())
             att = layer.self_attn
-            wv, bv = att.v_proj.weight.detach().t(), att.v_proj.bias  # (d, d)
-            cols, bias = [att.q_proj.weight.detach().t(), att.k_proj.weight.detach().t()], []
-            if bv is not None:
-                bias = [att.q_proj.bias.detach(), att.k_proj.bias.detach()]
-            for g in range(G):
-                sl = slice(g * width, (g + 1) * width)
-                cols.append(wv[:, sl])
-                if bv is not None:
-                    bias.append(bv.detach()[sl])
-                if Kp:
-                    cols.append(wv[:, sl] @ seg[g].t())
-                    if bv is not None:
-                        bias.append(bv.detach()[sl] @ seg[g].t())
+            projs = (att.q_proj, att.k_proj, att.v_proj)
+            cols = [lin.weight.detach().t() for lin in projs]
+            bias = [lin.bias.detach() for lin in projs] if att.v_proj.bias is not None else []
             qscale = cfg.head_dim ** -0.5
             if self.q_scaled:  # a power of two: scaling the weights is exact, the same q as the dense pass
                 cols[0] = cols[0] * qscale
@@ -118,11 +114,9 @@ class LayerConstants:
             for lin in (att.out_proj, layer.fc1, layer.fc2):
                 fin += [lin.weight.detach().t(), None if lin.bias is None else lin.bias.detach()]
             self.finish.append(tuple(fin))
-            self.qkvc_weight.append(torch.cat(cols, 1).contiguous())
-            self.qkvc_bias.append(torch.cat(bias) if bias else None)
-            eye_w = torch.eye(width, dtype=cb.dtype, device=cb.device).expand(G, width, width)
-            sw = torch.cat([eye_w, seg.transpose(1, 2)], 2) if Kp else eye_w.clone()
-            self.seg_weight.append((sw * cfg.attention_scale if self.scale_exact else sw).contiguous())
+            self.qkv_weight.append(torch.cat(cols, 1).contiguous())
+            self.qkv_bias.append(torch.cat(bias) if bias else None)
+            self.code_t.append(cb.transpose(1, 2).contiguous())
 
     def to(self, device: torch.device) -> "LayerConstants":
         self.head_of_segment = self.head_of_segment.to(device)
@@ -130,7 +124,7 @@ class LayerConstants:
         return self
 
     def key_code_projections(self, layer: int, v: torch.Tensor) -> torch.Tensor:
-        """vc: every key's v segment projected on its VQ head's codes: (c, d) -> (c, G, K)."""
+        """Every key's v segment projected on its VQ head's codes: (c, d) -> (c, G, K)."""
         seg = self.segment_codebook[layer]
         return torch.einsum("cgw,gkw->cgk", v.reshape(v.shape[0], self.segments, -1), seg)
 
@@ -147,6 +141,7 @@ def bucket(n: int) -> int:
 
 
 LSE_CHUNK_ROWS = 256
+SLACK = 1.125  # a window allocates room for this many times its rows, and grows by this factor
 TIE_ROWS = 8  # near-tie rows a layer reserves a full recomputation for, when the dtype's tie guard is loose
 FAR = float("inf")  # key position of a slot that is not alive: no query sees it
 # Room a pass reserves for the next layer's rows: c -> ceil(c * growth + add), bucketed. On a CPU
@@ -187,35 +182,31 @@ class WindowState:
     # ----------------------------------------------------------------- layout
     # Row tensors have cap + 1 rows: the last is the trash slot, never alive, which the padded
     # entries of bucketed index lists read and write. See LayerConstants for the row layouts.
-    def _seg(self, t: torch.Tensor) -> torch.Tensor:
-        """(..., G (w + Kp)) -> (..., G, w + Kp)."""
-        return t.unflatten(-1, (self.consts.segments, -1))
+    def _per_vq_head(self, t: torch.Tensor) -> torch.Tensor:
+        """sp rows (..., h (d/h + Kp)) -> (..., h, d/h + Kp)."""
+        return t.unflatten(-1, (self.cfg.vq_heads, -1))
 
     @property
     def q(self) -> torch.Tensor:
-        return self.qkvc[..., : self.cfg.hidden_size]
+        return self.qkv[..., : self.cfg.hidden_size]
 
     @property
     def k(self) -> torch.Tensor:
         d = self.cfg.hidden_size
-        return self.qkvc[..., d : 2 * d]
+        return self.qkv[..., d : 2 * d]
 
     @property
     def v(self) -> torch.Tensor:
-        return self._seg(self.qkvc[..., 2 * self.cfg.hidden_size :])[..., : self.consts.width].flatten(-2)
-
-    @property
-    def vc(self) -> torch.Tensor:
-        return self._seg(self.qkvc[..., 2 * self.cfg.hidden_size :])[..., self.consts.width :]
+        return self.qkv[..., 2 * self.cfg.hidden_size :]
 
     @property
     def s(self) -> torch.Tensor:
-        return self._seg(self.sp)[..., : self.consts.width].flatten(-2)
+        return self._per_vq_head(self.sp)[..., : self.cfg.hidden_size // self.cfg.vq_heads].flatten(-2)
 
     @property
     def proj(self) -> torch.Tensor:
-        pc = self._seg(self.sp)[..., self.consts.width :]  # (..., G, K)
-        return pc.unflatten(-2, (self.cfg.vq_heads, -1)).sum(-2)
+        """Code projections s . c per VQ head: (..., h, K)."""
+        return self._per_vq_head(self.sp)[..., self.cfg.hidden_size // self.cfg.vq_heads :]
 
     @property
     def alive(self) -> torch.Tensor:
@@ -238,38 +229,35 @@ class WindowState:
         p = next(net.parameters())
         dev, dt = p.device, p.dtype
         n = len(rows)
-        cap = max(16, int(n * 1.25))
+        cap = max(16, int(n * SLACK))
         L, d, h, G, Kp = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.segments, consts.kp
         self.cap = cap
         self.ids_host = np.zeros(cap + 1, dtype=np.int64)
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
         self.kpos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)  # pos where alive, FAR elsewhere (for masks)
-        self.x = torch.zeros(L + 1, cap + 1, d, dtype=dt, device=dev)
-        self.qkvc = torch.zeros(L, cap + 1, 3 * d + G * Kp, dtype=dt, device=dev)
-        self.sp = torch.zeros(L, cap + 1, d + G * Kp, dtype=dt, device=dev)
+        self.idpos = torch.zeros(cap + 1, 2, dtype=torch.long, device=dev)  # token id and position per slot
+        self.x = torch.zeros(L, cap + 1, d, dtype=dt, device=dev)  # layer outputs; the last one gives the heads
+        self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
+        self.sp = torch.zeros(L, cap + 1, d + h * Kp, dtype=dt, device=dev)
         self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
-        self.hidden = torch.zeros(cap + 1, d, dtype=dt, device=dev)
         self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
         self.lse = torch.zeros(cap + 1, dtype=dt, device=dev)
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
         self.ids_host[:n], self.pos_host[:n] = rows, pos
+        self.idpos[:n] = torch.from_numpy(np.stack([rows, pos], 1)).to(dev)
         pos_t = torch.from_numpy(pos).to(dev)
         self.kpos[:n] = pos_t.to(dt)
         with torch.no_grad():
             out = self._dense(torch.from_numpy(rows).to(dev), pos_t)
             for l, tr in enumerate(out.traces):
-                self.x[l, :n] = tr.x[0]
-                self.qkvc[l, :n, :d], self.qkvc[l, :n, d : 2 * d] = tr.q[0], tr.k[0]
-                vseg = self._seg(self.qkvc[l, :n, 2 * d :])
-                sseg = self._seg(self.sp[l, :n])
-                vseg[..., : consts.width] = tr.v[0].unflatten(-1, (G, -1))
-                sseg[..., : consts.width] = tr.s[0].unflatten(-1, (G, -1))
+                self.x[l, :n] = out.layer_outputs[l][0]
+                self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
+                sp3, s3 = self._per_vq_head(self.sp[l, :n]), tr.s[0].unflatten(-1, (h, -1))
+                sp3[..., : d // h] = s3
                 if cfg.vq:
                     self.codes[l, :n] = tr.codes[0]
-                    vseg[..., consts.width :] = consts.key_code_projections(l, tr.v[0])
-                    sseg[..., consts.width :] = consts.key_code_projections(l, tr.s[0])
-            self.x[L, :n] = out.layer_outputs[-1][0]
+                    sp3[..., d // h :] = torch.bmm(s3.transpose(0, 1), consts.code_t[l]).transpose(0, 1)
             self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
         self._views()
         self._total()
@@ -287,18 +275,28 @@ class WindowState:
         n = self.cap + 1
         self.layer_views = []
         for l in range(self.cfg.num_hidden_layers):
-            t = self.qkvc[l]
+            t = self.qkv[l]
             self.layer_views.append(_Edit(
-                qkvc=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l], x_next=self.x[l + 1], q=t[:, :d],
+                qkv=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l - 1] if l else None, x_next=self.x[l], q=t[:, :d],
                 kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
-                vh=self._seg(t[:, 2 * d :])[..., :w].transpose(0, 1),  # every value, per segment (G, n, w)
+                vh=t[:, 2 * d :].view(n, G, w).transpose(0, 1),  # every value, per segment (G, n, w)
                 qh=t[:, :d].view(n, H, d // H), kpos=self.kpos, codes1=self.codes[l].unsqueeze(-1)))
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
 
+    def _layer_input(self, V, rows: torch.Tensor) -> torch.Tensor:
+        """Input rows of a layer: the previous layer's output, or for the first layer the embedding."""
+        if V.x is not None:
+            return V.x.index_select(0, rows)
+        idpos = self.idpos.index_select(0, rows)
+        return self.net.embed(idpos[:, 0], idpos[:, 1])
+
+    def hidden(self, slots: torch.Tensor) -> torch.Tensor:
+        """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads."""
+        return self.net.decoder.final_layer_norm(self.x[-1].index_select(0, slots))
+
     def _fill_heads(self, slots: torch.Tensor, hidden: torch.Tensor, cls_logits: torch.Tensor) -> None:
-        self.hidden[slots] = hidden
         self.cls_logp[slots] = torch.log_softmax(cls_logits, -1)
         # LM log-sum-exp in chunks of rows: (rows x vocab) logits for a whole window would be the
         # largest temporary of a build (2048 x 8192 float64 = 128 MiB, several times over).
@@ -327,7 +325,7 @@ class WindowState:
         prev = torch.tensor(self.order[start:end], dtype=torch.long, device=self.kpos.device)
         ids = torch.from_numpy(self.ids_host[self.order[1 + start : 1 + end]]).to(prev.device)
         emb = self.net.decoder.embed_tokens.weight[ids]  # (m, d)
-        return self.lse[prev] - (self.hidden[prev] * emb).sum(-1)
+        return self.lse[prev] - (self.hidden(prev) * emb).sum(-1)
 
     def dense_macs(self) -> int:
         return dense_macs(self.cfg, len(self.order))
@@ -340,7 +338,7 @@ class WindowState:
     # ----------------------------------------------------------------- editing
     def _alloc(self, count: int) -> list[int]:
         if len(self.free) < count:
-            self._grow(max(2 * self.cap, self.cap + count))
+            self._grow(max(int(self.cap * SLACK) + 16, self.cap + count))
         return [self.free.pop() for _ in range(count)]
 
     def _grow(self, cap: int) -> None:
@@ -348,8 +346,8 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        for name, dim in (("kpos", 0), ("hidden", 0), ("cls_logp", 0), ("lse", 0),
-                          ("x", 1), ("qkvc", 1), ("sp", 1), ("codes", 1)):
+        for name, dim in (("kpos", 0), ("idpos", 0), ("cls_logp", 0), ("lse", 0),
+                          ("x", 1), ("qkv", 1), ("sp", 1), ("codes", 1)):
             t = getattr(self, name)
             shape = list(t.shape)
             shape[dim] = cap + 1 - old
@@ -450,13 +448,15 @@ class WindowState:
         # one host-to-device copy each for every index and for every float table of the update
         nl = len(loc0)
         ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, self.pos_host[touched],
-                                                np.arange(2 * ab1, n_src), [ab]])).to(dev)
+                                                np.arange(2 * ab1, n_src), [ab],
+                                                np.stack([self.ids_host[touched], self.pos_host[touched]], 1).ravel()])).to(dev)
         flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio, self.pos_host[touched],
                                                 np.full(nd, FAR)])).to(dev, self.x.dtype)
         A_t, dloc, moved = ints[:ab1], ints[ab1:ab1 + nl], ints[ab1 + nl:ab1 + nl + nt + nd]
         deleted_t = moved[nt:]
         rest = ints[ab1 + nl + nt + nd:]
         touched_pos, del_loc, tl_t = rest[:nt], rest[nt:nt + nd], rest[nt + nd]
+        touched_idpos = rest[nt + nd + 1:].view(nt, 2)
         key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
         key_dirty, key_deleted = key_src[:, : 2 * ab1].view(2, 2, ab1), key_src[:, 2 * ab1 :]
         posA, valid_t, prio_t, moved_pos = flts[2 * n_src:].split([ab1, ab1, ab1, nt + nd])
@@ -468,14 +468,13 @@ class WindowState:
                     zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
                     tl_t=tl_t, zero=torch.zeros((), dtype=self.x.dtype, device=dev), empty=A_t[:0])
         if nt:
-            ids = torch.from_numpy(self.ids_host[touched]).to(dev)
-            self.x[0].index_put_((moved[:nt],), net.embed(ids, touched_pos))
+            self.idpos.index_put_((moved[:nt],), touched_idpos)
         finals = []
         self._pass(ctx, 0, dloc, self._capacities(0, max(1, nt), ab), cost, True, {}, finals)
         rows = np.unique(np.concatenate(finals)) if finals else np.zeros(0, dtype=np.int64)
         if len(rows):  # the heads of the rows whose last-layer output changed, exactly those
             slots = torch.from_numpy(rows).to(dev)
-            hidden, logits = net.heads(self.x[L].index_select(0, slots))
+            hidden, logits = net.heads(self.x[L - 1].index_select(0, slots))
             self._fill_heads(slots, hidden, logits)
             cost.incremental_macs += len(rows) * head_row_macs(cfg)
         self.free += deleted
@@ -571,13 +570,13 @@ class WindowState:
                 pairs = int(seen.sum())
                 macs += pairs * 2 * d
                 if cfg.vq and rec["proj_delta"]:
-                    macs += pairs * G * K
+                    macs += len(pk) * d * K  # each changed key's vc (G segments of w x K)
+                    macs += pairs * G * K + (a - dirty) * (G - cfg.vq_heads) * K  # moves, then summed per VQ head
                 elif cfg.vq:
                     macs += (a - dirty) * K * d  # every affected row not recomputed in full, projected afresh
             if len(fl):
                 macs += int(np.searchsorted(alive_pos, pos[A[fl]], side="right").sum()) * 2 * d
             if cfg.vq:
-                macs += dirty * d * G * K  # each dirty key's vc, fused into the q|k|v matmul (d x G K)
                 macs += len(fl) * K * d  # code distances of the rows recomputed in full
             macs += len(nl) * (d * d + 2 * d * cfg.ffn_dim)
             cost.incremental_macs += macs
@@ -654,19 +653,19 @@ class WindowState:
         else:
             clean = ctx.valid_b
 
-        # 1. q|k|v|vc of the dirty rows: one fused matmul; the old k|v|vc of every changed key
+        # 1. q|k|v of the dirty rows: one fused matmul; the old k|v of every changed key
         if C:
-            b = consts.qkvc_bias[l]
-            a_in = layer.self_attn_layer_norm(V.x.index_select(0, dv))
-            new = torch.addmm(b, a_in, consts.qkvc_weight[l]) if b is not None else a_in @ consts.qkvc_weight[l]
+            b = consts.qkv_bias[l]
+            a_in = layer.self_attn_layer_norm(self._layer_input(V, dv))
+            new = torch.addmm(b, a_in, consts.qkv_weight[l]) if b is not None else a_in @ consts.qkv_weight[l]
             if not consts.q_scaled:
                 new[:, :d] *= cfg.head_dim ** -0.5
         spA = V.sp.index_select(0, A)
-        spA_seg = spA.view(ab1, G, -1)
+        sp3 = spA.view(ab1, cfg.vq_heads, -1)  # per VQ head: its chunk of s, then its code projections
         if m:
-            old = V.qkvc.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
+            old = V.qkv.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
             if C:
-                V.qkvc.index_put_((dv,), new)
+                V.qkv.index_put_((dv,), new)
                 kn = torch.cat([new, old])
                 ks = ctx.key_dirty.index_select(2, dloc).flatten(1)  # new keys then old keys of the dirty rows
                 if nd:
@@ -681,20 +680,21 @@ class WindowState:
             wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
             if G != H:
                 wts = wts[consts.head_of_segment]
-            vals = kn.narrow(1, 2 * d, kn.shape[1] - 2 * d).view(m, G, -1).transpose(0, 1)  # (G, m, w + Kp)
-            if proj_delta:
-                spA_seg.add_(torch.bmm(wts, vals).transpose(0, 1))
+            vals = kn.narrow(1, 2 * d, d).view(m, G, -1).transpose(0, 1)  # (G, m, w)
+            if proj_delta:  # with each changed key's vc: (G, m, w + Kp)
+                if cfg.vq:
+                    vals = torch.cat([vals, torch.bmm(vals, consts.segment_codebook_t[l])], -1)
+                self._add_segments(sp3, torch.bmm(wts, vals))
             else:  # many changed keys: move s alone, then project every affected row's s afresh (K x d each)
-                w_ = consts.width
-                spA_seg[..., :w_].add_(torch.bmm(wts, vals[..., :w_]).transpose(0, 1))
-                s_seg = spA_seg[..., :w_].transpose(0, 1)  # (G, a, w)
-                spA_seg[..., w_:] = torch.bmm(s_seg, consts.segment_codebook[l].transpose(1, 2)).transpose(0, 1)
+                dh = d // cfg.vq_heads
+                self._add_segments(sp3, torch.bmm(wts, vals))
+                sp3[..., dh:] = torch.bmm(sp3[..., :dh].transpose(0, 1), consts.code_t[l]).transpose(0, 1)
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
         if cfg.vq and m and tcap:
-            dist = self._dist(l, spA_seg)
-            tied = self._tied(l, spA_seg, dist, dist.amin(-1, keepdim=True), clean)
+            dist = self._dist(sp3, l)
+            tied = self._tied(l, sp3, dist, dist.amin(-1, keepdim=True), clean)
             tv, ti = torch.topk(tied.to(spA.dtype), tcap)
             tloc = torch.where(tv > 0, ti, ctx.tl_t)
 
@@ -703,15 +703,15 @@ class WindowState:
         R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
         if R is not None:
             qR = V.qh.index_select(0, dv if R is dloc else A.index_select(0, R)).transpose(0, 1)  # (H, r, hd)
-            spA_seg.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
+            sp3.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
         V.sp.index_put_((A,), spA)
 
         # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
         if cfg.vq:
-            dist = self._dist(l, spA_seg)
+            dist = self._dist(sp3, l)
             best = dist.amin(-1, keepdim=True)  # (a, h, 1)
             if tied is None and m:
-                tied = self._tied(l, spA_seg, dist, best, clean)
+                tied = self._tied(l, sp3, dist, best, clean)
             nxt = (dist.gather(-1, V.codes1.index_select(0, A)) > best).flatten(1).any(1)  # a code flipped
         else:
             nxt = ctx.valid_b if m else ctx.zeros
@@ -731,7 +731,7 @@ class WindowState:
             z = layer.vq.codebook[consts.vq_heads_idx, codes].flatten(-2)
         else:
             z = spA.index_select(0, nloc)
-        V.x_next.index_put_((dvn,), self._finish(l, layer, V.x.index_select(0, dvn), z))
+        V.x_next.index_put_((dvn,), self._finish(l, layer, self._layer_input(V, dvn), z))
 
         ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
         ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "proj_delta": proj_delta,
@@ -741,17 +741,34 @@ class WindowState:
         return nloc
 
     def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
-        """s_g | pc_g of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key: (r, G, w + Kp)."""
+        """s^j | p^j of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key: (r, h, d/h + Kp)."""
         cfg, consts = self.cfg, self.consts
+        h, r = cfg.vq_heads, qR.shape[1]
         mask = V.kpos <= posR  # (r, slots): causal, alive keys only
-        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly: c goes into seg_weight
+        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the r x d sums
             wR = F.gelu(torch.bmm(qR, V.kh)) * mask
         else:
             wR = F.gelu(torch.bmm(qR, V.kh)) * (mask * cfg.attention_scale)
         if consts.segments != cfg.num_attention_heads:
             wR = wR[consts.head_of_segment]
-        # per segment: s_g and its code projections pc_g in one more batched product
-        return torch.bmm(torch.bmm(wR, V.vh), consts.seg_weight[l]).transpose(0, 1)
+        s = torch.bmm(wR, V.vh).transpose(0, 1).reshape(r, h, -1)  # (r, h, d/h)
+        if consts.scale_exact:
+            s = s * cfg.attention_scale
+        if not consts.kp:
+            return s
+        return torch.cat([s, torch.bmm(s.transpose(0, 1), consts.code_t[l]).transpose(0, 1)], -1)
+
+    def _add_segments(self, sp3: torch.Tensor, delta: torch.Tensor) -> None:
+        """Add per-segment moves (G, a, w [+ Kp]) into sp rows (a, h, d/h + Kp): each segment's s part
+        into its place in its VQ head's chunk, the code-projection parts summed per VQ head."""
+        h, G, w = self.cfg.vq_heads, self.consts.segments, self.consts.width
+        if G == h and delta.shape[-1] == sp3.shape[-1]:
+            sp3.add_(delta.transpose(0, 1))
+            return
+        per = delta.unflatten(0, (h, G // h))  # (h, G/h, a, w [+ Kp])
+        sp3[..., : w * (G // h)].unflatten(-1, (G // h, w)).add_(per[..., :w].permute(2, 0, 1, 3))
+        if delta.shape[-1] > w:
+            sp3[..., w * (G // h) :].add_(per[..., w:].sum(1).transpose(0, 1))
 
     def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
         """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
@@ -759,8 +776,8 @@ class WindowState:
         cfg, consts, V, A = self.cfg, self.consts, self.layer_views[l], ctx.A
         rows = A.index_select(0, uloc)
         spR = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, uloc))
-        V.sp.view(V.sp.shape[0], consts.segments, -1).index_put_((rows,), spR)
-        codes = self._dist(l, spR).argmin(-1)
+        self._per_vq_head(V.sp).index_put_((rows,), spR)
+        codes = self._dist(spR, l).argmin(-1)
         changed = (codes != V.codes.index_select(0, rows)).any(-1) & ctx.valid_b.index_select(0, uloc)
         V.codes.index_put_((rows,), codes)
         flat = torch.cat([changed.sum().view(1), uloc]).tolist()  # the rare overflow path: one more sync
@@ -780,18 +797,15 @@ class WindowState:
         a = torch.relu(torch.addmm(b1, a, w1) if b1 is not None else a @ w1)
         return x + (torch.addmm(b2, a, w2) if b2 is not None else a @ w2)
 
-    def _dist(self, l: int, spA_seg: torch.Tensor) -> torch.Tensor:
-        """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, G, w + K): (a, h, K)."""
-        pc = spA_seg[..., self.consts.width :]  # (a, G, K)
-        h = self.cfg.vq_heads
-        proj = pc.unflatten(1, (h, -1)).sum(2) if self.consts.segments != h else pc
-        return torch.add(self.consts.code_sq[l], proj, alpha=-2.0)
+    def _dist(self, sp3: torch.Tensor, l: int) -> torch.Tensor:
+        """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, h, d/h + K): (a, h, K)."""
+        return torch.add(self.consts.code_sq[l], sp3[..., self.cfg.hidden_size // self.cfg.vq_heads :], alpha=-2.0)
 
-    def _tied(self, l: int, spA_seg, dist, best, clean) -> torch.Tensor:
+    def _tied(self, l: int, sp3, dist, best, clean) -> torch.Tensor:
         """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,)):
         some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
-        h, w = self.cfg.vq_heads, self.consts.width
-        norm = torch.linalg.vector_norm(spA_seg[..., :w].unflatten(1, (h, -1)), dim=(-2, -1), keepdim=True)[..., 0]  # (a, h, 1)
+        h = self.cfg.vq_heads
+        norm = torch.linalg.vector_norm(sp3[..., : self.cfg.hidden_size // h], dim=-1, keepdim=True)  # (a, h, 1)
         thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
         return ((dist < thr).sum((-2, -1)) > h) & clean
 
@@ -807,7 +821,7 @@ class WindowState:
             for l, tr in enumerate(out.traces):
                 mismatched += int((tr.codes[0] != self.codes[l, order]).any(-1).sum())
         diffs = [
-            (out.hidden[0] - self.hidden[order]).abs().max(),
+            (out.hidden[0] - self.hidden(order)).abs().max(),
             (torch.log_softmax(out.cls_logits[0], -1) - self.cls_logp[order]).abs().max(),
             (out.layer_outputs[-1][0] - self.x[-1, order]).abs().max(),
         ]

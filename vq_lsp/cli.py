@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
                        **keep)
         q.add_argument("--device", type=_checked("device"),
                        help="torch device: cpu, cuda, cuda:N (default: CUDA when present)", **keep)
+        q.add_argument("--precision", choices=("float32", "float64"), **(keep or {"default": "float32"}),
+                       help="engine dtype: float32 (default, serving) or float64 (verification mode)")
         q.add_argument("--threads", type=_checked("threads"), **(keep or {"default": 1}),
                        help="torch threads, 1 to 1024 (default 1)")
         q.add_argument("--log-level", type=_checked("log_level"), **(keep or {"default": "WARNING"}), metavar="LEVEL",
@@ -76,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     from .server import build
 
-    defaults = dataclasses.replace(Settings(), model_path=args.model, device=args.device, threads=args.threads)
+    defaults = dataclasses.replace(Settings(), model_path=args.model, device=args.device, threads=args.threads,
+                                   precision=args.precision)
     server = build(defaults)
     code = server.start_io()
     if not server.engine_finished():  # an engine job nobody waits for any more: do not wait for it either

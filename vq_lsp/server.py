@@ -418,7 +418,7 @@ class VQServer(LanguageServer):
         if new.threads != old.threads:
             await self.on_engine(torch.set_num_threads, new.threads)
         if not initial:
-            if (new.model_path, new.device) != (old.model_path, old.device):
+            if (new.model_path, new.device, new.precision) != (old.model_path, old.device, old.precision):
                 await self.load_model()
             elif new != old:
                 self.refresh_all("settings")

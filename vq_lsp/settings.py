@@ -39,6 +39,9 @@ class Settings:
     device: str | None = field(default=None, metadata=_meta(
         "Torch device: 'cpu', 'cuda', 'cuda:N'; None picks CUDA when present.",
         choices=(None, "cpu", "cuda", *(f"cuda:{i}" for i in range(16)))))
+    precision: str = field(default="float32", metadata=_meta(
+        "Engine dtype: float32 (serving: half the memory and time of float64) or float64 (verification mode); "
+        "either way the codes equal a dense pass in the same dtype.", choices=("float32", "float64")))
     threads: int = field(default=1, metadata=_meta(
         "torch.set_num_threads for the server process (1 avoids spin-waiting on busy machines).", 1, 256))
     file_types: tuple[str, ...] = field(default=(

@@ -114,7 +114,7 @@ class Documents:
         s = self.settings
         torch.set_num_threads(s.threads)
         try:
-            self.model = inference.load_model(s.model_path, device=s.device)
+            self.model = inference.load_model(s.model_path, device=s.device, dtype=s.precision)
         except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
             self.model, self.model_error = None, f"cannot load the model: {e}"
             raise inference.ModelLoadError(self.model_error) from None
@@ -125,7 +125,7 @@ class Documents:
             st.tracked, st.doc, st.problem, st.builder, st.material = None, None, None, None, None
         cfg = self.model.config
         return (f"loaded {self.model.path} ({cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
-                f"{cfg.window_tokens}-token windows) on {self.model.device}")
+                f"{cfg.window_tokens}-token windows) on {self.model.device} in {s.precision}")
 
     # ----------------------------------------------------------------- events
     def process(self, uri: str, events: list[tuple]) -> Outcome:

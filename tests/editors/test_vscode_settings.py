@@ -63,7 +63,9 @@ def test_defaults_types_and_bounds_match():
         lo, hi = f.metadata["lo"], f.metadata["hi"]
         assert prop.get("minimum") == lo and prop.get("maximum") == hi, key
         choices = f.metadata["choices"]
-        if choices is not None:  # every choice but null matches the pattern, and "" stands for null
+        if choices is not None and None not in choices:  # a closed list: the same enum
+            assert prop["enum"] == list(choices), key
+        elif choices is not None:  # every choice but null matches the pattern, and "" stands for null
             pattern = re.compile(prop["pattern"])
             assert all(pattern.fullmatch(c) for c in choices if c is not None), key
             assert pattern.fullmatch("") and not pattern.fullmatch("cuda:16") and not pattern.fullmatch("gpu"), key

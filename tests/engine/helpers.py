@@ -37,7 +37,7 @@ def seed_codebooks(net: inference.VQOPT, seed: int = 0, rows: int = 96) -> infer
     return net
 
 
-def tiny_model(seed: int = 0, tokenizer=None, **overrides) -> inference.LoadedModel:
+def tiny_model(seed: int = 0, tokenizer=None, dtype=torch.float64, **overrides) -> inference.LoadedModel:
     torch.manual_seed(seed)
     net = seed_codebooks(inference.VQOPT(tiny_config(**overrides)), seed)
-    return inference.LoadedModel.from_net(net, tokenizer, device="cpu")
+    return inference.LoadedModel.from_net(net, tokenizer, device="cpu", dtype=dtype)

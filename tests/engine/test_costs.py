@@ -34,7 +34,7 @@ def test_replace_last_token_by_hand():
     cost = doc.apply([Splice(1, 2, [3])]).cost
     d, f, K, V, G = 8, 8, 2, 5, 2
     expected = (3 * d * d  # q, k, v of the dirty row
-                + d * G * K  # its v projected on the codes (vc), fused into the q|k|v matmul: d x G K weights
+                + 2 * d * K  # vc of the changed keys (its new and its old one): v projected on the codes
                 + 3 * 2 * d  # its full attention row over BOS, token 0 and itself
                 + K * d  # its code distances
                 + d * d + 2 * d * f  # out projection and FFN
@@ -48,7 +48,7 @@ def test_replace_first_token_by_hand():
     doc = inference.IncrementalDocument(_model(), [1, 2])
     cost = doc.apply([Splice(0, 1, [4])]).cost
     d, f, K, V, G = 8, 8, 2, 5, 2
-    expected = (3 * d * d + d * G * K  # dirty row: q, k, v, and its vc (fused into the q|k|v matmul)
+    expected = (3 * d * d + 2 * d * K  # dirty row: q, k, v; vc of its new and its old key
                 + 2 * (2 * d + G * K)  # the clean later row: remove the old key, add the new one (s and proj)
                 + 2 * 2 * d + K * d  # the dirty row's full attention (BOS and itself) and its distances
                 + d * d + 2 * d * f  # out projection and FFN of the dirty row (the clean one cannot flip)

@@ -25,7 +25,7 @@ def test_defaults_and_nested_camel_case():
 
 @pytest.mark.parametrize("bad, name", [
     ({"threads": 0}, "threads"), ({"threads": 1.5}, "threads"), ({"hover": "yes"}, "hover"),
-    ({"device": "tpu"}, "device"), ({"diagnostics": {"sentimentThreshold": -1}}, "diagnostics.sentimentThreshold"),
+    ({"device": "tpu"}, "device"), ({"precision": "float16"}, "precision"), ({"diagnostics": {"sentimentThreshold": -1}}, "diagnostics.sentimentThreshold"),
     ({"diagnostics": "loud"}, "diagnostics"), ({"fileTypes": [1, 2]}, "fileTypes"), ({"colour": "red"}, "colour"),
 ])
 def test_invalid_values_fall_back_to_defaults_with_a_warning(bad, name):
