@@ -1,7 +1,7 @@
 """Restore from a snapshot vs rebuild: the engine state of a 2,000-token document, side by side.
 
     python benchmarks/snapshots.py [--model PATH] [--tokens 2000] [--repeats 5] [--threads 1]
-                                   [--dtype float64|float32] [--out benchmarks/results/snapshots.md]
+                                   [--precisions float32 float64] [--out benchmarks/results/snapshots.md]
 
 The document is the start of a Rust book chapter (the revisions data), cut to --tokens tokens.
 Rebuild: `IncrementalDocument(model, ids)`, the dense pass the server runs for a document it
@@ -43,24 +43,11 @@ def document_ids(model: inference.LoadedModel, data: Path, tokens: int) -> list[
     raise SystemExit(f"no chapter of {tokens} tokens in {data}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", help="model folder or installed name (default: the bundled model)")
-    p.add_argument("--tokens", type=int, default=2000)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--threads", type=int, default=1, help="torch threads for both (default 1)")
-    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
-    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
-    p.add_argument("--out", help="also write the table (with the command) to this markdown file")
-    args = p.parse_args(argv)
-    load_before = os.getloadavg()[0]
-    torch.set_num_threads(args.threads)
-    model = inference.load_model(args.model, device="cpu", dtype=getattr(torch, args.dtype))
-    ids = document_ids(model, data_dir(args.data), args.tokens)
+def measure(model: inference.LoadedModel, ids: list[int], repeats: int) -> dict:
+    """Rebuild and restore of one document, alternating, in one precision."""
     t0 = time.perf_counter()
     snapshot.fingerprint(model)
     fingerprint_s = time.perf_counter() - t0
-
     with tempfile.TemporaryDirectory() as tmp:
         store = SnapshotStore(Path(tmp), background=False)  # write_s: the whole write, not its queueing
         doc = inference.IncrementalDocument(model, ids)  # warm-up (allocator, kernels)
@@ -69,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         write_s = time.perf_counter() - t0
         size = sum(f.stat().st_size for f in Path(tmp).iterdir())
         rebuild, restore = [], []
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             t0 = time.perf_counter()
             built = inference.IncrementalDocument(model, ids)
             rebuild.append(time.perf_counter() - t0)
@@ -80,21 +67,44 @@ def main(argv: list[str] | None = None) -> int:
         check = back.verify()
         exact = (check.codes_equal and back.scores == built.scores
                  and back.surprise(0, back.n_tokens) == built.surprise(0, built.n_tokens))
+    return {"windows": len(doc.windows), "state": doc.state_bytes(), "size": size, "write_s": write_s,
+            "fingerprint_s": fingerprint_s, "rebuild": rebuild, "restore": restore, "exact": exact}
 
-    rb, rs = statistics.median(rebuild), statistics.median(restore)
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="model folder or installed name (default: the bundled model)")
+    p.add_argument("--tokens", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1, help="torch threads for both (default 1)")
+    p.add_argument("--precisions", nargs="+", choices=["float32", "float64"], default=["float32", "float64"],
+                   help="engine precisions to measure, one row each (the server serves float32 by default)")
+    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
+    p.add_argument("--out", help="also write the table (with the command) to this markdown file")
+    args = p.parse_args(argv)
+    load_before = os.getloadavg()[0]
+    torch.set_num_threads(args.threads)
+    rows, runs, exact = [], [], True
     mib = 2**20
+    for precision in args.precisions:
+        model = inference.load_model(args.model, device="cpu", dtype=getattr(torch, precision))
+        ids = document_ids(model, data_dir(args.data), args.tokens)
+        r = measure(model, ids, args.repeats)
+        rb, rs = statistics.median(r["rebuild"]), statistics.median(r["restore"])
+        exact &= r["exact"]
+        rows.append([precision, str(len(ids)), str(r["windows"]), f"{r['state'] / mib:.1f}", f"{r['size'] / mib:.1f}",
+                     f"{rb:.3f}", f"{rs:.3f}", f"{rb / rs:.1f}x", f"{r['write_s']:.3f}", f"{r['fingerprint_s']:.3f}",
+                     "yes" if r["exact"] else "NO"])
+        runs.append(f"{precision}: rebuild runs (s) {', '.join(f'{x:.3f}' for x in r['rebuild'])}; "
+                    f"restore runs (s) {', '.join(f'{x:.3f}' for x in r['restore'])}")
     table = markdown_table(
-        ["tokens", "windows", "state MiB", "snapshot MiB", "rebuild s", "restore s", "restore speedup",
-         "write s", "exact (verify, scores, surprise)"],
-        [[str(len(ids)), str(len(doc.windows)), f"{doc.state_bytes() / mib:.1f}", f"{size / mib:.1f}", f"{rb:.3f}",
-          f"{rs:.3f}", f"{rb / rs:.1f}x", f"{write_s:.3f}", "yes" if exact else "NO"]])
+        ["precision", "tokens", "windows", "state MiB", "snapshot MiB", "rebuild s", "restore s", "restore speedup",
+         "write s", "fingerprint s", "exact (verify, scores, surprise)"], rows)
     name = args.model or "bundled"
-    text = (f"Model {name} ({args.dtype}), {args.threads} torch thread(s), median of {args.repeats} "
-            f"alternating runs; model fingerprint computed once per load: {fingerprint_s:.3f} s; "
-            f"machine load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n\n"
-            f"{table}\n\n"
-            f"rebuild runs (s): {', '.join(f'{x:.3f}' for x in rebuild)}\n"
-            f"restore runs (s): {', '.join(f'{x:.3f}' for x in restore)}\n")
+    text = (f"Model {name}, {args.threads} torch thread(s), median of {args.repeats} alternating runs (restore "
+            f"from the page cache); the fingerprint is hashed once per model load. Machine load average "
+            f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n\n{table}\n\n"
+            + "\n".join(runs) + "\n")
     print(text)
     if args.out:
         command = "python benchmarks/snapshots.py " + " ".join(argv if argv is not None else sys.argv[1:])
