@@ -175,6 +175,28 @@ class IncrementalDocument:
         self._check_span(start, end)
         return [float(x) for w, a, b in self._pieces(start, end) for x in w.surprise(a, b).tolist()]
 
+    def next_token_logprobs(self, indices: Sequence[int]) -> torch.Tensor:
+        """log p(v | prefix) over the vocabulary at each token index: what the model expected there.
+
+        Read-only, from each predecessor's stored final hidden state and log-sum-exp (the same
+        numbers `surprise` reads), so alternatives to a written token (a typo's likely fixes)
+        cost one row of the LM head each, not a forward pass. Returns (len(indices), vocab) floats.
+        """
+        rows = []
+        bounds = self._bounds()
+        for i in indices:
+            if not (0 <= i < self.n_tokens):
+                raise ValueError(f"token index {i} is outside the {self.n_tokens} tokens")
+            k = next(k for k, (a, b) in enumerate(bounds) if a <= i < b)
+            w, local = self.windows[k], i - bounds[k][0]
+            prev = w.token_slots(local - 1, local)[0] if local else w.order[0]  # the window's BOS row
+            rows.append((w, prev))
+        if not rows:
+            return torch.zeros(0, self.model.config.vocab_size)
+        with torch.no_grad():
+            out = [w.net.lm_logits(w.hidden[prev]) - w.lse[prev] for w, prev in rows]
+        return torch.stack(out).float().cpu()
+
     def verify(self) -> VerifyResult:
         checks = [w.verify() for w in self.windows]
         return VerifyResult(

@@ -1,0 +1,180 @@
+"""Typo detection: a dictionary says which words are suspect, the language model says which
+close spelling the context wants.
+
+A word's surprise is the sum over its subword pieces (-log p of the whole word, exact). Its
+candidate fixes are dictionary words one edit away (swap, drop, insert, replace: what
+pyspellchecker generates), and for a dictionary word, the other members of its confusion set
+(their/there, lose/loose, form/from ...). Each candidate is scored with the LM head at the
+word's position (the stored final hidden state of the previous token, no forward pass):
+exactly for a candidate that is one token, and by its first piece less a fixed cost per further
+piece otherwise.
+The evidence is the gain, log p(best fix) - log p(word), in nats:
+
+- a word missing from the dictionary is a "non-word" typo when the gain reaches the non-word
+  threshold (the model rejects typos whose fix it does not believe in, and keeps names, archaic
+  and foreign words that the context predicts); without a close dictionary word it is never one;
+- a dictionary word is a "real-word" error when a confusable, single-token word gains at least
+  the real-word threshold: a dictionary cannot see these at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+from spellchecker import SpellChecker
+
+MIN_FIX_FREQUENCY = 100  # a fix must be at least this common in pyspellchecker's list (it holds much junk)
+MAX_FIXES = 3
+# A candidate of several pieces is scored by its first piece (an upper bound) less this per further piece,
+# so that "thea" (" the" + "a") does not tie with "the" itself.
+EXTRA_PIECE_NATS = 2.0
+
+CONFUSION_SETS: tuple[tuple[str, ...], ...] = (
+    ("their", "there", "they're"), ("your", "you're"), ("its", "it's"), ("then", "than"), ("lose", "loose"),
+    ("form", "from"), ("affect", "effect"), ("were", "where", "we're"), ("whether", "weather"), ("quite", "quiet"),
+    ("accept", "except"), ("advice", "advise"), ("breath", "breathe"), ("principal", "principle"),
+    ("passed", "past"), ("whose", "who's"), ("chose", "choose"), ("later", "latter"), ("of", "off"),
+    ("peace", "piece"), ("hear", "here"), ("brake", "break"), ("weak", "week"), ("whole", "hole"),
+    ("though", "through", "thought"), ("lead", "led"), ("desert", "dessert"), ("sight", "site"), ("now", "know"),
+    ("new", "knew"), ("right", "write"), ("which", "witch"), ("dose", "does"), ("wander", "wonder"),
+    ("cloth", "clothe"), ("tale", "tail"), ("plain", "plane"), ("role", "roll"), ("bare", "bear"),
+)
+CONFUSABLE: dict[str, tuple[str, ...]] = {w: tuple(o for o in group if o != w) for group in CONFUSION_SETS
+                                          for w in group}
+
+
+@dataclass(frozen=True)
+class WordFinding:
+    """One word the detector looked at closely, in character offsets of the text."""
+
+    start: int
+    end: int
+    word: str
+    surprise: float  # -log p(word | context), summed over its pieces (nats)
+    kind: str  # "non-word" (not in the dictionary) or "real-word" (a confusable dictionary word)
+    gain: float  # log p(best fix) - log p(word): how much likelier the best fix is (nats); -inf: no fix
+    fixes: tuple[tuple[str, float], ...]  # (replacement, its log p here), likeliest first
+
+    def explain(self) -> str:
+        likely = ", ".join(repr(w) for w, _ in self.fixes) or "no close dictionary word"
+        return f"{self.word!r} is unlikely here: {self.surprise:.1f} nats; likely: {likely}"
+
+
+@lru_cache(maxsize=1)
+def dictionary() -> SpellChecker:
+    """pyspellchecker's bundled English word list (loaded once, about 0.3 s)."""
+    return SpellChecker(language="en", distance=1)
+
+
+def is_word(word: str) -> bool:
+    """In the dictionary, or not an ordinary lower/Title-case word (acronyms, CamelCase: not ours)."""
+    lower = word.lower()
+    if not (word.islower() or word[:1].isupper() and word[1:].islower()):
+        return True
+    return lower.replace("’", "'") in dictionary()
+
+
+def match_case(like: str, word: str) -> str:
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
+def close_words(word: str, distance: int = 1) -> list[str]:
+    """Dictionary words `distance` edits away (1 or 2), commonest first, in the word's case."""
+    spell = dictionary()
+    lower = word.lower()
+    edits = spell.edit_distance_1(lower) if distance == 1 else spell.edit_distance_2(lower)
+    freq = spell.word_frequency
+    found = [w for w in spell.known(edits) if w != lower and freq[w] >= MIN_FIX_FREQUENCY]
+    found.sort(key=lambda w: -freq[w])
+    return [match_case(word, w) for w in found]
+
+
+def token_span(text: str, starts: np.ndarray, n_tokens: int, a: int, b: int) -> tuple[int, int] | None:
+    """Tokens [i, j) that are exactly the word text[a:b] (plus leading whitespace on the first);
+    None when a token straddles the word's edge (glued to punctuation or digits)."""
+    i = int(np.searchsorted(starts, a, "right")) - 1
+    if i < 0 or text[starts[i]:a].strip():
+        return None
+    j = int(np.searchsorted(starts, b, "left"))
+    if j <= i or (j < n_tokens and starts[j] != b):
+        return None
+    return i, j
+
+
+class Detector:
+    """Finds typos in a document's words from its per-token surprise and the LM head."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._first = lru_cache(maxsize=65536)(self._first_and_count)
+
+    def _first_and_count(self, lead: str, word: str) -> tuple[int, int]:
+        ids = self.tokenizer.encode(lead + word)
+        return ids[0], len(ids)
+
+    def candidates(self, word: str, known: bool) -> list[tuple[str, bool]]:
+        """(candidate, exact) pairs: close dictionary words for a non-word, the confusion set
+        for a dictionary word. `exact` is decided later from the candidate's tokens."""
+        if known:
+            return [(match_case(word, c), True) for c in CONFUSABLE.get(word.lower(), ())]
+        return [(c, False) for c in close_words(word)]
+
+    def examine(self, text: str, starts: Sequence[int], surprise: np.ndarray, words: Iterable[tuple[int, int]],
+                logprobs: Callable[[list[int]], "np.ndarray"], force: bool = False) -> list[WordFinding]:
+        """Findings for the suspect words among `words` ((start, end) character spans): every
+        non-word with a close dictionary word and every confusable word. `logprobs(indices)`
+        gives next-token log-probabilities at those token indices. With `force`, every word
+        gets a finding (hover, quick fixes), its fixes from one and two edits away."""
+        n = len(surprise)
+        starts = np.asarray(starts)
+        todo = []
+        for a, b in words:
+            word = text[a:b]
+            span = token_span(text, starts, n, a, b)
+            if span is None:
+                continue
+            known = is_word(word)
+            if not force and known and word.lower() not in CONFUSABLE:
+                continue
+            cands = self.candidates(word, known)
+            if force:
+                cands = _unique(cands + [(c, False) for c in close_words(word)]
+                                + [(c, False) for c in (close_words(word, 2) if len(word) <= 6 else [])])
+            if not cands and not force:
+                continue
+            todo.append((a, b, word, span, known, cands))
+        if not todo:
+            return []
+        rows = logprobs([span[0] for _, _, _, span, _, _ in todo])
+        out = []
+        for (a, b, word, (i, j), known, cands), lp in zip(todo, rows):
+            lead = text[starts[i]:a]
+            s = float(np.sum(surprise[i:j]))
+            scored = []
+            for c, _ in cands:
+                first, count = self._first(lead, c)
+                if known and count > 1 and c.lower() in CONFUSABLE.get(word.lower(), ()):
+                    continue  # a multi-piece confusable: its first piece alone would overstate it
+                scored.append((c, float(lp[first]) - EXTRA_PIECE_NATS * (count - 1)))
+            scored.sort(key=lambda t: -t[1])
+            gain = (scored[0][1] + s) if scored else float("-inf")
+            kind = "real-word" if known else "non-word"
+            out.append(WordFinding(a, b, word, s, kind, gain, tuple(scored[:MAX_FIXES])))
+        return out
+
+
+def _unique(pairs: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    seen, out = set(), []
+    for c, exact in pairs:
+        if c.lower() not in seen:
+            seen.add(c.lower())
+            out.append((c, exact))
+    return out
+
+
+def flagged(f: WordFinding, non_word_threshold: float, real_word_threshold: float) -> bool:
+    """Whether a finding is shown as a typo under these thresholds (nats of gain)."""
+    return f.gain >= (non_word_threshold if f.kind == "non-word" else real_word_threshold)
