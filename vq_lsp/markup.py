@@ -80,12 +80,17 @@ class Layout:
                 yield m.start(), m.end()
 
 
+def language_of(name: str) -> str:
+    """An LSP languageId for a file name (batch scoring has names, not languageIds)."""
+    return _SUFFIX.get(PurePath(name).suffix.lower(), "plaintext")
+
+
 def markup_of(language_id: str | None = None, name: str | None = None, source_hints: str = "comments") -> str:
     """The markup to parse a document as, from its LSP languageId or (batch) its file name;
     source files give SOURCE, or NONE when `source_hints` is "off"."""
     lang = (language_id or "").lower()
     if not lang and name:
-        lang = _SUFFIX.get(PurePath(name).suffix.lower(), "plaintext")
+        lang = language_of(name)
     if lang in _LANGUAGE_MARKUP:
         return _LANGUAGE_MARKUP[lang]
     if lang in _SOURCE:
