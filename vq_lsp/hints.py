@@ -165,7 +165,7 @@ def word_at(text: str, lay: markup.Layout, offset: int) -> tuple[int, int] | Non
 
 def explain_words(tt: TrackedText, doc: inference.IncrementalDocument, spans) -> list[typos.WordFinding]:
     """The detector's view of words (char spans), flagged or not: each word's surprise and the
-    likeliest dictionary words one or two edits away (hover, quick fixes)."""
+    likeliest dictionary words one edit away, two for a non-word with none closer (hover, quick fixes)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64)
     return detector(doc).examine(tt.text, tt.token_starts, surprise, spans,
                                  lambda idx: doc.next_token_logprobs(idx).numpy(), force=True)

@@ -19,6 +19,7 @@ The evidence is the gain, log p(best fix) - log p(word), in nats:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
@@ -69,12 +70,26 @@ def dictionary() -> SpellChecker:
     return SpellChecker(language="en", distance=1)
 
 
+_BRITISH = ((re.compile(r"our"), "or"), (re.compile(r"is(e|ed|es|ing|ation|ations)$"), r"iz\1"),
+            (re.compile(r"ence$"), "ense"), (re.compile(r"tre(s?)$"), r"ter\1"),
+            (re.compile(r"ll(ed|ing|er|ers)$"), r"l\1"), (re.compile(r"ogue(s?)$"), r"og\1"))
+
+
 def is_word(word: str) -> bool:
-    """In the dictionary, or not an ordinary lower/Title-case word (acronyms, CamelCase: not ours)."""
-    lower = word.lower()
+    """In the dictionary, or not an ordinary lower/Title-case word (acronyms, CamelCase: not ours).
+    The word list is American: a British spelling (colour, realise, offence, centre, travelled)
+    of a listed word counts as a word too."""
     if not (word.islower() or word[:1].isupper() and word[1:].islower()):
         return True
-    return lower.replace("’", "'") in dictionary()
+    lower = word.lower().replace("’", "'")
+    spell = dictionary()
+    if lower in spell:
+        return True
+    for pattern, american in _BRITISH:
+        variant = pattern.sub(american, lower)
+        if variant != lower and variant in spell:
+            return True
+    return False
 
 
 def match_case(like: str, word: str) -> str:
@@ -127,7 +142,8 @@ class Detector:
         """Findings for the suspect words among `words` ((start, end) character spans): every
         non-word with a close dictionary word and every confusable word. `logprobs(indices)`
         gives next-token log-probabilities at those token indices. With `force`, every word
-        gets a finding (hover, quick fixes), its fixes from one and two edits away."""
+        gets a finding (hover, quick fixes), its fixes from one edit away (two for a
+        non-word with nothing closer)."""
         n = len(surprise)
         starts = np.asarray(starts)
         todo = []
@@ -141,8 +157,10 @@ class Detector:
                 continue
             cands = self.candidates(word, known)
             if force:
-                cands = _unique(cands + [(c, False) for c in close_words(word)]
-                                + [(c, False) for c in (close_words(word, 2) if len(word) <= 6 else [])])
+                near = close_words(word)
+                if not near and not known and len(word) <= 8:  # two edits away: only when one finds nothing
+                    near = close_words(word, 2)
+                cands = _unique(cands + [(c, False) for c in near])
             if not cands and not force:
                 continue
             todo.append((a, b, word, span, known, cands))

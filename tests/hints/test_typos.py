@@ -110,3 +110,10 @@ def test_no_hints_in_markdown_tables_code_or_urls(model):
     tt, _, mat = material(model, text, "markdown", cfg)
     hinted = {text[h.start:h.end] for h in hints.choose(tt, mat, cfg) if h.code in ("typo", "surprise")}
     assert hinted and hinted <= {"Some", "prose", "here", "Run", "or", "open"}
+
+
+def test_british_spellings_are_words_not_typos():
+    for word in ("colour", "Honoured", "realising", "offence", "centre", "travelled", "catalogue"):
+        assert typos.is_word(word), word
+    for typo in ("colur", "realsing", "ofence"):
+        assert not typos.is_word(typo), typo
