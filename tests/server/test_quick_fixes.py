@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from pytest_lsp import client_capabilities
 
@@ -79,3 +80,19 @@ async def test_no_quick_fix_without_our_diagnostic(client):
         text_document=types.TextDocumentIdentifier(uri=uri), range=other.range,
         context=types.CodeActionContext(diagnostics=[other])))
     assert not actions
+
+
+async def test_quick_fixes_for_bad_input_answer_with_an_error(client):
+    uri = "file:///tmp/vq/quickfix3.md"
+    open_doc(client, uri, TEXT, version=1, language="markdown")
+    await diagnostics_for(client, uri, 1)
+    far = types.Diagnostic(range=types.Range(types.Position(400, 0), types.Position(400, 3)), message="x",
+                           source="vq-lsp", code="typo")
+    for target, diag in ((uri, far), ("file:///tmp/vq/never-opened.md", far)):
+        with pytest.raises(JsonRpcException):
+            await client.text_document_code_action_async(types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=target), range=diag.range,
+                context=types.CodeActionContext(diagnostics=[diag])))
+    hover = await client.text_document_hover_async(types.HoverParams(  # the server still answers
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(2, 11)))
+    assert "'teh' is unlikely here" in hover.contents.value
