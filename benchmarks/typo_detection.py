@@ -224,6 +224,42 @@ def predictions(model, errors, text):
     return preds
 
 
+def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
+    """What choosing hints costs per publish on a ~2,000-token Markdown document (this project's
+    README, cut at a paragraph), beside one single-character engine update of the same document:
+    the Markdown parse alone, and all hint material (surprise, words, typo findings, tone blocks)."""
+    from vq_lsp.textsync import TrackedText
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ids, offsets = model.tokenizer.encode_with_offsets(readme)
+    cut = readme.rfind("\n\n", 0, offsets[min(tokens, len(ids) - 1)][0])
+    text = readme[:cut + 1]
+    tt = TrackedText(model.tokenizer, text)
+    doc = inference.IncrementalDocument(model, tt.ids)
+
+    def median_ms(fn) -> float:
+        fn()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return round(1000 * float(np.median(times)), 2)
+
+    at = len(tt.ids) // 2
+    edits = [inference.Splice(at, at + 1, [tt.ids[at + 1]]), inference.Splice(at, at + 1, [tt.ids[at]])]
+
+    def one_edit():
+        doc.apply([edits[0]])
+        doc.apply([edits[1]])  # and back, so every repeat edits the same document
+
+    return {"tokens": len(tt.ids),
+            "markdown_layout_ms": median_ms(lambda: markup.layout(text, markup.MARKDOWN)),
+            "hint_material_ms": median_ms(lambda: hints.HintMaterial.of(tt, doc, 1, "markdown")),
+            "surprise_only_ms": median_ms(lambda: doc.surprise(0, doc.n_tokens)),
+            "engine_edit_ms": round(median_ms(one_edit) / 2, 2)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="model folder (default: the bundled model)")
@@ -252,6 +288,7 @@ def main(argv=None) -> int:
         print(f"{name:6} {title[:40]:40} {len(errors):3} errors", file=sys.stderr)
     seconds = time.perf_counter() - t0
 
+    cost = hint_cost(model)
     defaults = DiagnosticSettings()
     nw_t, nw_tuned = choose_threshold(split["tune"], "non-word")
     rw_t, rw_tuned = choose_threshold(split["tune"], "real-word")
@@ -270,6 +307,7 @@ def main(argv=None) -> int:
                                 "real_word_threshold": rw_t, "real_word_f1": rw_tuned and rw_tuned["f1"]},
         "report_split": {"model_default_thresholds": model_default, "model_tuned_thresholds": model_tuned,
                          "pyspellchecker": spell, "dictionary_plus_close_word_no_model": dict_fix},
+        "hint_cost_2000_tokens": cost,
         "curves_report_split": {"non-word": curve(report, "non-word"), "real-word": curve(report, "real-word")},
         "args": vars(args),
     }
@@ -307,7 +345,12 @@ def table(r: dict) -> str:
                      f"{_pct(rw['precision'])} | {_pct(rw['recall'])} | "
                      + " | ".join(_pct(by[c]["recall"]) for c in CLASSES) + " |")
     counts = ", ".join(f"{c} {v['errors']}" for c, v in rs["pyspellchecker"]["recall_by_class"].items())
-    lines += ["", f"Errors per class: {counts}."]
+    c = r["hint_cost_2000_tokens"]
+    lines += ["", f"Errors per class: {counts}.", "",
+              f"Per publish on a {c['tokens']}-token Markdown document (medians, 1 thread): Markdown layout "
+              f"{c['markdown_layout_ms']} ms, all hint material (surprise, prose words, typo findings, tone) "
+              f"{c['hint_material_ms']} ms, of which token surprise {c['surprise_only_ms']} ms; one "
+              f"single-token engine update {c['engine_edit_ms']} ms."]
     return "\n".join(lines) + "\n"
 
 

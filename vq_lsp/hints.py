@@ -47,12 +47,9 @@ def _top(scores: dict[str, float]) -> tuple[str, float]:
 
 def word_surprises(text: str, starts: np.ndarray, surprise: np.ndarray, lay: markup.Layout):
     """(start, end, whole-word surprise) of every prose word whose tokens are its own."""
-    out = []
-    for a, b in lay.words(text):
-        span = typos.token_span(text, starts, len(surprise), a, b)
-        if span is not None:
-            out.append((a, b, float(surprise[span[0]:span[1]].sum())))
-    return out
+    spans = typos.word_tokens(text, starts, len(surprise), list(lay.words(text)))
+    cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
+    return [(a, b, float(cumulative[j] - cumulative[i])) for a, b, i, j in spans]
 
 
 def detector(doc: inference.IncrementalDocument) -> typos.Detector:
@@ -69,8 +66,7 @@ def analyse(text: str, starts: np.ndarray, doc: inference.IncrementalDocument, l
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
     words = word_surprises(text, starts, surprise, lay)
-    findings = detector(doc).examine(text, starts, surprise, ((a, b) for a, b, _ in words),
-                                     lambda idx: doc.next_token_logprobs(idx).numpy())
+    findings = detector(doc).examine(text, starts, surprise, [(a, b) for a, b, _ in words], doc.next_token_logprobs)
     return surprise, words, findings
 
 
@@ -167,8 +163,7 @@ def explain_words(tt: TrackedText, doc: inference.IncrementalDocument, spans) ->
     """The detector's view of words (char spans), flagged or not: each word's surprise and the
     likeliest dictionary words one edit away, two for a non-word with none closer (hover, quick fixes)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64)
-    return detector(doc).examine(tt.text, tt.token_starts, surprise, spans,
-                                 lambda idx: doc.next_token_logprobs(idx).numpy(), force=True)
+    return detector(doc).examine(tt.text, tt.token_starts, surprise, spans, doc.next_token_logprobs, force=True)
 
 
 def hover_text(tt: TrackedText, doc: inference.IncrementalDocument, offset: int, language_id: str = "plaintext",

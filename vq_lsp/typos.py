@@ -75,6 +75,7 @@ _BRITISH = ((re.compile(r"our"), "or"), (re.compile(r"is(e|ed|es|ing|ation|ation
             (re.compile(r"ll(ed|ing|er|ers)$"), r"l\1"), (re.compile(r"ogue(s?)$"), r"og\1"))
 
 
+@lru_cache(maxsize=65536)
 def is_word(word: str) -> bool:
     """In the dictionary, or not an ordinary lower/Title-case word (acronyms, CamelCase: not ours).
     The word list is American: a British spelling (colour, realise, offence, centre, travelled)
@@ -98,25 +99,44 @@ def match_case(like: str, word: str) -> str:
 
 def close_words(word: str, distance: int = 1) -> list[str]:
     """Dictionary words `distance` edits away (1 or 2), commonest first, in the word's case."""
+    return [match_case(word, w) for w in _close_lower(word.lower(), distance)]
+
+
+@lru_cache(maxsize=16384)
+def _close_lower(lower: str, distance: int) -> tuple[str, ...]:
+    """Cached: the server re-examines the same words on every publish."""
     spell = dictionary()
-    lower = word.lower()
     edits = spell.edit_distance_1(lower) if distance == 1 else spell.edit_distance_2(lower)
     freq = spell.word_frequency
     found = [w for w in spell.known(edits) if w != lower and freq[w] >= MIN_FIX_FREQUENCY]
-    found.sort(key=lambda w: -freq[w])
-    return [match_case(word, w) for w in found]
+    found.sort(key=lambda w: (-freq[w], w))
+    return tuple(found)
 
 
 def token_span(text: str, starts: np.ndarray, n_tokens: int, a: int, b: int) -> tuple[int, int] | None:
     """Tokens [i, j) that are exactly the word text[a:b] (plus leading whitespace on the first);
     None when a token straddles the word's edge (glued to punctuation or digits)."""
-    i = int(np.searchsorted(starts, a, "right")) - 1
-    if i < 0 or text[starts[i]:a].strip():
-        return None
-    j = int(np.searchsorted(starts, b, "left"))
-    if j <= i or (j < n_tokens and starts[j] != b):
-        return None
-    return i, j
+    spans = word_tokens(text, starts, n_tokens, [(a, b)])
+    return spans[0][2:4] if spans else None
+
+
+def word_tokens(text: str, starts: np.ndarray, n_tokens: int, words: Sequence[tuple[int, int]]):
+    """(a, b, i, j) for each word text[a:b] whose tokens [i, j) are its own (see token_span),
+    in one vectorised search: the server does this for every prose word on every publish."""
+    if not len(words) or not n_tokens:
+        return []
+    starts = np.asarray(starts[:n_tokens])
+    ab = np.asarray(words, dtype=np.int64).reshape(-1, 2)
+    i = np.searchsorted(starts, ab[:, 0], "right") - 1
+    j = np.searchsorted(starts, ab[:, 1], "left")
+    ok = (i >= 0) & (j > i)
+    ok &= (j >= n_tokens) | (starts[np.minimum(j, n_tokens - 1)] == ab[:, 1])
+    out = []
+    for k in np.flatnonzero(ok).tolist():
+        a, b, ti = int(ab[k, 0]), int(ab[k, 1]), int(i[k])
+        if not text[int(starts[ti]):a].strip():
+            out.append((a, b, ti, int(j[k])))
+    return out
 
 
 class Detector:
@@ -138,20 +158,19 @@ class Detector:
         return [(c, False) for c in close_words(word)]
 
     def examine(self, text: str, starts: Sequence[int], surprise: np.ndarray, words: Iterable[tuple[int, int]],
-                logprobs: Callable[[list[int]], "np.ndarray"], force: bool = False) -> list[WordFinding]:
+                logprobs: Callable, force: bool = False) -> list[WordFinding]:
         """Findings for the suspect words among `words` ((start, end) character spans): every
-        non-word with a close dictionary word and every confusable word. `logprobs(indices)`
-        gives next-token log-probabilities at those token indices. With `force`, every word
+        non-word with a close dictionary word and every confusable word.
+        `logprobs(indices, candidate_ids)` gives the log-probabilities of candidate tokens at
+        those token indices (IncrementalDocument.next_token_logprobs). With `force`, every word
         gets a finding (hover, quick fixes), its fixes from one edit away (two for a
         non-word with nothing closer)."""
-        n = len(surprise)
         starts = np.asarray(starts)
+        spans = word_tokens(text, starts, len(surprise), list(words))
+        cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
         todo = []
-        for a, b in words:
+        for a, b, i, j in spans:
             word = text[a:b]
-            span = token_span(text, starts, n, a, b)
-            if span is None:
-                continue
             known = is_word(word)
             if not force and known and word.lower() not in CONFUSABLE:
                 continue
@@ -161,26 +180,25 @@ class Detector:
                 if not near and not known and len(word) <= 8:  # two edits away: only when one finds nothing
                     near = close_words(word, 2)
                 cands = _unique(cands + [(c, False) for c in near])
-            if not cands and not force:
+            lead = text[int(starts[i]):a]
+            pieces = [(c, *self._first(lead, c)) for c, _ in cands]
+            if known:  # a multi-piece confusable: its first piece alone would overstate it
+                confusable = CONFUSABLE.get(word.lower(), ())
+                pieces = [p for p in pieces if p[2] == 1 or p[0].lower() not in confusable]
+            if not pieces and not force:
                 continue
-            todo.append((a, b, word, span, known, cands))
+            todo.append((a, b, word, i, float(cumulative[j] - cumulative[i]), known, pieces))
         if not todo:
             return []
-        rows = logprobs([span[0] for _, _, _, span, _, _ in todo])
+        scores = logprobs([t[3] for t in todo], [[first for _, first, _ in t[6]] for t in todo])
         out = []
-        for (a, b, word, (i, j), known, cands), lp in zip(todo, rows):
-            lead = text[starts[i]:a]
-            s = float(np.sum(surprise[i:j]))
-            scored = []
-            for c, _ in cands:
-                first, count = self._first(lead, c)
-                if known and count > 1 and c.lower() in CONFUSABLE.get(word.lower(), ()):
-                    continue  # a multi-piece confusable: its first piece alone would overstate it
-                scored.append((c, float(lp[first]) - EXTRA_PIECE_NATS * (count - 1)))
-            scored.sort(key=lambda t: -t[1])
+        for (a, b, word, _, s, known, pieces), lp in zip(todo, scores):
+            lp = np.asarray(lp, dtype=np.float64)
+            scored = sorted(((c, float(lp[k]) - EXTRA_PIECE_NATS * (count - 1))
+                             for k, (c, _, count) in enumerate(pieces)), key=lambda t: -t[1])
             gain = (scored[0][1] + s) if scored else float("-inf")
-            kind = "real-word" if known else "non-word"
-            out.append(WordFinding(a, b, word, s, kind, gain, tuple(scored[:MAX_FIXES])))
+            out.append(WordFinding(a, b, word, s, "real-word" if known else "non-word", gain,
+                                   tuple(scored[:MAX_FIXES])))
         return out
 
 
