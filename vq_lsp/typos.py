@@ -11,8 +11,9 @@ piece otherwise.
 The evidence is the gain, log p(best fix) - log p(word), in nats:
 
 - a word missing from the dictionary is a "non-word" typo when the gain reaches the non-word
-  threshold (the model rejects typos whose fix it does not believe in, and keeps names, archaic
-  and foreign words that the context predicts); without a close dictionary word it is never one;
+  threshold (the model rejects typos whose fix it does not believe in); without a close
+  dictionary word it is never one, nor when cheap evidence says it is deliberate (`deliberate`:
+  a spelling used twice, dropped-g dialect);
 - a dictionary word is a "real-word" error when a confusable, single-token word gains at least
   the real-word threshold: a dictionary cannot see these at all.
 """
@@ -20,6 +21,7 @@ The evidence is the gain, log p(best fix) - log p(word), in nats:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
@@ -91,6 +93,15 @@ def is_word(word: str) -> bool:
         if variant != lower and variant in spell:
             return True
     return False
+
+
+def deliberate(word: str, uses: int) -> bool:
+    """A non-word written on purpose, by cheap evidence: the same spelling used twice or more in
+    the document (names, coinages; a typo rarely repeats letter for letter), or dropped-g
+    dialect ("mornin", "goin'"). The model alone reads these as typos: it does not learn a name
+    from the document."""
+    lower = word.lower().rstrip("'’")
+    return uses >= 2 or (lower.endswith("in") and is_word(lower + "g"))
 
 
 def match_case(like: str, word: str) -> str:
@@ -166,13 +177,17 @@ class Detector:
         gets a finding (hover, quick fixes), its fixes from one edit away (two for a
         non-word with nothing closer)."""
         starts = np.asarray(starts)
-        spans = word_tokens(text, starts, len(surprise), list(words))
+        words = list(words)
+        spans = word_tokens(text, starts, len(surprise), words)
+        uses = Counter(text[a:b].lower() for a, b in words) if not force else Counter()
         cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
         todo = []
         for a, b, i, j in spans:
             word = text[a:b]
             known = is_word(word)
             if not force and known and word.lower() not in CONFUSABLE:
+                continue
+            if not force and not known and deliberate(word, uses[word.lower()]):
                 continue
             cands = self.candidates(word, known)
             if force:

@@ -10,7 +10,7 @@ from pathlib import Path
 from vq_lsp import batch
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "review"
-MARKDOWN = """# Notes on teh plan
+MARKDOWN = """# Notes on the plan
 
 We went to teh market and bought bread, then we walked slowly back home together.
 

@@ -117,3 +117,11 @@ def test_british_spellings_are_words_not_typos():
         assert typos.is_word(word), word
     for typo in ("colur", "realsing", "ofence"):
         assert not typos.is_word(typo), typo
+
+
+def test_a_spelling_used_twice_or_dialect_is_deliberate(model):
+    assert typos.deliberate("Lys", 2) and not typos.deliberate("teh", 1)
+    assert typos.deliberate("mornin", 1) and typos.deliberate("goin'", 1) and not typos.deliberate("becuase", 1)
+    text = "Lys smiled at Lys again, and we were goin home when teh rain began.\n"
+    _, _, mat = material(model, text)
+    assert {f.word for f in mat.findings if f.kind == "non-word"} == {"teh"}
