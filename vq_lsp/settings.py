@@ -15,8 +15,8 @@ from typing import Any, get_type_hints
 
 SECTION = "vqLsp"
 # Typo thresholds (nats of gain, see typos.py), chosen on the tuning split of benchmarks/typo_detection.py
-NON_WORD_THRESHOLD = 5.5
-REAL_WORD_THRESHOLD = 2.0
+NON_WORD_THRESHOLD = 1.76
+REAL_WORD_THRESHOLD = 1.94
 
 
 def _meta(doc: str, lo: float | None = None, hi: float | None = None, choices: tuple | None = None) -> dict:
