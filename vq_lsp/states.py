@@ -456,8 +456,8 @@ class Documents:
                                 self.settings.diagnostics)
 
     def quick_fixes(self, uri: str, ranges: list[tuple[int, int, int, int]]) -> list[tuple[tuple, list]]:
-        """For each (line, character, line, character) range: the words there with their likeliest
-        fixes (hints.quick_fixes), as (range, findings) with findings in character offsets."""
+        """For each (line, character, line, character) range: the prose words there with their
+        likeliest fixes (hints.quick_fixes), as (range, [(finding, start position, end position)])."""
         st = self.ready(uri)
         out = []
         for l0, c0, l1, c1 in ranges:
