@@ -61,8 +61,8 @@ def detector(doc: inference.IncrementalDocument) -> typos.Detector:
     return found
 
 
-def analyse(text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout,
-            force_words=None) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
+def analyse(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
+            lay: markup.Layout) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
     words = word_surprises(text, starts, surprise, lay)
@@ -81,6 +81,7 @@ def tone_blocks(tt: TrackedText, doc: inference.IncrementalDocument, lay: markup
 
 
 def layout_for(text: str, language_id: str, cfg: DiagnosticSettings) -> markup.Layout:
+    """The prose of a document by its languageId (and the sourceComments setting)."""
     kind = markup.markup_of(language_id, source_hints="comments" if cfg.source_comments else "off")
     return markup.layout(text, kind, language_id)
 
