@@ -9,6 +9,7 @@ outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one i
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from dataclasses import dataclass
@@ -174,6 +175,42 @@ class IncrementalDocument:
         """-log p(token | prefix) for tokens [start, end); the first token of a window sees only BOS."""
         self._check_span(start, end)
         return [float(x) for w, a, b in self._pieces(start, end) for x in w.surprise(a, b).tolist()]
+
+    def next_token_logprobs(self, indices: Sequence[int], candidates: Sequence[Sequence[int]] | None = None):
+        """log p(v | prefix) at each token index: what the model expected there.
+
+        Read-only, from each predecessor's stored final hidden state and log-sum-exp (the same
+        numbers `surprise` reads), so alternatives to a written token (a typo's likely fixes)
+        cost a dot product each, not a forward pass. Without `candidates`: the whole vocabulary,
+        a (len(indices), vocab) tensor. With `candidates` (token ids per index): only those, a
+        list of 1-D tensors, which is all a caller weighing a few alternatives needs.
+        """
+        bounds = self._bounds()
+        ends = [b for _, b in bounds]
+        rows = []
+        for i in indices:
+            if not (0 <= i < self.n_tokens):
+                raise ValueError(f"token index {i} is outside the {self.n_tokens} tokens")
+            k = bisect.bisect_right(ends, i)
+            w, local = self.windows[k], i - bounds[k][0]
+            prev = w.token_slots(local - 1, local)[0] if local else w.order[0]  # the window's BOS row
+            rows.append((w, prev))
+        if candidates is not None and len(candidates) != len(rows):
+            raise ValueError(f"{len(candidates)} candidate lists for {len(rows)} indices")
+        vocab = self.model.config.vocab_size
+        with torch.no_grad():
+            if not rows:
+                return torch.zeros(0, vocab) if candidates is None else []
+            # one final LayerNorm for every predecessor row (the state keeps the last layer's output)
+            hidden = [w.hidden(torch.as_tensor([int(p)], device=w.lse.device))[0] for w, p in rows]
+            if candidates is None:
+                return torch.stack([w.net.lm_logits(h) - w.lse[p] for (w, p), h in zip(rows, hidden)]).float().cpu()
+            out = []
+            for (w, p), h, ids in zip(rows, hidden, candidates):
+                self._check_ids(self.model, ids)
+                emb = w.net.decoder.embed_tokens.weight[torch.as_tensor(list(ids), dtype=torch.long, device=h.device)]
+                out.append((emb.to(h.dtype) @ h - w.lse[p]).float().cpu())
+            return out
 
     def verify(self) -> VerifyResult:
         checks = [w.verify() for w in self.windows]

@@ -18,15 +18,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 import inference
 
-from .paragraphs import paragraphs
 from inference import argtypes
 
+from . import hints as hint_kit
+from . import markup
+
 from .revisions import GIT_MERGES, Revision, from_folder, from_git, from_jsonl
+from . import typos
 from .settings import DiagnosticSettings
 
 VERIFY_TOL = 1e-4
@@ -62,8 +66,8 @@ class BatchScorer:
     """Turns (document, revision, text) triples into result rows, one chain per document."""
 
     def __init__(self, model: inference.LoadedModel, verify: bool = False,
-                 hints: DiagnosticSettings | None = None) -> None:
-        self.model, self.verify = model, verify
+                 hints: DiagnosticSettings | None = None, markup: str | None = None) -> None:
+        self.model, self.verify, self.markup = model, verify, markup
         self.hints = hints or DiagnosticSettings()
         self.chains: dict[str, Chain | None] = {}
         self.summary = Summary()
@@ -81,7 +85,8 @@ class BatchScorer:
         t0 = time.perf_counter()
         if not ids:  # an empty revision: nothing to score; the next one opens afresh
             self.chains[name] = None
-            return {**row, "changed_tokens": 0, "scores": None, "paragraphs": [], "incremental_macs": 0,
+            return {**row, "changed_tokens": 0, "scores": None, "paragraphs": [], "surprises": [], "typos": [],
+                    "incremental_macs": 0,
                     "dense_macs": 0, "seconds": 0.0}
         if chain is None:
             doc = inference.IncrementalDocument(self.model, ids)
@@ -94,13 +99,10 @@ class BatchScorer:
             chain.ids = ids
         doc = chain.doc
         dense = doc.dense_macs()
-        paras = [{"line": p.line, "tokens": p.token_end - p.token_start,
-                  "scores": _rounded(doc.span_scores(p.token_start, p.token_end))}
-                 for p in paragraphs(text, offsets)]
-        surprises = self._surprises(doc, text, offsets)
+        paras, surprises, typo_rows = self._hints(doc, name, label, text, offsets)
         seconds = time.perf_counter() - t0
         row.update(changed_tokens=changed, scores=_rounded(doc.scores), paragraphs=paras, surprises=surprises,
-                   incremental_macs=macs, dense_macs=dense, seconds=round(seconds, 6))
+                   typos=typo_rows, incremental_macs=macs, dense_macs=dense, seconds=round(seconds, 6))
         if self.verify:
             check = doc.verify()
             ok = check.codes_equal and check.max_abs_diff < VERIFY_TOL
@@ -116,22 +118,37 @@ class BatchScorer:
         return row
 
 
-    def _surprises(self, doc, text: str, offsets) -> list[dict]:
-        """The most surprising tokens (LM head) above the threshold: possible typos or awkward wording."""
-        if not self.hints.surprise:
-            return []
-        values = doc.surprise(0, doc.n_tokens)
-        top = sorted(((v, i) for i, v in enumerate(values) if v >= self.hints.surprise_threshold), reverse=True)
-        out = []
-        for v, i in sorted(top[: self.hints.max_surprise_hints], key=lambda t: t[1]):
-            a, b = offsets[i]
-            word = text[a:b]
-            if not word.strip():  # a whitespace or line-break token: nothing a writer could fix there
-                continue
-            a += len(word) - len(word.lstrip())
-            out.append({"line": text.count("\n", 0, a), "column": a - (text.rfind("\n", 0, a) + 1),
-                        "text": word.strip(), "surprise": round(v, 2)})
-        return out
+    def _hints(self, doc, name: str, label: str, text: str, offsets) -> tuple[list, list, list]:
+        """Prose blocks with their scores (tone), unlikely words and typos, markup-aware as in the
+        server: the markup comes from the revision's file name (else the document's), or --markup."""
+        kind = self.markup or markup.markup_of(name=label if "." in label else name)
+        lay = markup.layout(text, kind, markup.language_of(label if "." in label else name))
+        starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
+        _, words, findings = hint_kit.analyse(text, starts, doc, lay)
+        paras = []
+        for a, b, n_words in lay.tone:
+            ta, tb = int(np.searchsorted(starts, a)), int(np.searchsorted(starts, b))
+            if ta < tb:
+                paras.append({"line": text.count("\n", 0, a), "tokens": tb - ta, "words": n_words,
+                              "scores": _rounded(doc.span_scores(ta, tb))})
+        cfg = self.hints
+        surprises = []
+        if cfg.surprise:
+            top = sorted((w for w in words if w[2] >= cfg.surprise_threshold), key=lambda w: -w[2])
+            surprises = [{**_where(text, a), "text": text[a:b], "surprise": round(s, 2)}
+                         for a, b, s in sorted(top[: cfg.max_surprise_hints])]
+        typo_rows = []
+        if cfg.typo:
+            flagged = [f for f in findings if typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)]
+            flagged = sorted(flagged, key=lambda f: -f.gain)[: cfg.max_typo_hints]
+            typo_rows = [{**_where(text, f.start), "text": f.word, "kind": f.kind, "surprise": round(f.surprise, 2),
+                          "gain": round(f.gain, 2), "fixes": [w for w, _ in f.fixes]}
+                         for f in sorted(flagged, key=lambda f: f.start)]
+        return paras, surprises, typo_rows
+
+
+def _where(text: str, a: int) -> dict:
+    return {"line": text.count("\n", 0, a), "column": a - (text.rfind("\n", 0, a) + 1)}
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
@@ -141,8 +158,11 @@ def _rounded(scores: dict[str, float]) -> dict[str, float]:
 class RowWriter:
     """JSONL (every row as is), CSV (scores flattened, paragraphs as a JSON column) or readable text."""
 
-    def __init__(self, out: TextIO, fmt: str, labels: tuple[str, ...], sentiment_threshold: float = 0.75) -> None:
+    def __init__(self, out: TextIO, fmt: str, labels: tuple[str, ...], sentiment_threshold: float = 0.75,
+                 tone_min_words: int = 0) -> None:
         self.out, self.fmt, self.labels, self.sentiment_threshold = out, fmt, labels, sentiment_threshold
+        self.tone_min_words = tone_min_words
+        self.bar: tqdm | None = None  # a progress bar drawn on the same terminal: rows are written around it
         if fmt == "csv":
             self.csv = csv.writer(out)
             self.csv.writerow(["doc", "revision", "index", "tokens", "changed_tokens",
@@ -151,15 +171,25 @@ class RowWriter:
 
     def row(self, r: dict) -> None:
         if self.fmt == "text":
-            self.out.write(self._text(r))
+            self._write(self._text(r))
             return
         if self.fmt == "jsonl":
-            self.out.write(json.dumps(r) + "\n")
+            self._write(json.dumps(r) + "\n")
             return
         scores = r["scores"] or {}
         self.csv.writerow([r["doc"], r["revision"], r["index"], r["tokens"], r["changed_tokens"],
                            *[scores.get(lab, "") for lab in self.labels], json.dumps(r["paragraphs"]),
                            r["incremental_macs"], r["dense_macs"], r["seconds"], r.get("verified", "")])
+
+    def _write(self, chunk: str) -> None:
+        """Write a row; with a live progress bar, clear it first and redraw it after, so that a row
+        never starts on the bar's line (on a terminal both share one screen)."""
+        if self.bar is not None and not self.bar.disable:
+            with self.bar.external_write_mode(file=self.out):
+                self.out.write(chunk)
+                self.out.flush()
+        else:
+            self.out.write(chunk)
 
     def _text(self, r: dict) -> str:
         """What a writer reads: the document's tone, then the hints an editor would show (1-based lines)."""
@@ -171,8 +201,12 @@ class RowWriter:
                  f"than scoring from scratch)"]
         for p in r["paragraphs"]:
             top = max(p["scores"], key=p["scores"].get)
-            if p["scores"][top] >= self.sentiment_threshold:
+            if p["scores"][top] >= self.sentiment_threshold and p["words"] >= self.tone_min_words:
                 lines.append(f"  line {p['line'] + 1}: {top} tone ({p['scores'][top]:.2f})")
+        for h in r["typos"]:
+            fixes = ", ".join(repr(w) for w in h["fixes"])
+            lines.append(f"  line {h['line'] + 1}:{h['column'] + 1}: possible typo {h['text']!r} "
+                         f"({h['kind']}, {h['surprise']:.1f} nats; likely: {fixes})")
         for h in r["surprises"]:
             lines.append(f"  line {h['line'] + 1}:{h['column'] + 1}: unexpected {h['text']!r} "
                          f"(surprise {h['surprise']:.1f}): possible typo or awkward wording")
@@ -199,8 +233,13 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
                     default=DiagnosticSettings().sentiment_threshold,
                     help="paragraph tone shown in text output at this probability (0 to 1) or above")
     ap.add_argument("--surprise-threshold", type=argtypes.non_negative_float,
-                    default=DiagnosticSettings().surprise_threshold,
-                    help="tokens at least this surprising (nats, >= 0) are listed as possible typos")
+                    help="list words at least this surprising (whole-word -log p, nats, >= 0) as unlikely "
+                         "words (default: not listed)")
+    ap.add_argument("--tone-min-words", type=argtypes.non_negative_int,
+                    default=DiagnosticSettings().tone_min_words,
+                    help="text output shows a tone only for prose paragraphs of at least this many words")
+    ap.add_argument("--markup", choices=[markup.MARKDOWN, markup.RST, markup.PLAIN, markup.SOURCE, markup.NONE],
+                    help="read every revision as this markup (default: from the file name's extension)")
     ap.add_argument("--output", "-o", metavar="FILE", help="write rows here instead of stdout")
     ap.add_argument("--verify", action="store_true", help="check every revision against a full dense pass")
     ap.add_argument("--model", metavar="DIR|NAME", help="model folder, or the name of a model installed with "
@@ -253,16 +292,21 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.threads)
         revisions = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
         model = inference.load_model(args.model, device=args.device, dtype=args.precision)
-        hints = DiagnosticSettings(surprise_threshold=args.surprise_threshold)
-        scorer = BatchScorer(model, verify=args.verify, hints=hints)
+        surprise = {} if args.surprise_threshold is None else {"surprise": True,
+                                                                "surprise_threshold": args.surprise_threshold}
+        hints = DiagnosticSettings(**surprise)
+        scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
         summary_holder.append(scorer.summary)
         out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
         try:
-            writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold)
+            writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold, args.tone_min_words)
             bar = tqdm(scorer.score(revisions), unit="rev", disable=not sys.stderr.isatty(), file=sys.stderr)
-            for row in bar:
-                writer.row(row)
-                bar.set_postfix(speedup=f"{scorer.summary.speedup:.1f}x")
+            writer.bar = bar if out is sys.stdout else None
+            with bar:
+                for row in bar:
+                    writer.row(row)
+                    bar.set_postfix(speedup=f"{scorer.summary.speedup:.1f}x")
+            writer.bar = None  # closed: the summary goes below it
             writer.summary(scorer.summary)
         finally:
             if out is not sys.stdout:

@@ -28,6 +28,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import sys
 import threading
 import time
@@ -535,6 +536,34 @@ def build(defaults: Settings | None = None) -> VQServer:
         except RequestFailed:
             return None  # no state (no model, empty, ...): nothing to show
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+
+    @ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    async def code_action(ls: VQServer, params: types.CodeActionParams):
+        """Quick fixes for our typo and surprise hints: the dictionary words one edit away (two for
+        a non-word with nothing closer) that the LM head finds likeliest there, best first."""
+        ours = [d for d in params.context.diagnostics if d.source == hints.SOURCE and d.code in ("typo", "surprise")]
+        if not ours:
+            return []
+        uri = params.text_document.uri
+        ranges = [(d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
+                  for d in ours]
+        try:
+            found = await ls.ready(uri, ls.docs.quick_fixes, ranges)
+        except RequestFailed:
+            return []
+        actions = []
+        for d, (_, findings) in zip(ours, found):
+            first = len(actions)
+            for f, (l0, c0), (l1, c1) in findings:
+                for word, logp in f.fixes:
+                    edit = types.TextEdit(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
+                                          new_text=word)
+                    actions.append(types.CodeAction(
+                        title=f"Replace {f.word!r} with {word!r} (p = {math.exp(logp):.2g} here)",
+                        kind=types.CodeActionKind.QuickFix, diagnostics=[d], is_preferred=len(actions) == first,
+                        edit=types.WorkspaceEdit(changes={uri: [edit]})))
+        return actions
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: VQServer, params: types.CodeLensParams):

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
 SECTION = "vqLsp"
+# Typo thresholds (nats of gain, see typos.py), chosen on the tuning split of benchmarks/typo_detection.py
+NON_WORD_THRESHOLD = 1.76
+REAL_WORD_THRESHOLD = 1.94
 
 
 def _meta(doc: str, lo: float | None = None, hi: float | None = None, choices: tuple | None = None) -> dict:
@@ -25,10 +28,28 @@ class DiagnosticSettings:
     sentiment: bool = field(default=True, metadata=_meta("Publish per-paragraph sentiment diagnostics."))
     sentiment_threshold: float = field(default=0.75, metadata=_meta(
         "A paragraph gets a sentiment diagnostic when its top label's probability is at least this.", 0.0, 1.0))
-    surprise: bool = field(default=True, metadata=_meta("Publish high-surprise tokens as possible typos."))
+    surprise: bool = field(default=False, metadata=_meta(
+        "Publish unlikely words (whole-word surprise) in prose. Off by default: they fire on names and rare "
+        "words as often as on typos; typo hints are the measured detector."))
     surprise_threshold: float = field(default=14.0, metadata=_meta(
-        "Surprise (-log p, in nats) at or above which a token is flagged.", 0.0, 1000.0))
+        "Surprise (-log p of a whole word, in nats) at or above which a word is flagged.", 0.0, 1000.0))
     max_surprise_hints: int = field(default=50, metadata=_meta("At most this many surprise hints per document.", 0, 10_000))
+    typo: bool = field(default=True, metadata=_meta(
+        "Publish likely typos: words missing from the dictionary that the model reads as a close dictionary word, "
+        "and confusable words (their/there, form/from) whose partner the model finds far likelier."))
+    typo_threshold: float = field(default=NON_WORD_THRESHOLD, metadata=_meta(
+        "A word missing from the dictionary is a typo when its likeliest close spelling is at least this many nats "
+        "likelier here (chosen on held-out Gutenberg text, benchmarks/typo_detection.py).", -100.0, 100.0))
+    real_word_threshold: float = field(default=REAL_WORD_THRESHOLD, metadata=_meta(
+        "A confusable dictionary word is flagged when its partner is at least this many nats likelier here.",
+        -100.0, 100.0))
+    max_typo_hints: int = field(default=50, metadata=_meta("At most this many typo hints per document.", 0, 10_000))
+    tone_min_words: int = field(default=12, metadata=_meta(
+        "Only prose paragraphs of at least this many words get a tone (headings, tables, code and short list "
+        "items never do).", 0, 100_000))
+    source_comments: bool = field(default=True, metadata=_meta(
+        "In source files (a languageId in fileTypes such as python), hint comments and docstrings only; "
+        "false: no hints in source files."))
 
 
 @dataclass(frozen=True, kw_only=True)

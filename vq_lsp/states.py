@@ -214,7 +214,8 @@ class Documents:
             out.diagnostics = [] if not pending else None
             return out
         if st.doc is not None:
-            st.material = hints.HintMaterial.of(st.tracked, st.doc, st.version)
+            st.material = hints.HintMaterial.of(st.tracked, st.doc, st.version, st.language_id,
+                                                self.settings.diagnostics)
         elif not (self._material_current(st) and st.tracked is not None):
             return out
         chosen = hints.choose(st.tracked, st.material, self.settings.diagnostics)
@@ -503,4 +504,17 @@ class Documents:
 
     def hover(self, uri: str, line: int, character: int) -> str | None:
         st = self.ready(uri)
-        return hints.hover_text(st.tracked, st.doc, st.tracked.offset(line, character))
+        return hints.hover_text(st.tracked, st.doc, st.tracked.offset(line, character), st.language_id,
+                                self.settings.diagnostics)
+
+    def quick_fixes(self, uri: str, ranges: list[tuple[int, int, int, int]]) -> list[tuple[tuple, list]]:
+        """For each (line, character, line, character) range: the prose words there with their
+        likeliest fixes (hints.quick_fixes), as (range, [(finding, start position, end position)])."""
+        st = self.ready(uri)
+        out = []
+        for l0, c0, l1, c1 in ranges:
+            a, b = st.tracked.offset(l0, c0), st.tracked.offset(l1, c1)
+            found = hints.quick_fixes(st.tracked, st.doc, a, b, st.language_id, self.settings.diagnostics)
+            out.append(((l0, c0, l1, c1), [(f, st.tracked.position(f.start), st.tracked.position(f.end))
+                                           for f in found]))
+        return out

@@ -115,7 +115,7 @@ def test_runs_as_a_program(folder, tiny_model_dir):
 def test_text_format_prints_the_hints_of_the_shipped_example(tiny_model_dir, capsys):
     example = Path(__file__).resolve().parents[2] / "examples" / "review"
     code, out, err = _run([str(example), "--model", str(tiny_model_dir), "--format", "text",
-                           "--sentiment-threshold", "0", "--surprise-threshold", "0"], capsys)
+                           "--sentiment-threshold", "0", "--surprise-threshold", "0", "--tone-min-words", "0"], capsys)
     assert code == 0, err
     headers = [line for line in out.splitlines() if not line.startswith("  ")]
     assert [h.split(":")[0] for h in headers] == [f"review/draft{i}.txt" for i in range(1, 5)]

@@ -76,7 +76,8 @@ local function main()
         modelPath = env.VQ_TEST_MODEL,
         device = "cpu",
         -- threshold 0: every paragraph gets a sentiment diagnostic, so their count follows the text
-        diagnostics = { sentimentThreshold = 0.0, surpriseThreshold = 0.0, maxSurpriseHints = 3 },
+        diagnostics = { sentimentThreshold = 0.0, surprise = true, surpriseThreshold = 0.0, maxSurpriseHints = 3,
+                        typo = false, toneMinWords = 0 },
       },
     })
     step("setup")

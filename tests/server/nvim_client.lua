@@ -26,7 +26,8 @@ local id = vim.lsp.start({
   root_dir = vim.fs.dirname(file),
   init_options = {
     modelPath = os.getenv("VQ_MODEL"),
-    diagnostics = { sentimentThreshold = 0, surpriseThreshold = 0, maxSurpriseHints = 3 },
+    diagnostics = { sentimentThreshold = 0, surprise = true, surpriseThreshold = 0, maxSurpriseHints = 3, typo = false,
+                    toneMinWords = 0 },
   },
 }, { bufnr = buf })
 if not id then

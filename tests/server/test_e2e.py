@@ -17,7 +17,8 @@ from .lsp_helpers import (CLIENTS, CONFIG, change, computed, diagnostics_for, in
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {"diagnostics": {"sentimentThreshold": 0.0, "surpriseThreshold": 0.0, "maxSurpriseHints": 4}}
+OPTIONS = {"diagnostics": {"sentimentThreshold": 0.0, "surprise": True, "surpriseThreshold": 0.0, "maxSurpriseHints": 4,
+                            "typo": False, "toneMinWords": 0}}
 TEXT = "The film was a delight from start to finish.\r\n\r\nI hated the ending 😀, though.\r\nThe cast was fine."
 
 

@@ -20,7 +20,8 @@ from .lsp_helpers import CLIENTS, CONFIG, change, diagnostics_for, initialize, m
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {"diagnostics": {"sentimentThreshold": 0.0, "surpriseThreshold": 0.0, "maxSurpriseHints": 20}}
+OPTIONS = {"diagnostics": {"sentimentThreshold": 0.0, "surprise": True, "surpriseThreshold": 0.0, "maxSurpriseHints": 20,
+                            "typo": False, "toneMinWords": 0}}
 PARA = "This paragraph talks about a film that many people liked a lot. " * 6
 
 

@@ -117,7 +117,8 @@ def test_hints_move_through_pending_changes(docs):
     uri = "mem://moving"
     text = "The film was a delight.\n\nI hated the ending."
     docs.settings = Settings(model_path=docs.settings.model_path, diagnostics=DiagnosticSettings(
-        sentiment_threshold=0.0, surprise_threshold=0.0, max_surprise_hints=100))
+        sentiment_threshold=0.0, surprise=True, surprise_threshold=0.0, max_surprise_hints=100, typo=False,
+        tone_min_words=0))
     try:
         base = docs.process_now(uri, [("open", 1, "plaintext", text)])
         pending = [(2, [Change("Oh. ", (0, 0, 0, 0))]), (3, [Change("\n", (2, 0, 2, 0))])]

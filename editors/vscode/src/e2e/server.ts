@@ -41,7 +41,7 @@ async function main(): Promise<Record<string, unknown>> {
   const places: h.Places = { home: process.env.HOME ?? "/", workspace: path.dirname(outFile) };
   const user: Record<string, unknown> = {
     modelPath: model, device: "cpu", "diagnostics.sentimentThreshold": 0, "diagnostics.surpriseThreshold": 0,
-    "diagnostics.maxSurpriseHints": 2,
+    "diagnostics.maxSurpriseHints": 2, "diagnostics.surprise": true, "diagnostics.typo": false, "diagnostics.toneMinWords": 0,
   };
   const proc = cp.spawn(server, [], { stdio: ["pipe", "pipe", "inherit"] });
   const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!),

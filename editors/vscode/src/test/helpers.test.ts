@@ -47,9 +47,15 @@ test("serverSettings nests, drops client-only settings and maps empty strings to
   assert.deepEqual(s.diagnostics, {
     sentiment: true,
     sentimentThreshold: 0.75,
-    surprise: true,
+    surprise: false,
     surpriseThreshold: 14,
     maxSurpriseHints: 50,
+    typo: true,
+    typoThreshold: 1.76,
+    realWordThreshold: 1.94,
+    maxTypoHints: 50,
+    toneMinWords: 12,
+    sourceComments: true,
   });
   assert.ok(Array.isArray(s.fileTypes) && (s.fileTypes as string[]).includes("markdown"));
   assert.equal("diagnostics.sentiment" in s, false);

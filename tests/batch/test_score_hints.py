@@ -1,0 +1,81 @@
+"""`vq-lsp score` hints: markup-aware rows, typo rows, and text output on a terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+from vq_lsp import batch
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "review"
+MARKDOWN = """# Notes on the plan
+
+We went to teh market and bought bread, then we walked slowly back home together.
+
+| teh | recieve |
+|-----|---------|
+| becuase | wrod |
+
+Run `teh --recieve` or read https://example.com/teh/recieve first.
+
+```
+teh recieve becuase
+```
+"""
+
+
+class Terminal(io.StringIO):
+    """stdout and stderr of a terminal: one screen, and a tty (so the progress bar is drawn)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_text_rows_never_share_a_line_with_the_progress_bar(monkeypatch):
+    term = Terminal()
+    monkeypatch.setattr(sys, "stdout", term)
+    monkeypatch.setattr(sys, "stderr", term)
+    assert batch.main([str(EXAMPLE), "--format", "text", "--sentiment-threshold", "0", "--tone-min-words", "0"]) == 0
+    # what the screen shows: on each line, the text after the last carriage return
+    shown = [line.split("\r")[-1] for line in term.getvalue().split("\n")]
+    headers = [line for line in shown if "review/draft" in line]
+    assert len(headers) == 4 and all(line.startswith("review/draft") for line in headers), headers
+    hints = [line for line in shown if " tone (" in line]
+    assert hints and all(line.startswith("  line ") for line in hints)
+    summary = [line for line in shown if "revisions of 1 documents" in line]
+    assert len(summary) == 1 and summary[0].startswith("4 revisions"), summary
+    assert term.getvalue().endswith("\n")
+
+
+def test_markdown_rows_hint_prose_only(tmp_path, capsys):
+    (tmp_path / "notes.md").write_text(MARKDOWN)
+    assert batch.main([str(tmp_path), "--surprise-threshold", "0"]) == 0
+    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    lines = MARKDOWN.splitlines()
+    hinted = {(h["line"], h["text"]) for h in row["typos"] + row["surprises"]}
+    assert hinted and {line for line, _ in hinted} <= {0, 2, 8}  # the heading and the two paragraphs
+    assert {word for line, word in hinted if line == 8} <= {"Run", "or", "read", "first"}  # no code, no URL
+    assert (2, "teh") in {(h["line"], h["text"]) for h in row["typos"]}
+    for h in row["typos"]:
+        assert lines[h["line"]][h["column"]:].startswith(h["text"]) and h["fixes"]
+    assert [p["line"] for p in row["paragraphs"]] == [2, 8]  # prose paragraphs: no heading, table or code
+    assert row["paragraphs"][0]["words"] == 15
+
+
+def test_markup_flag_overrides_the_file_name(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text(MARKDOWN)
+    assert batch.main([str(tmp_path), "--markup", "none"]) == 0
+    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert row["typos"] == [] and row["paragraphs"] == [] and row["scores"]
+    assert batch.main([str(tmp_path), "--markup", "markdown"]) == 0
+    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert {h["line"] for h in row["typos"]} <= {0, 2, 8} and row["typos"]
+
+
+def test_text_format_shows_typos_with_fixes(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("We went to teh market and bought bread.\n")
+    assert batch.main([str(tmp_path), "--format", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "  line 1:12: possible typo 'teh' (non-word, " in out and "likely: 'the'" in out

@@ -1,0 +1,68 @@
+"""The typo benchmark's error injection and scoring (benchmarks/typo_detection.py), without a model."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import typo_detection as td  # noqa: E402
+from vq_lsp import typos  # noqa: E402
+
+PROSE = ("The house stood at the end of the road, and from its windows they could see their fields "
+         "stretching away to the river. Nobody knew whether the weather would hold through the harvest. ") * 6
+
+
+def test_neighbour_keys():
+    assert set(td.neighbours("s")) == {"a", "d", "q", "w", "e", "z", "x", "c"}
+    assert set(td.neighbours("p")) == {"o", "l"}
+    assert td.neighbours("1") == ""
+
+
+def test_each_error_kind_is_one_edit_of_its_kind():
+    rng = random.Random(0)
+    for _ in range(50):
+        assert sorted(td.corrupt("garden", "swap", rng)) == sorted("garden")
+        assert len(td.corrupt("garden", "drop", rng)) == 5
+        doubled = td.corrupt("garden", "double", rng)
+        assert len(doubled) == 7 and any(doubled[i] == doubled[i + 1] for i in range(6))
+        near = td.corrupt("garden", "neighbour", rng)
+        diff = [(a, b) for a, b in zip("garden", near) if a != b]
+        assert len(diff) == 1 and diff[0][1] in td.neighbours(diff[0][0])
+    assert td.corrupt("their", "confusable", rng) in ("there", "they're")
+    assert td.corrupt("garden", "confusable", rng) is None
+    edit = td.corrupt("cat", "real-edit", rng)
+    assert typos.is_word(edit) and edit not in typos.CONFUSABLE
+
+
+def test_injected_errors_sit_where_the_benchmark_says():
+    rng = random.Random(3)
+    bad, errors = td.inject(PROSE, rng, 0.5)
+    assert len(errors) >= 10 and {e.kind for e in errors} & set(td.NON_WORD) and bad != PROSE
+    for e in errors:
+        assert bad[e.start:e.end] == e.typo and e.typo != e.original
+        if e.kind in td.NON_WORD:
+            assert not typos.is_word(e.typo)
+        else:
+            assert typos.is_word(e.typo)
+
+
+def test_evaluate_counts_hits_misses_and_false_alarms():
+    errors = [td.Injected(0, 3, "swap", "the", "teh"), td.Injected(10, 15, "confusable", "their", "there"),
+              td.Injected(20, 24, "drop", "frm", "frm")]
+
+    def finding(a, b, kind, gain):
+        return (a, b), kind, typos.WordFinding(a, b, "x", 5.0, kind, gain, ())
+
+    preds = [finding(0, 3, "non-word", 4.0), finding(10, 15, "real-word", 1.0), finding(30, 33, "non-word", 9.0),
+             ((20, 24), "non-word", None)]
+    res = td.evaluate([(errors, preds)], lambda f: f is not None and f.gain >= 3, lambda f: f.gain >= 3)
+    assert res["non-word"] == td.prf(1, 1, 1)  # teh found, a false alarm at 30, the drop missed
+    assert res["real-word"]["fn"] == 1 and res["real-word"]["tp"] == 0
+    assert res["recall_by_class"]["swap"] == {"recall": 1.0, "errors": 1}
+    spell = td.evaluate([(errors, preds)], lambda f: True, lambda f: False)
+    assert spell["non-word"]["tp"] == 2 and spell["non-word"]["fp"] == 1
+    threshold, best = td.choose_threshold([(errors, preds)], "non-word")
+    assert threshold == 4.0 and best["tp"] == 1

@@ -1,0 +1,127 @@
+"""The typo detector (typos.py) and its hints, on the bundled model: whole-word surprise, close
+dictionary words scored by the LM head, confusion sets, and what `choose` publishes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import inference
+from vq_lsp import hints, typos
+from vq_lsp.settings import DiagnosticSettings
+from vq_lsp.textsync import TrackedText
+
+
+@pytest.fixture(scope="module")
+def model():
+    return inference.load_model(None, device="cpu")
+
+
+def material(model, text, language="plaintext", cfg=None):
+    tt = TrackedText(model.tokenizer, text)
+    doc = inference.IncrementalDocument(model, tt.ids)
+    return tt, doc, hints.HintMaterial.of(tt, doc, 1, language, cfg or DiagnosticSettings())
+
+
+def test_next_token_logprobs_agree_with_surprise_and_refuse_bad_indices(model):
+    ids = model.tokenizer.encode("The cat sat on the mat.\n\nIt was warm.")
+    doc = inference.IncrementalDocument(model, ids)
+    lp = doc.next_token_logprobs(list(range(len(ids))))
+    assert lp.shape == (len(ids), model.config.vocab_size)
+    own = -lp[np.arange(len(ids)), ids].numpy()
+    assert np.allclose(own, doc.surprise(0, len(ids)), atol=1e-4)
+    assert np.allclose(lp.exp().sum(-1).numpy(), 1.0, atol=1e-4)
+    for bad in (-1, len(ids)):
+        with pytest.raises(ValueError, match="outside"):
+            doc.next_token_logprobs([bad])
+
+
+def test_dictionary_helpers():
+    assert typos.is_word("the") and typos.is_word("The") and not typos.is_word("teh")
+    assert typos.is_word("NASA") and typos.is_word("McDonald")  # acronyms and CamelCase are not judged
+    assert "the" in typos.close_words("teh") and "The" in typos.close_words("Teh")
+    assert typos.close_words("qqqqqqqq") == []
+    assert set(typos.CONFUSABLE["their"]) == {"there", "they're"}
+
+
+def test_token_span_refuses_spans_that_cut_a_token(model):
+    text = "a teh b"
+    ids, offsets = model.tokenizer.encode_with_offsets(text)
+    starts = np.asarray([a for a, _ in offsets])
+    i, j = typos.token_span(text, starts, len(ids), 2, 5)
+    assert model.tokenizer.decode(ids[i:j]).strip() == "teh"
+    assert typos.token_span(text, starts, len(ids), 3, 5) is None  # "eh": the piece " te" straddles its start
+    assert typos.token_span(text, starts, len(ids), 2, 3) is None  # "t": the piece " te" runs past its end
+
+
+def test_non_word_typo_is_flagged_with_its_fix_and_names_are_not(model):
+    text = ("I went to teh store because the milk was gone, and then I walked back home again. "
+            "Mr. Darcy smiled at Elizabeth and said nothing more about it.")
+    tt, doc, mat = material(model, text)
+    chosen = hints.choose(tt, mat, DiagnosticSettings())
+    typo_hints = [h for h in chosen if h.code == "typo"]
+    assert [text[h.start:h.end] for h in typo_hints] == ["teh"]
+    f = next(f for f in mat.findings if f.word == "teh")
+    assert f.kind == "non-word" and f.fixes[0][0] == "the" and f.gain > 0
+    i, j = tt.token_span(f.start - 1, f.end)  # " teh": the leading space is in its first piece
+    assert j - i > 1 and model.tokenizer.decode(tt.ids[i:j]) == " teh"
+    whole = float(np.sum(doc.surprise(i, j)))
+    assert f.surprise == pytest.approx(whole)  # the whole word's pieces, not one piece
+    assert f.explain().startswith(f"'teh' is unlikely here: {f.surprise:.1f} nats; likely: 'the'")
+    assert not [h for h in chosen if h.code == "surprise"]  # unlikely-word hints are off by default
+
+
+def test_confusable_word_is_weighed_against_its_partner(model):
+    text = "After the meeting I drove home form the office and had dinner with my family."
+    _, _, mat = material(model, text)
+    f = next(f for f in mat.findings if f.word == "form")
+    assert f.kind == "real-word" and f.fixes[0][0] == "from" and f.gain > 0
+    right = "After the meeting I drove home from the office and had dinner with my family."
+    _, _, ok = material(model, right)
+    g = next(f for f in ok.findings if f.word == "from")
+    assert g.fixes[0][0] == "form" and g.gain < 0  # the right word is likelier than its partner
+
+
+def test_thresholds_and_limits_choose_among_findings(model):
+    text = "I went to teh store and bougth some milk, then I walked hom again.\n"
+    tt, _, mat = material(model, text)
+    assert len([f for f in mat.findings if f.kind == "non-word"]) >= 3
+    strict = DiagnosticSettings(typo_threshold=100.0)
+    assert not [h for h in hints.choose(tt, mat, strict) if h.code == "typo"]
+    one = DiagnosticSettings(typo_threshold=-100.0, max_typo_hints=1)
+    assert len([h for h in hints.choose(tt, mat, one) if h.code == "typo"]) == 1
+    assert not [h for h in hints.choose(tt, mat, DiagnosticSettings(typo=False)) if h.code == "typo"]
+
+
+def test_tone_needs_a_long_prose_paragraph(model):
+    text = "# Install\n\nRun it.\n\n" + "The film was a wonderful delight from start to finish and I loved every minute of it.\n"
+    cfg = DiagnosticSettings(sentiment_threshold=0.0)
+    tt, _, mat = material(model, text, "markdown", cfg)
+    tones = [text[h.start:h.end] for h in hints.choose(tt, mat, cfg) if h.code == "sentiment"]
+    assert tones == [text.splitlines()[4]]  # not the heading, not the two-word paragraph
+    everything = DiagnosticSettings(sentiment_threshold=0.0, tone_min_words=0)
+    assert len([h for h in hints.choose(tt, mat, everything) if h.code == "sentiment"]) == 2  # headings never
+
+
+def test_no_hints_in_markdown_tables_code_or_urls(model):
+    text = ("Some prose here.\n\n| teh | recieve |\n|---|---|\n| becuase | wrod |\n\n"
+            "Run `teh --recieve` or open https://example.com/teh/recieve.\n\n```\nteh recieve becuase\n```\n")
+    cfg = DiagnosticSettings(surprise=True, surprise_threshold=0.0, typo_threshold=-100.0, real_word_threshold=-100.0)
+    tt, _, mat = material(model, text, "markdown", cfg)
+    hinted = {text[h.start:h.end] for h in hints.choose(tt, mat, cfg) if h.code in ("typo", "surprise")}
+    assert hinted and hinted <= {"Some", "prose", "here", "Run", "or", "open"}
+
+
+def test_british_spellings_are_words_not_typos():
+    for word in ("colour", "Honoured", "realising", "offence", "centre", "travelled", "catalogue"):
+        assert typos.is_word(word), word
+    for typo in ("colur", "realsing", "ofence"):
+        assert not typos.is_word(typo), typo
+
+
+def test_a_spelling_used_twice_or_dialect_is_deliberate(model):
+    assert typos.deliberate("Lys", 2) and not typos.deliberate("teh", 1)
+    assert typos.deliberate("mornin", 1) and typos.deliberate("goin'", 1) and not typos.deliberate("becuase", 1)
+    text = "Lys smiled at Lys again, and we were goin home when teh rain began.\n"
+    _, _, mat = material(model, text)
+    assert {f.word for f in mat.findings if f.kind == "non-word"} == {"teh"}

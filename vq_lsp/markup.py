@@ -1,0 +1,238 @@
+"""Which parts of a document are prose: where word hints may go, and which blocks get a tone.
+
+The model reads the whole text either way; this only decides what is *hinted*. Markdown is
+parsed with markdown-it-py (CommonMark, tables, front matter): only paragraphs and headings
+are prose, so tables, fenced and indented code, HTML blocks and front matter get no hints.
+reStructuredText uses a small rule set (literal blocks after `::`, directives, comments,
+tables, section underlines). Source files hint only their comments and docstrings (or
+nothing, a setting). Inside prose, inline code, URLs, link targets, autolinks and inline HTML
+are masked too. A tone block is a prose paragraph (never a heading) of at least a minimum
+number of words, so install commands and one-line list items get no tone.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePath
+
+from markdown_it import MarkdownIt
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+MARKDOWN, RST, PLAIN, SOURCE, NONE = "markdown", "rst", "plain", "source", "none"
+
+_LANGUAGE_MARKUP = {"markdown": MARKDOWN, "mdx": MARKDOWN, "restructuredtext": RST, "rst": RST}
+# languageId -> comment syntax family, for source files
+_HASH = ("python", "shellscript", "sh", "bash", "ruby", "perl", "r", "yaml", "toml", "makefile", "dockerfile",
+         "powershell", "julia", "elixir", "coffeescript", "cmake", "nim")
+_SLASH = ("c", "cpp", "csharp", "java", "javascript", "javascriptreact", "typescript", "typescriptreact", "go",
+          "rust", "swift", "kotlin", "scala", "dart", "php", "objective-c", "objective-cpp", "groovy", "zig", "css",
+          "scss", "less", "jsonc", "proto")
+_DASH = ("lua", "sql", "haskell", "elm", "ada")
+_SOURCE = {**{k: "hash" for k in _HASH}, **{k: "slash" for k in _SLASH}, **{k: "dash" for k in _DASH}}
+_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst", ".txt": "plaintext",
+           ".py": "python", ".sh": "shellscript", ".rb": "ruby", ".pl": "perl", ".r": "r", ".yaml": "yaml",
+           ".yml": "yaml", ".toml": "toml", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
+           ".cs": "csharp", ".java": "java", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust",
+           ".swift": "swift", ".kt": "kotlin", ".scala": "scala", ".lua": "lua", ".sql": "sql", ".hs": "haskell",
+           ".css": "css", ".php": "php"}
+
+WORD = re.compile(r"(?<![\w@/\\'’-])[A-Za-z]+(?:['’][A-Za-z]+)*(?![\w@/\\]|['’]\w|\.\w)")
+
+# Inline things inside prose that are not prose
+_URL = r"(?:[a-z][a-z0-9+.-]*://|www\.|mailto:)[^\s<>()\[\]`]*[^\s<>()\[\]`.,;:!?'\"]"
+_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_MD_INLINE = re.compile("|".join([
+    r"(`+)[\s\S]*?\1",  # code span
+    r"\]\([^)\n]*\)", r"\]\[[^\]\n]*\]",  # link targets: [text](target), [text][ref]
+    r"^\s*\[[^\]\n]+\]:.*$",  # a reference definition line
+    r"<[a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>", r"<[^\s<>@]+@[^\s<>]+>",  # autolinks
+    r"</?[a-zA-Z][^<>\n]*>", r"<!--[\s\S]*?-->",  # inline HTML
+    _URL, _EMAIL]), re.MULTILINE | re.IGNORECASE)
+_RST_INLINE = re.compile("|".join([
+    r"``[\s\S]+?``",  # inline literal
+    r":[\w.+-]+:`[^`]*`",  # a role: :ref:`target`
+    r"<[^<>\s]+>`_{1,2}",  # hyperlink target inside a reference
+    r"\|[^|\s][^|\n]*\|_{0,2}",  # substitution reference
+    _URL, _EMAIL]), re.IGNORECASE)
+_PLAIN_INLINE = re.compile("|".join([r"`[^`\n]+`", _URL, _EMAIL]), re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Character ranges of a text: `prose` (sorted, disjoint) may carry word hints; `tone`
+    holds (start, end, words) of the paragraphs that may have a tone when they have enough words."""
+
+    prose: tuple[tuple[int, int], ...]
+    tone: tuple[tuple[int, int, int], ...]
+
+    def allows(self, a: int, b: int) -> bool:
+        """Whether [a, b) lies inside one prose range."""
+        i = bisect.bisect_right(self.prose, (a, float("inf"))) - 1
+        return i >= 0 and self.prose[i][0] <= a and b <= self.prose[i][1]
+
+    def words(self, text: str):
+        """(start, end) of every word inside the prose ranges."""
+        for a, b in self.prose:
+            for m in WORD.finditer(text, a, b):
+                yield m.start(), m.end()
+
+
+def language_of(name: str) -> str:
+    """An LSP languageId for a file name (batch scoring has names, not languageIds)."""
+    return _SUFFIX.get(PurePath(name).suffix.lower(), "plaintext")
+
+
+def markup_of(language_id: str | None = None, name: str | None = None, source_hints: str = "comments") -> str:
+    """The markup to parse a document as, from its LSP languageId or (batch) its file name;
+    source files give SOURCE, or NONE when `source_hints` is "off"."""
+    lang = (language_id or "").lower()
+    if not lang and name:
+        lang = language_of(name)
+    if lang in _LANGUAGE_MARKUP:
+        return _LANGUAGE_MARKUP[lang]
+    if lang in _SOURCE:
+        return SOURCE if source_hints == "comments" else NONE
+    return PLAIN
+
+
+def layout(text: str, markup: str, language_id: str = "") -> Layout:
+    """The prose ranges and tone blocks of `text` read as `markup`."""
+    if markup == NONE:
+        return Layout((), ())
+    if markup == MARKDOWN:
+        blocks = _markdown_blocks(text)
+        inline = _MD_INLINE
+    elif markup == RST:
+        blocks = _rst_blocks(text)
+        inline = _RST_INLINE
+    elif markup == SOURCE:
+        blocks = [(a, b, False) for a, b in _comment_spans(text, _SOURCE.get(language_id.lower(), "hash"),
+                                                           language_id.lower() == "python")]
+        inline = _PLAIN_INLINE
+    else:
+        blocks = [(m.start(), m.end(), True) for m in _PLAIN_PARAGRAPH.finditer(text)]
+        inline = _PLAIN_INLINE
+    prose, tone = [], []
+    for a, b, may_tone in blocks:
+        pieces = _subtract(a, b, [(m.start(), m.end()) for m in inline.finditer(text, a, b)])
+        prose.extend(pieces)
+        if may_tone:
+            tone.append((a, a + len(text[a:b].rstrip()), sum(1 for p, q in pieces for _ in WORD.finditer(text, p, q))))
+    return Layout(tuple(sorted(prose)), tuple(tone))
+
+
+def _subtract(a: int, b: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, cur = [], a
+    for p, q in sorted(holes):
+        if p > cur:
+            out.append((cur, p))
+        cur = max(cur, q)
+    if cur < b:
+        out.append((cur, b))
+    return out
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", text)]
+
+
+# ---------------------------------------------------------------------------- Markdown
+@lru_cache(maxsize=1)
+def _md() -> MarkdownIt:
+    # Block structure only: inline parsing (a third of the time) is not needed, inline code,
+    # links and HTML inside prose are masked by _MD_INLINE.
+    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin).disable("inline")
+
+
+def _markdown_blocks(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, may have a tone) of every paragraph and heading; table cells excluded."""
+    starts = _line_starts(text)
+    out, in_table, heading = [], 0, False
+    for t in _md().parse(text):
+        if t.type == "table_open":
+            in_table += 1
+        elif t.type == "table_close":
+            in_table -= 1
+        elif t.type == "heading_open":
+            heading = True
+        elif t.type == "heading_close":
+            heading = False
+        elif t.type == "inline" and not in_table and t.map:
+            l0, l1 = t.map
+            a = starts[l0]
+            b = starts[l1] if l1 < len(starts) else len(text)
+            out.append((a, b, not heading))
+    return out
+
+
+# ---------------------------------------------------------------------------- reStructuredText
+_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
+_RST_DIRECTIVE = re.compile(r"^\s*\.\.(?:\s|$)")
+_RST_ADMONITION = re.compile(
+    r"^\s*\.\.\s+(note|warning|tip|important|attention|caution|danger|error|hint|seealso|admonition)::",
+    re.IGNORECASE)
+_RST_TABLE = re.compile(r"^\s*(?:\+[-=+]+\+\s*|=+(?:\s+=+)+\s*)$")
+
+
+def _rst_blocks(text: str) -> list[tuple[int, int, bool]]:
+    """Paragraphs, titles and admonition bodies; literal blocks (after `::`), other directives,
+    comments and tables are left out. A block is a run of non-blank lines."""
+    starts = _line_starts(text)
+    lines = text.split("\n")
+    out = []
+    skip_indent: int | None = None  # inside a literal block / directive body indented deeper than this
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].strip():
+            j += 1
+        block = lines[i:j]
+        indent = len(block[0]) - len(block[0].lstrip())
+        if skip_indent is not None and indent > skip_indent:
+            i = j
+            continue
+        skip_indent = None
+        a, b = starts[i], (starts[j] - 1 if j < len(starts) else len(text))
+        first = block[0]
+        if _RST_DIRECTIVE.match(first):
+            skip_indent = indent
+            if _RST_ADMONITION.match(first):
+                skip_indent = None  # an admonition's body is prose
+                head = first.split("::", 1)[1]
+                if head.strip() or len(block) > 1:
+                    out.append((starts[i] + len(first) - len(head), b, True))
+        elif any(_RST_TABLE.match(line) for line in block) or block[0].lstrip().startswith("|") and "|" in block[0][1:]:
+            pass
+        else:
+            title = len(block) <= 3 and any(_RST_ADORNMENT.match(line) for line in block)
+            out.append((a, b, not title))
+            if block[-1].rstrip().endswith("::"):
+                skip_indent = indent
+        i = j
+    return out
+
+
+# ---------------------------------------------------------------------------- source code
+_STRING = r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
+_COMMENTS = {
+    "hash": re.compile(rf"{_STRING}|(?P<c>#[^\n]*)"),
+    "slash": re.compile(rf"{_STRING}|`(?:\\.|[^`\\])*`|(?P<c>//[^\n]*|/\*[\s\S]*?(?:\*/|$))"),
+    "dash": re.compile(rf"{_STRING}|(?P<c>--[^\n]*)"),
+}
+_PYTHON = re.compile(rf"(?P<c>\"\"\"[\s\S]*?(?:\"\"\"|$)|'''[\s\S]*?(?:'''|$))|{_STRING}|(?P<h>#[^\n]*)")
+
+
+def _comment_spans(text: str, family: str, python: bool) -> list[tuple[int, int]]:
+    """Comments (and in Python, triple-quoted strings: docstrings) of a source file; strings skipped."""
+    if python:
+        return [(m.start(), m.end()) for m in _PYTHON.finditer(text) if m.group("c") or m.group("h")]
+    return [(m.start("c"), m.end("c")) for m in _COMMENTS[family].finditer(text) if m.group("c")]
+
+
+_PLAIN_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
