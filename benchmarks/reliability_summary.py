@@ -197,10 +197,10 @@ def fuzz(model_dir: Path, examples: int, tally: Tally) -> None:
 
 def big_opens(data: Path, tally: Tally) -> None:
     """Issue 14's storm with the bundled model and the default budget: 300 hostile messages, 12 of
-    them opens of a 20,000-token document (each state alone over 1,024 MiB)."""
+    them opens of a 50,000-token document (each float32 state alone over 1,024 MiB)."""
     print("big-open storm (bundled model) ...", flush=True)
     tok = inference.load_model(device="cpu").tokenizer
-    big, n = bo.big_document(data, tok, 20_000)
+    big, n = bo.big_document(data, tok, 50_000)
     c = RawClient()
     try:
         c.initialize({"threads": 1})

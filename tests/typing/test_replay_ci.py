@@ -47,7 +47,7 @@ async def test_replay_part_of_a_real_session(session):
     versions = [v for _, v in server.published[uri] if v is not None]
     assert versions[-1] == final and versions == sorted(versions)  # the final version's hints, never out of order
     assert r.verified, r.verify  # codes equal a full pass, tokens match the expected text, nothing rebuilt
-    assert r.verify["version"] == final and r.verify["maxAbsDiff"] < 1e-6
+    assert r.verify["version"] == final and r.verify["maxAbsDiff"] < 1e-4  # float32, the server's default
     assert r.rebuilds == 0 and 0 < r.updates <= r.keystrokes
     assert len(r.latency_ms) == r.keystrokes and min(r.latency_ms) > 0 and r.cpu_seconds > 0
     assert r.last_cost["incremental_macs"] < r.last_cost["dense_macs"]
