@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from . import common
 from .data import imdb_examples, sample_chunks
 from .distill import pool_batch
-from .finetune import accuracy, encode_reviews
+from .reviews import accuracy, encode_reviews, model_device
 from .teacher import load_or_collect_tokens
 from .tokenizer import BOS_ID, load_tokenizer
 from .vq import code_stats

@@ -7,7 +7,20 @@ by an ``inference.argtypes`` type while parsing.
 
 from __future__ import annotations
 
+import argparse
+
 from inference import argtypes as T
+
+
+def mix_spec(value: str) -> str:
+    """An ``--augment`` value, checked while parsing (argparse reports the ValueError's message)."""
+    from .augment import parse_mix
+
+    try:
+        parse_mix(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
 
 
 def add_parsers(sub, common, train_loop) -> None:
@@ -49,6 +62,10 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--head-lr-mult", type=T.positive_float, default=10.0, help="learning-rate multiplier of the new head")
     p.add_argument("--head-fit", type=T.non_negative_int, default=0,
                    help="first fit the head on frozen features of this many training reviews (0: no)")
+    p.add_argument("--augment", type=mix_spec, default=None,
+                   help="writing-style mix, e.g. original=3,lowercase=1,respaced=1,lower_respaced=1,sentence=1,"
+                        "truncated=1,after_context=2: each training review becomes one variant drawn with these "
+                        "weights (after_context: unrelated text before it, not scored)")
     p.add_argument("--eval-every", type=T.non_negative_int, default=0, help="log held-out accuracy every N steps (0: never)")
     p.add_argument("--eval-reviews", type=T.positive_int, default=200, help="held-out reviews for --eval-every")
     p.add_argument("--holdout", type=T.non_negative_int, default=1000, help="IMDB train rows kept for validation")

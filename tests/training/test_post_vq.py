@@ -25,7 +25,7 @@ def test_tail_forward_on_cached_features_matches_the_full_pass(distilled):
     torch.manual_seed(0)
     examples = [(torch.randint(4, net.config.vocab_size, (n,)).tolist(), n % 2) for n in (5, 17, 30)]
     feats = post_vq._shard_features(net, examples, lambda n: spread_positions(n, net.config.position_pool), 2, "cpu")
-    x, ids, valid, labels = feats.batch([0, 1, 2], torch.device("cpu"))
+    x, ids, valid, scored, labels = feats.batch([0, 1, 2], torch.device("cpu"))
     assert labels.tolist() == [1, 1, 0] and valid.sum(1).tolist() == [6, 18, 31]  # BOS + tokens
     with torch.no_grad():
         _, cls_tail = post_vq.tail_forward(net, x)
