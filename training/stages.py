@@ -89,6 +89,12 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--lm-seq", type=T.int_range(2), default=None, help="held-out LM sequence length (default: the model's window)")
     p.add_argument("--edit-docs", type=T.positive_int, default=8, help="documents for flip rate and engine costs")
     p.add_argument("--edit-seq", type=T.int_range(2), default=1024)
+    p.add_argument("--robust-reviews", type=T.non_negative_int, default=500,
+                   help="held-out train reviews per writing-style variant (0: skip the robustness sections)")
+    p.add_argument("--context-reviews", type=T.positive_int, default=200,
+                   help="held-out train paragraphs scored alone and after unrelated text")
+    p.add_argument("--holdout", type=T.non_negative_int, default=1000,
+                   help="the IMDB train rows fine-tuning held out (same --seed): where robustness reviews come from")
 
     p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")
     p.add_argument("--model", required=True, help="fine-tuned VQ model folder")
