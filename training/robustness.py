@@ -86,3 +86,15 @@ def context_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, posit
         report[kind] = entry
     report["paragraphs"] = f"{len(rows)} opening paragraphs (>= 40 words) of held-out imdb_train reviews"
     return report
+
+
+def paragraph_scores_after(model, context: str, paragraph: str) -> dict[str, float]:
+    """The engine's score of ``paragraph`` (its own tokens, as the editor's paragraph hint) in a
+    document where it follows ``context`` and a blank line; ``context`` "" scores it alone."""
+    from inference import IncrementalDocument
+
+    text = f"{context}\n\n{paragraph}" if context else paragraph
+    ids, offsets = model.tokenizer.encode_with_offsets(text)
+    start = len(text) - len(paragraph)
+    first = next(i for i, (a, _) in enumerate(offsets) if a >= start)
+    return IncrementalDocument(model, ids).span_scores(first, len(ids))
