@@ -80,19 +80,22 @@ class Features:
         """(x (B, T, d) float32, ids (B, T), valid (B, T), scored (B, T), labels (B,)), right-padded.
 
         ``scored`` is ``valid`` without the context rows (text before the review: read, never
-        scored). ``crop`` > 0 keeps a random run of that many rows of each longer review without
-        context (its first row then plays BOS and is left out of the score): cheaper steps, and
-        the head learns to score a passage as well as a whole review, which is what paragraph
-        hints ask of it."""
+        scored). ``crop`` > 0 keeps a random run of that many rows of each longer review (its
+        first row then plays BOS and is left out of the score): cheaper steps, and the head
+        learns to score a passage as well as a whole review, which is what paragraph hints ask
+        of it. A run of a review with context starts late enough to be at least half review
+        (the features already saw the whole context; only the scored rows are chosen here)."""
         starts, lengths, skips = [], [], []
         for r in reviews:
             a, n, ctx = int(self.offsets[r]), int(self.offsets[r + 1] - self.offsets[r]), int(self.context[r])
-            if 0 < crop < n and ctx == 0:
-                a += int(torch.randint(0, n - crop + 1, (1,), generator=g))
-                n = crop
+            skip = ctx
+            if 0 < crop < n:
+                lo = min(n - crop, max(0, 1 + ctx - crop // 2))
+                shift = lo + int(torch.randint(0, n - crop - lo + 1, (1,), generator=g))
+                a, n, skip = a + shift, crop, max(0, 1 + ctx - shift - 1)  # context rows left after row 0
             starts.append(a)
             lengths.append(n)
-            skips.append(ctx)
+            skips.append(skip)
         t = max(lengths)
         x = torch.zeros(len(reviews), t, self.x.shape[1])
         ids = torch.zeros(len(reviews), t, dtype=torch.long)

@@ -50,14 +50,23 @@ def test_paragraph_score_after_context_is_the_engines_span_score(distilled):
     assert not torch.allclose(ours, whole, atol=1e-4)  # the context's tokens would have counted
 
 
-def test_tail_batches_score_only_the_review_and_never_crop_context(distilled):
+def test_tail_batches_score_only_the_review_rows(distilled):
     net, _ = inference.load_model_folder(distilled)
-    examples = [([5, 9, 11, 7, 8, 9, 10, 12], 1, 3), ([6, 6, 8, 9, 10, 11, 12, 13], 0)]
+    examples = [(list(range(100, 112)), 1, 5), ([6, 6, 8, 9, 10, 11, 12, 13], 0)]  # token 100 + k is row k + 1
     feats = post_vq._shard_features(net, examples, lambda n: spread_positions(n, net.config.position_pool), 2, "cpu")
-    assert feats.context.tolist() == [3, 0]
-    x, ids, valid, scored, labels = feats.batch([0, 1], torch.device("cpu"), crop=4, g=torch.Generator().manual_seed(0))
-    assert valid.sum(1).tolist() == [9, 4]  # the context example whole, the other cropped
-    assert scored[0].tolist() == [True, False, False, False] + [True] * 5  # BOS, 3 context rows, the review
+    assert feats.context.tolist() == [5, 0]
+    x, ids, valid, scored, labels = feats.batch([0, 1], torch.device("cpu"))
+    assert scored[0].tolist() == [True] + [False] * 5 + [True] * 7  # BOS (left out by doc_probs), context, review
     assert torch.equal(scored[1], valid[1])
+    starts = set()
+    for seed in range(40):  # cropped runs: only review rows are scored, and at least half the run is review
+        x, ids, valid, scored, labels = feats.batch([0, 1], torch.device("cpu"), crop=6,
+                                                    g=torch.Generator().manual_seed(seed))
+        assert valid.sum(1).tolist() == [6, 6]
+        rows = ids[0] - 100 + 1  # absolute row of each cropped row of the context example
+        starts.add(int(rows[0]))
+        assert all(bool(s) == (int(r) > 5) for r, s in zip(rows[1:], scored[0, 1:]))
+        assert int((rows > 5).sum()) >= 3
+    assert len(starts) > 1
     joined = post_vq.join([feats, feats])
-    assert joined.context.tolist() == [3, 0, 3, 0]
+    assert joined.context.tolist() == [5, 0, 5, 0]
