@@ -24,7 +24,7 @@ from .data import sample_chunks
 from .locality import locality_loss, make_edits
 from .teacher import load_or_collect_tokens
 from .tokenizer import BOS_ID, load_tokenizer
-from .vq import TrainQuantizer, code_stats, kmeans_init
+from .vq import TrainQuantizer, kmeans_init
 
 
 def pool_batch(tokens: torch.Tensor, batch: int, seq: int, step: int, seed: int, pool: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,11 +147,3 @@ def train_distill(args) -> Path:
     }}
     folder = save_model_folder(student.cpu(), Tokenizer(tok), out / "model", card)
     return folder
-
-
-def held_out_usage(net, batches) -> list[dict]:
-    """Code usage per layer on held-out batches (list of (ids, positions))."""
-    with torch.no_grad():
-        outs = [net(ids, pos, vq=True) for ids, pos in batches]
-    return [code_stats(torch.cat([o.codes[i].reshape(-1, net.config.vq_heads) for o in outs]), net.config.vq_codes)
-            for i in range(net.config.num_hidden_layers)]

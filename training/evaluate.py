@@ -7,8 +7,9 @@ and VQ off. Accuracy/F1 use inference-time positions (evenly spread over the poo
 saving and exactness come from the real incremental engine, and the incremental score after
 an edit sequence is compared with a fresh open of the same text.
 
-Data: IMDB test (a seeded subset) and held-out LM text (Gutenberg valid split, IMDB test text).
-Nothing under eval/ is read.
+Data: IMDB test (a seeded subset), held-out LM text (Gutenberg valid split, IMDB test text) and,
+for the writing-style and paragraph-context sections (``robustness``), the IMDB training rows that
+fine-tuning held out. Nothing under eval/ is read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import torch.nn.functional as F
 from . import common
 from .data import imdb_examples, sample_chunks
 from .distill import pool_batch
-from .finetune import accuracy, encode_reviews
+from .reviews import accuracy, encode_reviews, model_device
+from .robustness import context_report, style_report
 from .teacher import load_or_collect_tokens
 from .tokenizer import BOS_ID, load_tokenizer
 from .vq import code_stats
@@ -40,7 +42,9 @@ def lm_report(net, batches) -> dict:
     losses = {True: [], False: []}
     per_token = []
     codes = [[] for _ in net.layers]
+    dev = model_device(net)
     for ids, pos in batches:
+        ids, pos = ids.to(dev), pos.to(dev)
         for vq in (True, False):
             out = net(ids, pos, vq=vq)
             logits = net.lm_logits(out.hidden)  # (B, T, V)
@@ -68,11 +72,13 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
     from .locality import make_edits
 
     b, t = ids.shape
-    pos = spread_positions(t, net.config.position_pool).expand(b, t)  # (B, T)
+    dev = model_device(net)
+    ids = ids.to(dev)
+    pos = spread_positions(t, net.config.position_pool).to(dev).expand(b, t)  # (B, T)
     g = torch.Generator().manual_seed(seed)
     edited, where = make_edits(ids, torch.ones_like(ids, dtype=torch.bool), net.config.vocab_size, g)
     a, e = net(ids, pos, vq=True), net(edited, pos, vq=True)
-    later = torch.arange(t)[None] > where[:, None]  # (B, T)
+    later = torch.arange(t, device=dev)[None] > where[:, None]  # (B, T)
     flips, dirty = [], []
     inputs_a, inputs_e = [None] + a.layer_outputs[:-1], [None] + e.layer_outputs[:-1]
     for i, (ca, ce) in enumerate(zip(a.codes, e.codes)):
@@ -148,6 +154,16 @@ def run_evaluate(args) -> Path:
         dense_acc = accuracy(dense, test_ids, lambda n: spread_positions(n, dense.config.position_pool))
         report["imdb_test"]["dense_teacher"] = dense_acc
         report["imdb_test"]["vq_over_dense_accuracy"] = report["imdb_test"]["vq"]["accuracy"] / max(1e-9, dense_acc["accuracy"])
+
+    if args.robust_reviews:  # held-out training reviews (finetune --holdout rows), never the test split
+        _, held = imdb_examples(args.data, "train", seed=args.seed, holdout=args.holdout)
+        if len(held) < args.robust_reviews:
+            raise SystemExit(f"--robust-reviews {args.robust_reviews} is more than the {len(held)} held-out rows "
+                             f"(--holdout {args.holdout})")
+        spread = lambda n: spread_positions(n, pool)  # noqa: E731
+        report["robustness"] = style_report(net, tok, held[:args.robust_reviews], args.max_tokens, spread)
+        report["paragraph_context"] = context_report(net, tok, held[:args.context_reviews], args.max_tokens, spread,
+                                                     args.seed)
 
     valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
     lm_seq = args.lm_seq or net.config.window_tokens

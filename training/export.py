@@ -36,6 +36,17 @@ def summary(card: dict) -> dict:
             out["held_out_lm_loss_by_token_index"] = lm["lm_loss_vq_on_by_token_index"]
         out["codes_used_per_layer"] = [u["codes_used"] for u in lm["code_usage_per_layer"]]
         out["code_perplexity_per_layer"] = [u["perplexity"] for u in lm["code_usage_per_layer"]]
+    robust = ev.get("robustness", {})
+    if robust:
+        out["robustness_accuracy"] = {k: v["accuracy"] for k, v in robust.items() if isinstance(v, dict) and "accuracy" in v}
+        out["robustness_positive_rate"] = {k: v["positive_rate"] for k, v in robust.items()
+                                           if isinstance(v, dict) and "positive_rate" in v}
+        out["robustness_reviews"] = robust.get("reviews")
+    context = ev.get("paragraph_context", {})
+    if context:
+        out["paragraph_flip_rate_vs_alone"] = {k: v["flip_rate_vs_alone"] for k, v in context.items()
+                                               if isinstance(v, dict) and "flip_rate_vs_alone" in v}
+        out["paragraph_accuracy"] = {k: v["accuracy"] for k, v in context.items() if isinstance(v, dict)}
     if "single_token_edits" in ev:
         out["flip_rate_per_layer"] = ev["single_token_edits"]["flip_rate_per_layer"]
     if "engine" in ev:

@@ -22,73 +22,15 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import common
+from . import common, post_vq
 from .data import imdb_examples
 from .head_fit import fit_head
 from .locality import locality_loss, make_edits
-from .tokenizer import BOS_ID, PAD_ID, batch_encoder, load_tokenizer
+from .augment import augmented_reviews, parse_mix
+from .reviews import (accuracy, balanced_pick, doc_probs, encode_reviews, encode_with_context, pad_batch, param_groups,
+                      scored_rows, token_cross_entropy)
+from .tokenizer import load_tokenizer
 from .vq import TrainQuantizer
-
-
-def encode_reviews(tok, rows: list[tuple[str, int]], max_tokens: int) -> list[tuple[list[int], int]]:
-    """(ids without BOS, truncated to max_tokens, label)."""
-    ids = batch_encoder(tok)([t for t, _ in rows])
-    return [(x[:max_tokens] or [PAD_ID], y) for x, (_, y) in zip(ids, rows)]
-
-
-def pad_batch(examples: list[tuple[list[int], int]], positions_for) -> tuple[torch.Tensor, ...]:
-    """(ids, positions, valid, labels): BOS + tokens, right-padded; positions from a callback.
-
-    ``positions_for(n)`` gives the (n,) positions of an n-row sequence (BOS included).
-    """
-    t = 1 + max(len(x) for x, _ in examples)
-    b = len(examples)
-    ids = torch.full((b, t), PAD_ID, dtype=torch.long)  # (B, T)
-    pos = torch.zeros((b, t), dtype=torch.long)  # (B, T)
-    valid = torch.zeros((b, t), dtype=torch.bool)  # (B, T)
-    for i, (x, _) in enumerate(examples):
-        n = 1 + len(x)
-        ids[i, 0] = BOS_ID
-        ids[i, 1:n] = torch.tensor(x)
-        p = positions_for(n)  # (n,)
-        pos[i, :n] = p
-        pos[i, n:] = p[-1]  # padding: masked out by `valid`
-        valid[i, :n] = True
-    labels = torch.tensor([y for _, y in examples])  # (B,)
-    return ids, pos, valid, labels
-
-
-def doc_probs(cls_logits: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """Document class probabilities (B, C) as the engine reports them (``inference.document.span_probs``):
-    the mean over non-BOS valid tokens of the class log-probabilities, renormalised."""
-    tok = valid.clone()
-    tok[:, 0] = False  # BOS is not part of the document
-    logp = cls_logits.float().log_softmax(-1) * tok[..., None]  # (B, T, C)
-    return (logp.sum(1) / tok.sum(1, keepdim=True).clamp(min=1)).softmax(-1)  # (B, C)
-
-
-def token_cross_entropy(cls_logits: torch.Tensor, valid: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean over documents of the mean over non-BOS tokens of -log p_token(label)."""
-    tok = valid.clone()
-    tok[:, 0] = False
-    logp = cls_logits.float().log_softmax(-1)  # (B, T, C)
-    nll = -logp.gather(-1, labels[:, None, None].expand(-1, logp.shape[1], 1))[..., 0]  # (B, T)
-    return ((nll * tok).sum(1) / tok.sum(1).clamp(min=1)).mean()
-
-
-def balanced_pick(by_label: list[list[int]], batch: int, g: torch.Generator) -> list[int]:
-    """Training rows with every label equally often: a lopsided small batch drags the head's bias
-    back and forth (the per-token loss makes every token of a review vote the same way)."""
-    return [c[int(torch.randint(0, len(c), (1,), generator=g))] for k in range(batch)
-            for c in [by_label[k % len(by_label)]]]
-
-
-def param_groups(net, head_lr_mult: float) -> list[dict]:
-    """The fresh classification head learns ``head_lr_mult`` times faster than the body."""
-    head = [p for p in net.score_head.parameters() if p.requires_grad]
-    ids = {id(p) for p in head}
-    body = [p for p in net.parameters() if p.requires_grad and id(p) not in ids]
-    return [{"params": body, "lr_mult": 1.0}, {"params": head, "lr_mult": head_lr_mult}]
 
 
 def load_for_finetune(args):
@@ -105,7 +47,7 @@ def load_for_finetune(args):
 
 
 def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tensor]:
-    ids, pos, valid, labels = batch
+    ids, pos, valid, scored, labels = batch
     b = ids.shape[0]
     n_edit = min(b, args.edit_batch) if (quant is not None and args.locality > 0) else 0
     all_ids, all_pos, all_valid = ids, pos, valid
@@ -114,9 +56,9 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
         edited, where = make_edits(ids[:n_edit], valid[:n_edit], net.config.vocab_size, g)
         all_ids, all_pos, all_valid = torch.cat([ids, edited]), torch.cat([pos, pos[:n_edit]]), torch.cat([valid, valid[:n_edit]])
     out = net(all_ids, all_pos, all_valid, quantizer=quant)
-    probs = doc_probs(out.cls_logits[:b], valid)  # (B, C)
+    probs = doc_probs(out.cls_logits[:b], scored)  # (B, C): the review's own tokens
     cls = F.nll_loss(probs.clamp(min=1e-8).log(), labels)
-    token_ce = token_cross_entropy(out.cls_logits[:b], valid, labels)
+    token_ce = token_cross_entropy(out.cls_logits[:b], scored, labels)
     logits = net.lm_logits(out.hidden[:b])  # (B, T, V)
     keep = valid[:, 1:]  # (B, T-1)
     lm = F.cross_entropy(logits[:, :-1][keep].float(), ids[:, 1:][keep])
@@ -130,30 +72,12 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
     return terms
 
 
-@torch.no_grad()
-def accuracy(net, examples, positions_for, batch: int = 16) -> dict:
-    """Accuracy and F1 (positive class) of the mean token score; length-sorted batches."""
-    net.eval()
-    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
-    pred = torch.empty(len(examples), dtype=torch.long)
-    for a in range(0, len(order), batch):
-        idx = order[a:a + batch]
-        ids, pos, valid, _ = pad_batch([examples[i] for i in idx], positions_for)
-        pred[idx] = doc_probs(net(ids, pos, valid).cls_logits, valid).argmax(-1)
-    gold = torch.tensor([y for _, y in examples])
-    tp = int(((pred == 1) & (gold == 1)).sum())
-    fp = int(((pred == 1) & (gold == 0)).sum())
-    fn = int(((pred == 0) & (gold == 1)).sum())
-    f1 = 2 * tp / max(1, 2 * tp + fp + fn)
-    return {"accuracy": float((pred == gold).float().mean()), "f1": f1, "n": len(examples)}
-
-
 def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tuple[int, float, dict | None]:
     """Scope "all": every parameter trains (EMA codebooks, Gumbel pseudo-gradient, locality term)."""
     from inference.positions import sample_positions, spread_positions
 
     pool = net.config.position_pool
-    by_label = [[i for i, (_, y) in enumerate(train) if y == c] for c in sorted({y for _, y in train})]
+    by_label = [[i for i, ex in enumerate(train) if ex[1] == c] for c in sorted({ex[1] for ex in train})]
     quant = TrainQuantizer(net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau) if is_vq else None
     opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     ckpt = out / "checkpoint.pt"
@@ -181,8 +105,10 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
     def batch_terms(step: int):
         g = torch.Generator().manual_seed(args.seed * 104_729 + step)
         pick = balanced_pick(by_label, args.batch, g)
-        batch = tuple(t.to(device) for t in pad_batch([train[i] for i in pick], lambda n: sample_positions(n, pool, g)))
-        return finetune_losses(net, quant, batch, args, step), int(batch[2].sum())
+        chosen = [train[i] for i in pick]
+        ids, pos, valid, labels = pad_batch(chosen, lambda n: sample_positions(n, pool, g))
+        batch = tuple(t.to(device) for t in (ids, pos, valid, scored_rows(chosen, valid), labels))
+        return finetune_losses(net, quant, batch, args, step), int(valid.sum())
 
     step = common.train_steps(
         args, opt, net.parameters(), step, bar, batch_terms, after_step=quant.update if quant is not None else None,
@@ -198,13 +124,27 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
 
 def _finetune_post_vq(net, train, probe, args, out: Path, device) -> tuple[int, float, dict | None]:
     """Scope "post-vq": cache the frozen features once, then train the tail (``post_vq``)."""
-    from . import post_vq
-
     log = common.Progress(out, 0, 0, "features", disable=True).log
     feats, feature_seconds = post_vq.cache_features(net, train, out / "features", args.seed, log=log)
     cached = {"reviews": len(feats), "rows": int(feats.offsets[-1]), "seconds": round(feature_seconds, 1)}
     step, seconds = post_vq.train_tail(net, feats, args, out, device, probe)
     return step, seconds + feature_seconds, {"post_vq_features": cached}
+
+
+def training_examples(tok, rows: list[tuple[str, int]], args) -> tuple[list[tuple], dict | None]:
+    """Encoded training examples and what the augmentation mix made of them (None without ``--augment``).
+
+    With ``--augment`` each review is replaced by one writing-style variant drawn from the mix
+    (``augment.augmented_reviews``); ``after_context`` examples carry unscored text before the review."""
+    if not args.augment:
+        return encode_reviews(tok, rows, args.seq - 1), None
+    items = augmented_reviews(rows, parse_mix(args.augment), args.seed)
+    examples = encode_with_context(tok, [(c, r, y) for c, r, y, _ in items], args.seq - 1)
+    counts: dict[str, int] = {}
+    for *_, kind in items:
+        counts[kind] = counts.get(kind, 0) + 1
+    return examples, {"mix": args.augment, "reviews_per_variant": counts,
+                      "tokens": sum(len(ex[0]) for ex in examples)}
 
 
 def train_finetune(args) -> Path:
@@ -221,7 +161,7 @@ def train_finetune(args) -> Path:
     pool = net.config.position_pool
     tok = load_tokenizer(tok_path)
     rows, held = imdb_examples(args.data, "train", limit=args.limit, seed=args.seed, holdout=args.holdout)
-    train = encode_reviews(tok, rows, args.seq - 1)
+    train, mix_report = training_examples(tok, rows, args)
     probe_set = encode_reviews(tok, held[-args.eval_reviews:], args.seq - 1) if args.eval_every else []
     probe = (lambda m: accuracy(m, probe_set, lambda n: spread_positions(n, pool))) if probe_set else None
     if args.scope == "post-vq":
@@ -242,7 +182,7 @@ def train_finetune(args) -> Path:
         "max_tokens": args.seq - 1, "lr": args.lr, "reviews_seen": step * args.batch,
         "data": "imdb_train (seeded shuffle, last %d rows held out)" % args.holdout,
         "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq and args.scope == "all" else None,
-        "head_fit": head_report, **extra, "wall_seconds": round(t_used, 1),
+        "head_fit": head_report, "augment": mix_report, **extra, "wall_seconds": round(t_used, 1),
     }}
     if not args.dense:
         from inference import load_model_folder

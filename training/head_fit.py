@@ -17,6 +17,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from .reviews import forward_padded
+
 
 @torch.no_grad()
 def mean_features(net, examples, positions_for, batch: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
@@ -25,18 +27,15 @@ def mean_features(net, examples, positions_for, batch: int = 16) -> tuple[torch.
     The document probabilities are softmax(mean_t log_softmax(W h_t + b)); the log-sum-exp
     term of every token is the same for all classes, so this equals softmax(W mean_t(h_t) + b).
     """
-    from .finetune import pad_batch
-
     net.eval()
-    dev = next(net.parameters()).device
     means = []
     for a in range(0, len(examples), batch):
-        ids, pos, valid, _ = pad_batch(examples[a:a + batch], positions_for)
-        hidden = net(ids.to(dev), pos.to(dev), valid.to(dev)).hidden.float().cpu()  # (B, T, d)
+        out, valid = forward_padded(net, examples[a:a + batch], positions_for)
+        hidden, valid = out.hidden.float().cpu(), valid.cpu()  # (B, T, d), (B, T)
         tok = valid.clone()
         tok[:, 0] = False  # BOS is not part of the document
         means.append((hidden * tok[..., None]).sum(1) / tok.sum(1, keepdim=True).clamp(min=1))
-    return torch.cat(means), torch.tensor([y for _, y in examples])
+    return torch.cat(means), torch.tensor([ex[1] for ex in examples])
 
 
 def doc_nll(weight: torch.Tensor, bias: torch.Tensor, means: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

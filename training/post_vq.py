@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from . import common
+from .reviews import balanced_pick, context_tokens, doc_probs, pad_batch, param_groups, token_cross_entropy
 
 
 def tail_modules(net) -> list[torch.nn.Module]:
@@ -65,25 +66,36 @@ class Features:
     ids: torch.Tensor  # (N,) int32: the token of each row (next-token targets for the LM term)
     offsets: torch.Tensor  # (R+1,) int64: review r owns rows offsets[r]:offsets[r+1]
     labels: torch.Tensor  # (R,) int64
+    context: torch.Tensor | None = None  # (R,) int64: unscored rows after BOS (text before the review)
+
+    def __post_init__(self):
+        if self.context is None:
+            self.context = torch.zeros_like(self.labels)
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def batch(self, reviews: list[int], device: torch.device, crop: int = 0,
               g: torch.Generator | None = None) -> tuple[torch.Tensor, ...]:
-        """(x (B, T, d) float32, ids (B, T), valid (B, T), labels (B,)), right-padded.
+        """(x (B, T, d) float32, ids (B, T), valid (B, T), scored (B, T), labels (B,)), right-padded.
 
-        ``crop`` > 0 keeps a random run of that many rows of each longer review (its first row
-        then plays BOS and is left out of the score): cheaper steps, and the head learns to score
-        a passage as well as a whole review, which is what paragraph hints ask of it."""
-        starts, lengths = [], []
+        ``scored`` is ``valid`` without the context rows (text before the review: read, never
+        scored). ``crop`` > 0 keeps a random run of that many rows of each longer review (its
+        first row then plays BOS and is left out of the score): cheaper steps, and the head
+        learns to score a passage as well as a whole review, which is what paragraph hints ask
+        of it. A run of a review with context starts late enough to be at least half review
+        (the features already saw the whole context; only the scored rows are chosen here)."""
+        starts, lengths, skips = [], [], []
         for r in reviews:
-            a, n = int(self.offsets[r]), int(self.offsets[r + 1] - self.offsets[r])
+            a, n, ctx = int(self.offsets[r]), int(self.offsets[r + 1] - self.offsets[r]), int(self.context[r])
+            skip = ctx
             if 0 < crop < n:
-                a += int(torch.randint(0, n - crop + 1, (1,), generator=g))
-                n = crop
+                lo = min(n - crop, max(0, 1 + ctx - crop // 2))
+                shift = lo + int(torch.randint(0, n - crop - lo + 1, (1,), generator=g))
+                a, n, skip = a + shift, crop, max(0, 1 + ctx - shift - 1)  # context rows left after row 0
             starts.append(a)
             lengths.append(n)
+            skips.append(skip)
         t = max(lengths)
         x = torch.zeros(len(reviews), t, self.x.shape[1])
         ids = torch.zeros(len(reviews), t, dtype=torch.long)
@@ -92,14 +104,16 @@ class Features:
             x[i, :n] = self.x[a:a + n].float()
             ids[i, :n] = self.ids[a:a + n].long()
             valid[i, :n] = True
-        return x.to(device), ids.to(device), valid.to(device), self.labels[reviews].to(device)
+        scored = valid.clone()
+        for i, ctx in enumerate(skips):
+            scored[i, 1:1 + ctx] = False
+        return (x.to(device), ids.to(device), valid.to(device), scored.to(device),
+                self.labels[reviews].to(device))
 
 
 @torch.no_grad()
 def _shard_features(net, examples, positions_for, batch: int, device) -> Features:
     """Run the frozen model over ``examples`` and capture the last FFN's LayerNorm input."""
-    from .finetune import pad_batch
-
     captured: list[torch.Tensor] = []
     hook = net.layers[-1].final_layer_norm.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
     order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))  # little padding
@@ -119,7 +133,7 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
     offsets = torch.zeros(len(examples) + 1, dtype=torch.long)
     offsets[1:] = torch.tensor([len(r[1]) for r in rows]).cumsum(0)
     return Features(torch.cat([r[0] for r in rows]), torch.cat([r[1] for r in rows]), offsets,
-                    torch.tensor([y for _, y in examples]))
+                    torch.tensor([ex[1] for ex in examples]), torch.tensor([context_tokens(ex) for ex in examples]))
 
 
 def weights_digest(net) -> str:
@@ -135,9 +149,10 @@ def shard_key(weights: str, examples, seed: int) -> str:
     """What a shard's content depends on: the weights, the reviews (ids, labels) and the seed.
     A shard left by another model or data in the same folder is recomputed, never reused."""
     h = hashlib.sha1(f"{weights}:{seed}".encode())
-    for ids, label in examples:
-        h.update(np.asarray(ids, dtype=np.int32).tobytes())
-        h.update(bytes([label]))
+    for ex in examples:
+        h.update(np.asarray(ex[0], dtype=np.int32).tobytes())
+        h.update(bytes([ex[1]]))
+        h.update(context_tokens(ex).to_bytes(4, "little"))
     return h.hexdigest()
 
 
@@ -186,20 +201,19 @@ def join(parts: list[Features]) -> Features:
         offsets.append(p.offsets[1:] + base)
         base += int(p.offsets[-1])
     return Features(torch.cat([p.x for p in parts]), torch.cat([p.ids for p in parts]), torch.cat(offsets),
-                    torch.cat([p.labels for p in parts]))
+                    torch.cat([p.labels for p in parts]), torch.cat([p.context for p in parts]))
 
 
 def tail_losses(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator) -> dict[str, torch.Tensor]:
     """The fine-tuning objective of ``finetune_losses`` on cached features: document NLL (the
     engine's aggregate), per-token label cross-entropy, and an LM term on a random share of rows
-    (the tied vocabulary projection is the costliest part, and the LM only needs to stay alive)."""
-    from .finetune import doc_probs, token_cross_entropy
-
-    x, ids, valid, labels = batch
+    (the tied vocabulary projection is the costliest part, and the LM only needs to stay alive).
+    The label terms read only the ``scored`` rows: text before a review is context, not evidence."""
+    x, ids, valid, scored, labels = batch
     hidden, cls_logits = tail_forward(net, x)
-    probs = doc_probs(cls_logits, valid)  # (B, C)
+    probs = doc_probs(cls_logits, scored)  # (B, C): the review's own tokens
     cls = F.nll_loss(probs.clamp(min=1e-8).log(), labels)
-    token_ce = token_cross_entropy(cls_logits, valid, labels)
+    token_ce = token_cross_entropy(cls_logits, scored, labels)
     keep = valid[:, 1:] & (torch.rand(valid[:, 1:].shape, generator=g) < args.lm_fraction).to(valid.device)
     lm = F.cross_entropy(net.lm_logits(hidden[:, :-1][keep]).float(), ids[:, 1:][keep]) if keep.any() \
         else hidden.new_zeros(())
@@ -213,8 +227,6 @@ def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tup
 
     Seeded per step (batch choice and LM rows), checkpointed every ``--ckpt-every`` steps, so
     ``--resume`` continues exactly where an interrupted run stopped."""
-    from .finetune import balanced_pick, param_groups
-
     freeze_all_but_tail(net)
     opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     ckpt = out / "checkpoint.pt"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Reproduce the bundled default model (inference/default_model/) end to end on a CPU.
+# Reproduce the bundled default model (inference/default_model/) end to end on a CPU, or the
+# larger-budget model on one GPU:
 #
-#   VQ_LSP_DATA=../shared/data bash training/reproduce_default_model.sh
+#   VQ_LSP_DATA=../shared/data bash training/reproduce_default_model.sh               # CPU recipe
+#   VQ_LSP_DATA=../shared/data RECIPE=gpu bash training/reproduce_default_model.sh    # GPU recipe
 #
 # Every stage is seeded and runs with --resume, so re-running the script after an
 # interruption continues where it stopped. Each stage uses one thread (THREADS); after the
@@ -34,6 +36,41 @@ DISTILL="${DISTILL:---steps 120 --batch 2 --seq 1024 --warmup 10 --lr 3e-4 --vq-
 FINETUNE="${FINETUNE:---scope post-vq --seq 512 --holdout 1000 --steps 3600 --batch 32 --crop 192 --lr 1e-2 --w-token 0 --head-lr-mult 1 --warmup 180 --ckpt-every 100 --log-every 20 --eval-every 900 --eval-reviews 200}"
 EVAL_ARGS="${EVAL_ARGS:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 ABLATION_ARGS="${ABLATION_ARGS:---lm-batches 4 --edit-docs 8 --edit-seq 1024}"
+
+# The GPU recipe (one CUDA GPU, bf16 autocast; every stage resumable): the teacher, distillation
+# and plain post-vq fine-tune commands that produced ../shared/models/vq-opt-gpu-2026-11/ (stage
+# times on one H100: 68 s, 175 s, 100 + 53 s), plus the v2 fine-tune: writing-style variants and
+# reviews after unrelated text (a table, code, another review), whose tokens are read, not scored.
+GPU_TEACHER="${GPU_TEACHER:---steps 2400 --batch 32 --seq 1024 --lr 1e-3 --warmup 120 --tokens 28000000 --valid-tokens 200000 --ckpt-every 200 --log-every 20}"
+GPU_DISTILL="${GPU_DISTILL:---locality 1.0 --batch 8 --seq 2048 --lr 3e-4 --vq-heads 2 --scale 0.0009765625 --tokens 8000000 --edit-batch 2 --steps 1500 --warmup 76 --ckpt-every 100}"
+GPU_AUGMENT="${GPU_AUGMENT:-original=2,lowercase=1.5,respaced=1,lower_respaced=1.5,sentence=1.5,truncated=1,after_context=1.5}"
+GPU_FINETUNE="${GPU_FINETUNE:---scope post-vq --seq 512 --holdout 1000 --steps 3600 --batch 32 --crop 192 --lr 1e-2 --w-token 0 --head-lr-mult 1 --warmup 180 --ckpt-every 200 --log-every 20 --eval-every 600 --eval-reviews 200}"
+GPU_EVAL_ARGS="${GPU_EVAL_ARGS:---test-limit 5000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024 --robust-reviews 500 --context-reviews 200 --holdout 1000}"
+
+gpu_recipe() {
+  local G="--device cuda --quiet"
+  if [ ! -f "$RUN/tokenizer/tokenizer.json" ]; then  # the bundled 8192-token BPE (export may overwrite its folder)
+    mkdir -p "$RUN/tokenizer" && cp inference/default_model/tokenizer.json "$RUN/tokenizer/"
+  fi
+  stage teacher teacher --tokenizer "$RUN/tokenizer" --out "$RUN/teacher" $GPU_TEACHER --resume $G
+  stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" $GPU_DISTILL --resume $G
+  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $GPU_FINETUNE \
+    --augment "$GPU_AUGMENT" --resume $G
+  stage finetune_dense finetune --dense --model "$RUN/teacher/model" --out "$RUN/finetune_dense" $GPU_FINETUNE \
+    --augment "$GPU_AUGMENT" --resume $G
+  stage evaluate evaluate --model "$RUN/finetune/model" --dense-model "$RUN/finetune_dense/model" \
+    --teacher "$RUN/teacher/model" --out "$RUN/evaluate" $GPU_EVAL_ARGS --threads "${EVAL_THREADS:-8}" --quiet  # CPU
+  stage export export --model "$RUN/finetune/model" --eval "$RUN/evaluate/eval.json" --out "$EXPORT_TO"
+  echo "[$(date +%T)] done: $EXPORT_TO"
+}
+
+if [ "${RECIPE:-cpu}" = gpu ]; then
+  gpu_recipe
+  exit 0
+elif [ "${RECIPE:-cpu}" != cpu ]; then
+  echo "RECIPE must be cpu or gpu, not ${RECIPE}" >&2
+  exit 2
+fi
 
 main_stream() {
   stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" --locality 1.0 $DISTILL --resume $T

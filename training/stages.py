@@ -7,7 +7,20 @@ by an ``inference.argtypes`` type while parsing.
 
 from __future__ import annotations
 
+import argparse
+
 from inference import argtypes as T
+
+
+def mix_spec(value: str) -> str:
+    """An ``--augment`` value, checked while parsing (argparse reports the ValueError's message)."""
+    from .augment import parse_mix
+
+    try:
+        parse_mix(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
 
 
 def add_parsers(sub, common, train_loop) -> None:
@@ -49,6 +62,10 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--head-lr-mult", type=T.positive_float, default=10.0, help="learning-rate multiplier of the new head")
     p.add_argument("--head-fit", type=T.non_negative_int, default=0,
                    help="first fit the head on frozen features of this many training reviews (0: no)")
+    p.add_argument("--augment", type=mix_spec, default=None,
+                   help="writing-style mix, e.g. original=3,lowercase=1,respaced=1,lower_respaced=1,sentence=1,"
+                        "truncated=1,after_context=2: each training review becomes one variant drawn with these "
+                        "weights (after_context: unrelated text before it, not scored)")
     p.add_argument("--eval-every", type=T.non_negative_int, default=0, help="log held-out accuracy every N steps (0: never)")
     p.add_argument("--eval-reviews", type=T.positive_int, default=200, help="held-out reviews for --eval-every")
     p.add_argument("--holdout", type=T.non_negative_int, default=1000, help="IMDB train rows kept for validation")
@@ -72,6 +89,12 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--lm-seq", type=T.int_range(2), default=None, help="held-out LM sequence length (default: the model's window)")
     p.add_argument("--edit-docs", type=T.positive_int, default=8, help="documents for flip rate and engine costs")
     p.add_argument("--edit-seq", type=T.int_range(2), default=1024)
+    p.add_argument("--robust-reviews", type=T.non_negative_int, default=500,
+                   help="held-out train reviews per writing-style variant (0: skip the robustness sections)")
+    p.add_argument("--context-reviews", type=T.positive_int, default=200,
+                   help="held-out train paragraphs scored alone and after unrelated text")
+    p.add_argument("--holdout", type=T.non_negative_int, default=1000,
+                   help="the IMDB train rows fine-tuning held out (same --seed): where robustness reviews come from")
 
     p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")
     p.add_argument("--model", required=True, help="fine-tuned VQ model folder")

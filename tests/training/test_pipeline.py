@@ -73,8 +73,16 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
 
     run_cli("evaluate", "--data", data_dir, "--model", tmp_path / "ft" / "model", "--dense-model",
             tmp_path / "ftd" / "model", "--out", tmp_path / "ev", "--test-limit", 30, "--max-tokens", 40,
-            "--lm-batches", 1, "--lm-seq", 48, "--edit-docs", 2, "--edit-seq", 60)
+            "--lm-batches", 1, "--lm-seq", 48, "--edit-docs", 2, "--edit-seq", 60, "--holdout", 40,
+            "--robust-reviews", 12, "--context-reviews", 6)
     report = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    robust = report["robustness"]
+    assert {"original", "lowercase", "respaced", "lower_respaced", "first_sentence"} <= robust.keys()
+    assert all(robust[k]["n"] == 12 and 0 <= robust[k]["positive_rate"] <= 1 for k in robust["accuracy_gap_to_original"])
+    assert robust["accuracy_gap_to_original"]["lowercase"] == robust["lowercase"]["accuracy"] - robust["original"]["accuracy"]
+    context = report["paragraph_context"]
+    assert [k for k in context if k != "paragraphs"] == ["alone", "after_table", "after_code", "after_opposite_paragraph"]
+    assert all(context[k]["n"] == 6 and 0 <= context[k]["flip_rate_vs_alone"] <= 1 for k in ("after_table", "after_code"))
     assert report["imdb_test"]["vq"]["n"] == 30 and 0 <= report["imdb_test"]["dense_teacher"]["accuracy"] <= 1
     assert all(report["engine"]["verify_codes_equal"])
     assert len(report["single_token_edits"]["flip_rate_per_layer"]) == 2
@@ -86,6 +94,10 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     assert sorted(p.name for p in out.iterdir()) == ["card.json", "config.json", "model.safetensors", "tokenizer.json"]
     model = inference.load_model(out, device="cpu")
     assert model.card["evaluation"]["imdb_test"]["vq"]["n"] == 30
+    summary = model.card["summary"]
+    assert summary["robustness_accuracy"]["lowercase"] == robust["lowercase"]["accuracy"]
+    assert summary["robustness_positive_rate"]["first_sentence"] == robust["first_sentence"]["positive_rate"]
+    assert set(summary["paragraph_flip_rate_vs_alone"]) == {"after_table", "after_code", "after_opposite_paragraph"}
     ids = model.tokenizer.encode("A slow start, but the ending was wonderful and moving.")
     doc = inference.IncrementalDocument(model, ids)
     doc.apply([inference.Splice(2, 3, [ids[5]])])

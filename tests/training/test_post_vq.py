@@ -25,7 +25,7 @@ def test_tail_forward_on_cached_features_matches_the_full_pass(distilled):
     torch.manual_seed(0)
     examples = [(torch.randint(4, net.config.vocab_size, (n,)).tolist(), n % 2) for n in (5, 17, 30)]
     feats = post_vq._shard_features(net, examples, lambda n: spread_positions(n, net.config.position_pool), 2, "cpu")
-    x, ids, valid, labels = feats.batch([0, 1, 2], torch.device("cpu"))
+    x, ids, valid, scored, labels = feats.batch([0, 1, 2], torch.device("cpu"))
     assert labels.tolist() == [1, 1, 0] and valid.sum(1).tolist() == [6, 18, 31]  # BOS + tokens
     with torch.no_grad():
         _, cls_tail = post_vq.tail_forward(net, x)
@@ -101,3 +101,17 @@ def test_cached_features_are_not_reused_for_another_model(tmp_path, distilled):
         net.decoder.embed_tokens.weight.add_(0.5)  # another model
     other, _ = post_vq.cache_features(net, examples, tmp_path, seed=0)
     assert not torch.equal(first.x, other.x)
+
+
+def test_post_vq_augmented_finetune_records_its_mix_and_trains(tmp_path, data_dir, distilled):
+    mix = "original=1,lowercase=1,lower_respaced=1,sentence=1,truncated=1,after_context=2"
+    run_cli("finetune", "--data", data_dir, "--model", distilled, "--out", tmp_path, *FT, "--steps", 20, "--augment", mix)
+    card = json.loads((tmp_path / "model" / "card.json").read_text())
+    counts = card["finetune"]["augment"]["reviews_per_variant"]
+    assert card["finetune"]["augment"]["mix"] == mix and sum(counts.values()) == 160
+    assert counts["after_context"] > 20 and counts["sentence"] > 5
+    feats = post_vq.join([post_vq.Features(**{k: v for k, v in torch.load(p).items() if k not in ("key", "seconds")})
+                          for p in sorted((tmp_path / "features").glob("shard_*.pt"))])
+    assert int((feats.context > 0).sum()) == counts["after_context"]  # their context rows are cached unscored
+    logs = read_log(tmp_path, "finetune")
+    assert sum(r["cls"] for r in logs[-5:]) < sum(r["cls"] for r in logs[:5])

@@ -1,0 +1,57 @@
+"""The reproduce script's GPU recipe: every stage runs in order, resumable, on CUDA, with options
+that ``vq-train``'s own parser accepts (a stand-in ``vq-train`` parses and records each call)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "training" / "reproduce_default_model.sh"
+
+FAKE = """#!{python}
+import sys
+sys.path.insert(0, {root!r})
+from training.cli import build_parser
+# exits 2 on an unknown or malformed option ("cuda" is parsed as "cpu": the parser checks the device exists)
+build_parser().parse_args(["cpu" if a == "cuda" else a for a in sys.argv[1:]])
+with open({log!r}, "a") as fh:
+    fh.write(" ".join(sys.argv[1:]) + "\\n")
+"""
+
+
+def run_script(tmp_path: Path, **env) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "calls.log"
+    fake = bin_dir / "vq-train"
+    fake.write_text(FAKE.format(python=sys.executable, root=str(ROOT), log=str(log)))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    full_env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VQ_LSP_DATA": str(tmp_path),
+                "RUN": str(tmp_path / "run"), "EXPORT_TO": str(tmp_path / "export"), **env}
+    res = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=300)
+    calls = [line.split() for line in log.read_text().splitlines()] if log.is_file() else []
+    return res, calls
+
+
+def test_gpu_recipe_runs_every_stage_resumable_on_cuda(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="gpu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [c[0] for c in calls] == ["teacher", "distill", "finetune", "finetune", "evaluate", "export"]
+    training = [c for c in calls if c[0] in ("teacher", "distill", "finetune")]
+    assert all("--resume" in c and c[c.index("--device") + 1] == "cuda" for c in training)
+    finetunes = [c for c in calls if c[0] == "finetune"]
+    assert all("after_context" in c[c.index("--augment") + 1] and "post-vq" in c for c in finetunes)
+    assert "--dense" in finetunes[1] and "--eval-every" in finetunes[0]
+    evaluate = calls[4]
+    assert "--robust-reviews" in evaluate and evaluate[evaluate.index("--test-limit") + 1] == "5000"
+    assert (tmp_path / "run" / "tokenizer" / "tokenizer.json").read_bytes() == \
+        (ROOT / "inference" / "default_model" / "tokenizer.json").read_bytes()
+
+
+def test_unknown_recipe_is_refused(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="tpu")
+    assert res.returncode == 2 and "RECIPE must be cpu or gpu" in res.stderr and calls == []
