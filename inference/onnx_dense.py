@@ -121,3 +121,26 @@ class OnnxDenseForward:
         layer_outputs = [x[i] for i in range(1, self.layers)] + [last]
         return ForwardOutput(hidden=hidden, cls_logits=cls_logits, layer_outputs=layer_outputs,
                              pre_vq=[t.s for t in traces], codes=[t.codes for t in traces], traces=traces)
+
+
+DENSE_BACKENDS = ("torch", "onnx", "auto")
+
+
+def select_dense(net: VQOPT, backend: str = "auto", threads: int | None = None) -> OnnxDenseForward | None:
+    """The dense pass a full build should run: None for torch's own, else an OnnxDenseForward.
+
+    "torch": torch always. "onnx": ONNX Runtime, or an error saying why not (extra missing, not
+    float32). "auto": ONNX Runtime where benchmarks/onnx_dense.py measured it faster with equal codes,
+    a float32 model with onnxruntime installed; torch otherwise (float64, the verification mode)."""
+    if backend not in DENSE_BACKENDS:
+        raise ValueError(f"dense backend must be one of {', '.join(DENSE_BACKENDS)}, got {backend!r}")
+    if backend == "torch":
+        return None
+    if backend == "auto":
+        if next(net.parameters()).dtype not in SUPPORTED_DTYPES:
+            return None
+        try:
+            require_onnxruntime()
+        except OnnxRuntimeMissing:
+            return None
+    return OnnxDenseForward(net, threads)

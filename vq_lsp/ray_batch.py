@@ -57,6 +57,9 @@ class ScoringWorker:
         torch.set_num_threads(threads)
         self.scorer = BatchScorer(inference.load_model(model_path, device="cpu"), verify=verify, hints=hints)
 
+    def ready(self) -> bool:
+        return True
+
     def score(self, index: int, name: str, label: str, text: str) -> dict:
         return self.scorer._score_one(index, name, label, text)
 
@@ -74,6 +77,11 @@ class RayScorer:
         self.workers = workers
         actor = self.ray.remote(num_cpus=self.threads)(ScoringWorker)
         self.actors = [actor.remote(model_path, self.threads, verify, hints) for _ in range(workers)]
+        try:  # every worker has loaded the model before the first revision is read
+            self.ray.get([a.ready.remote() for a in self.actors])
+        except self.ray.exceptions.RayError as e:
+            self.close()
+            raise RayUnavailable(f"a Ray worker could not load the model: {_cause(e)}") from None
         self.assigned: dict[str, int] = {}  # document -> actor
         self.load = [0] * workers  # characters sent to each actor
         self.summary = Summary()
@@ -122,6 +130,13 @@ class RayScorer:
         if self.started:
             self.ray.shutdown()
             self.started = False
+
+
+def _cause(error: Exception) -> str:
+    """The worker's own exception line out of Ray's wrapped error (its traceback text stays out)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    named = [line for line in lines if "Error:" in line and not line.startswith(("ray.", "The actor"))]
+    return (named or lines or [type(error).__name__])[-1]
 
 
 def connect(ray, address: str, workers: int | None, threads: int) -> bool:

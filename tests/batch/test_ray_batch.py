@@ -86,6 +86,14 @@ def test_documents_spread_over_both_workers_and_rows_keep_input_order(local_ray,
     assert scorer.actors == [] and local_ray.is_initialized()  # actors gone, the caller's session kept
 
 
+def test_a_worker_that_cannot_load_the_model_is_a_clear_error(local_ray, tmp_path):
+    """A model path missing on a node: the error names the path, no actor is left behind."""
+    with pytest.raises(ray_batch.RayUnavailable) as e:
+        ray_batch.RayScorer(ray_batch.LOCAL, 1, str(tmp_path / "no-model"), 1, False, DiagnosticSettings())
+    assert "could not load the model" in str(e.value) and "no-model: model folder not found" in str(e.value)
+    assert "Traceback" not in str(e.value) and local_ray.is_initialized()
+
+
 @pytest.mark.parametrize("value", ["local", "auto", "127.0.0.1:6379", "ray://head.example:10001", "[::1]:6379",
                                    "LOCAL"])
 def test_ray_addresses_accepted(value):

@@ -121,6 +121,27 @@ def test_missing_extra_names_the_install_command(monkeypatch, blocked):
     assert "onnxruntime-gpu" in message
 
 
+@needs_ort
+def test_select_dense_picks_onnx_runtime_for_float32_only(model):
+    assert isinstance(onnx_dense.select_dense(model.net, "auto"), onnx_dense.OnnxDenseForward)
+    assert isinstance(onnx_dense.select_dense(model.net, "onnx"), onnx_dense.OnnxDenseForward)
+    assert onnx_dense.select_dense(model.net, "torch") is None
+    torch.manual_seed(0)
+    net64 = inference.LoadedModel.from_net(inference.VQOPT(tiny_config()), device="cpu").net
+    assert onnx_dense.select_dense(net64, "auto") is None  # float64: torch
+    with pytest.raises(ValueError, match="float32 models only"):
+        onnx_dense.select_dense(net64, "onnx")
+
+
+def test_select_dense_without_the_extra(monkeypatch, model):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    assert onnx_dense.select_dense(model.net, "auto") is None  # falls back to torch quietly
+    with pytest.raises(onnx_dense.OnnxRuntimeMissing, match=r"vq-lsp\[onnx\]"):
+        onnx_dense.select_dense(model.net, "onnx")
+    with pytest.raises(ValueError, match="torch, onnx, auto"):
+        onnx_dense.select_dense(model.net, "tensorrt")
+
+
 def test_the_cuda_provider_is_picked_only_for_a_gpu_model_when_offered():
     both = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     assert onnx_dense.providers_for(torch.device("cuda", 0), both) == both
