@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import socket
 from collections import deque
 from typing import Iterable, Iterator
 
@@ -26,6 +27,7 @@ from .settings import DiagnosticSettings
 
 INSTALL_HINT = 'pip install "vq-lsp[cluster]"'
 LOCAL = "local"
+PROBE_SECONDS = 5.0  # a head that does not answer a TCP connect this fast is reported, not waited on
 IN_FLIGHT_PER_WORKER = 32  # revisions sent ahead per worker: keeps workers busy, the driver's memory bounded
 
 
@@ -139,6 +141,17 @@ def _cause(error: Exception) -> str:
     return (named or lines or [type(error).__name__])[-1]
 
 
+def probe(address: str, seconds: float = PROBE_SECONDS) -> None:
+    """Fail fast when nothing listens at HOST:PORT: ray.init itself retries for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=seconds):
+            pass
+    except OSError as e:
+        raise RayUnavailable(f"nothing answers at {address} ({e.strerror or e}); is a Ray head node running "
+                             f"there?") from None
+
+
 def connect(ray, address: str, workers: int | None, threads: int) -> bool:
     """Join the cluster at `address`, or start a local one; True when this call started it.
 
@@ -147,6 +160,8 @@ def connect(ray, address: str, workers: int | None, threads: int) -> bool:
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
     quiet = dict(logging_level=logging.ERROR, log_to_driver=False)
+    if address not in (LOCAL, "auto"):
+        probe(address)
     try:
         if address == LOCAL:
             cpus = (workers or os.cpu_count() or 1) * threads

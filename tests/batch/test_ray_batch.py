@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -92,6 +94,20 @@ def test_a_worker_that_cannot_load_the_model_is_a_clear_error(local_ray, tmp_pat
         ray_batch.RayScorer(ray_batch.LOCAL, 1, str(tmp_path / "no-model"), 1, False, DiagnosticSettings())
     assert "could not load the model" in str(e.value) and "no-model: model folder not found" in str(e.value)
     assert "Traceback" not in str(e.value) and local_ray.is_initialized()
+
+
+def test_an_unreachable_cluster_is_exit_2_within_seconds(tmp_path, tiny_model_dir):
+    """Nothing listens at the address: ray.init alone would retry for minutes; the probe says so at once."""
+    pytest.importorskip("ray", reason='ray is not installed (pip install "vq-lsp[cluster]")')
+    (tmp_path / "revs").mkdir()
+    (tmp_path / "revs" / "r1.txt").write_text(A)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, "-c", "import sys; from vq_lsp.cli import main; sys.exit(main())", "score",
+                           str(tmp_path / "revs"), "--model", str(tiny_model_dir), "--ray=127.0.0.1:1"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert "vq-lsp score: error: " in proc.stderr and "Traceback" not in proc.stderr
+    assert "nothing answers at 127.0.0.1:1" in proc.stderr
 
 
 @pytest.mark.parametrize("value", ["local", "auto", "127.0.0.1:6379", "ray://head.example:10001", "[::1]:6379",
