@@ -11,7 +11,8 @@ On the same token ids, side by side in one run, alternating torch and ORT per re
   `WindowState._dense` for the run), then the ORT-built state checked by `verify()` against
   torch's dense pass.
 Texts are Rust book chapters (real prose) cut to exactly N tokens. Wall-clock ratios are
-torch / ORT (above 1: ORT faster), medians over documents of the median over repeats. Float64 is
+torch / ORT (above 1: ORT faster), medians over documents of the median over repeats; the
+backend that runs first alternates between repeats. Float64 is
 tried too: ONNX Runtime refusing a float64 op is reported as measured, not assumed.
 Needs the [onnx] extra: pip install -e ".[onnx]".
 """
@@ -92,21 +93,33 @@ def measure_doc(model, ort_forward, ids: list[int], repeats: int) -> dict:
         torch_forward = lambda i, p: model.net(i.unsqueeze(0), p.unsqueeze(0), collect=True)  # noqa: E731
         ref, got = torch_forward(rows, pos), ort_forward(rows, pos)  # warm-up, and the comparison
         t = {"forward_torch": [], "forward_ort": [], "build_torch": [], "build_ort": []}
-        for _ in range(repeats):
-            t["forward_torch"].append(timed(lambda: torch_forward(rows, pos))[1])
-            t["forward_ort"].append(timed(lambda: ort_forward(rows, pos))[1])
-            torch_doc, s = timed(lambda: inference.IncrementalDocument(model, ids))
-            t["build_torch"].append(s)
-            with dense_from(ort_forward):
-                ort_doc, s = timed(lambda: inference.IncrementalDocument(model, ids))
-            t["build_ort"].append(s)
+        docs = {}
+
+        def build(backend: str) -> None:
+            if backend == "torch":
+                docs["torch"], s = timed(lambda: inference.IncrementalDocument(model, ids))
+            else:
+                with dense_from(ort_forward):
+                    docs["ort"], s = timed(lambda: inference.IncrementalDocument(model, ids))
+            t[f"build_{backend}"].append(s)
+
+        for r in range(repeats):
+            order = ("torch", "ort") if r % 2 == 0 else ("ort", "torch")  # neither always runs first
+            for backend in order:
+                forward = torch_forward if backend == "torch" else ort_forward
+                t[f"forward_{backend}"].append(timed(lambda: forward(rows, pos))[1])
+            for backend in order:
+                build(backend)
+        torch_doc, ort_doc = docs["torch"], docs["ort"]
     check = ort_doc.verify()  # torch's dense pass against the ORT-built state
+    baseline = torch_doc.verify()  # and against the torch-built one: float32 noise of the state itself
     state_codes_differ = sum(int((a.codes[:, : a.cap] != b.codes[:, : b.cap]).any(-1).sum())
                              for a, b in zip(ort_doc.windows, torch_doc.windows))
     return {**{k: statistics.median(v) for k, v in t.items()},
             "forward_code_mismatches": code_mismatches(got, ref), "forward_max_abs_diff": max_abs_diff(got, ref),
             "build_state_code_mismatches": state_codes_differ, "verify_codes_equal": check.codes_equal,
-            "verify_mismatched_codes": check.mismatched_codes, "verify_max_abs_diff": check.max_abs_diff}
+            "verify_mismatched_codes": check.mismatched_codes, "verify_max_abs_diff": check.max_abs_diff,
+            "verify_torch_built_max_abs_diff": baseline.max_abs_diff}
 
 
 def run(args) -> dict:
@@ -145,6 +158,7 @@ def run(args) -> dict:
                 row["verify_mismatched_codes"] = sum(d["verify_mismatched_codes"] for d in per_doc)
                 row["max_abs_diff"] = max(d["forward_max_abs_diff"] for d in per_doc)
                 row["verify_max_abs_diff"] = max(d["verify_max_abs_diff"] for d in per_doc)
+                row["verify_torch_built_max_abs_diff"] = max(d["verify_torch_built_max_abs_diff"] for d in per_doc)
                 results["rows"].append(row)
                 print(f"{dname} threads={threads} tokens={n}: build torch {row['build_torch_s']:.3f} s, ORT "
                       f"{row['build_ort_s']:.3f} s ({row['build_ratio']:.2f}x); forward {row['forward_ratio']:.2f}x; "
@@ -155,12 +169,14 @@ def run(args) -> dict:
 
 def report(results: dict) -> str:
     header = ["dtype", "threads", "tokens", "docs", "build torch", "build ORT", "build torch/ORT", "forward torch",
-              "forward ORT", "forward torch/ORT", "code mismatches (forward; built state)", "max abs diff (forward; verify)"]
+              "forward ORT", "forward torch/ORT", "code mismatches (forward; built state; verify)",
+              "max abs diff (forward; verify of the ORT-built state; of the torch-built state)"]
     rows = [[r["dtype"], str(r["threads"]), f"{r['tokens']:,}", str(r["docs"]), f"{r['build_torch_s'] * 1e3:.0f} ms",
              f"{r['build_ort_s'] * 1e3:.0f} ms", f"{r['build_ratio']:.2f}x", f"{r['forward_torch_s'] * 1e3:.0f} ms",
              f"{r['forward_ort_s'] * 1e3:.0f} ms", f"{r['forward_ratio']:.2f}x",
-             f"{r['forward_code_mismatches']}; {r['build_state_code_mismatches']}",
-             f"{r['max_abs_diff']:.1e}; {r['verify_max_abs_diff']:.1e}"] for r in results["rows"]]
+             f"{r['forward_code_mismatches']}; {r['build_state_code_mismatches']}; {r['verify_mismatched_codes']}",
+             f"{r['max_abs_diff']:.1e}; {r['verify_max_abs_diff']:.1e}; {r['verify_torch_built_max_abs_diff']:.1e}"]
+            for r in results["rows"]]
     lines = [f"`{results['command']}`", "",
              f"torch {results['torch']}, onnxruntime {results['onnxruntime']} (CPUExecutionProvider), "
              f"{results['cpus']} CPUs, load average {results['loadavg_start'][0]:.2f} at the start and "
