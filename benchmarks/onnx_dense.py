@@ -4,8 +4,10 @@
                                     [--model DIR] [--data DIR] [--out benchmarks/results]
 
 On the same token ids, side by side in one run, alternating torch and ORT per repeat:
-- forward: the dense pass alone (`VQOPT.forward(collect=True)` vs `OnnxDenseForward`), and the
-  VQ codes of every row and layer compared (mismatches counted), the largest output difference;
+- forward: the dense passes alone, on the windows a build cuts the document into (windows are
+  filled to 90%, so 2,000 tokens open as two windows of about 1,000): `VQOPT.forward(collect=True)`
+  vs `OnnxDenseForward`, and the VQ codes of every row and layer compared (mismatches counted),
+  the largest output difference;
 - build: a whole `IncrementalDocument` open (dense pass, code projections, LM log-sum-exp), its
   dense pass taken from torch or from ORT (the hook `inference/onnx_dense.py` provides, put in
   `WindowState._dense` for the run), then the ORT-built state checked by `verify()` against
@@ -86,12 +88,17 @@ def timed(fn):
 
 
 def measure_doc(model, ort_forward, ids: list[int], repeats: int) -> dict:
-    cfg = model.config
-    rows = torch.tensor([cfg.bos_token_id, *ids])
-    pos = spread_positions(len(rows), cfg.position_pool)
+    torch_forward = lambda i, p: model.net(i.unsqueeze(0), p.unsqueeze(0), collect=True)  # noqa: E731
+    windows = []  # the (ids, positions) of every dense pass a build runs: one per window
     with torch.no_grad():
-        torch_forward = lambda i, p: model.net(i.unsqueeze(0), p.unsqueeze(0), collect=True)  # noqa: E731
-        ref, got = torch_forward(rows, pos), ort_forward(rows, pos)  # warm-up, and the comparison
+        with dense_from(lambda i, p: (windows.append((i, p)), torch_forward(i, p))[1]):
+            inference.IncrementalDocument(model, ids)  # also the warm-up
+        pairs = [(ort_forward(i, p), torch_forward(i, p)) for i, p in windows]
+
+        def forward_all(forward) -> None:
+            for i, p in windows:
+                forward(i, p)
+
         t = {"forward_torch": [], "forward_ort": [], "build_torch": [], "build_ort": []}
         docs = {}
 
@@ -107,7 +114,7 @@ def measure_doc(model, ort_forward, ids: list[int], repeats: int) -> dict:
             order = ("torch", "ort") if r % 2 == 0 else ("ort", "torch")  # neither always runs first
             for backend in order:
                 forward = torch_forward if backend == "torch" else ort_forward
-                t[f"forward_{backend}"].append(timed(lambda: forward(rows, pos))[1])
+                t[f"forward_{backend}"].append(timed(lambda: forward_all(forward))[1])
             for backend in order:
                 build(backend)
         torch_doc, ort_doc = docs["torch"], docs["ort"]
@@ -116,7 +123,8 @@ def measure_doc(model, ort_forward, ids: list[int], repeats: int) -> dict:
     state_codes_differ = sum(int((a.codes[:, : a.cap] != b.codes[:, : b.cap]).any(-1).sum())
                              for a, b in zip(ort_doc.windows, torch_doc.windows))
     return {**{k: statistics.median(v) for k, v in t.items()},
-            "forward_code_mismatches": code_mismatches(got, ref), "forward_max_abs_diff": max_abs_diff(got, ref),
+            "windows": len(windows), "forward_code_mismatches": sum(code_mismatches(a, b) for a, b in pairs),
+            "forward_max_abs_diff": max(max_abs_diff(a, b) for a, b in pairs),
             "build_state_code_mismatches": state_codes_differ, "verify_codes_equal": check.codes_equal,
             "verify_mismatched_codes": check.mismatched_codes, "verify_max_abs_diff": check.max_abs_diff,
             "verify_torch_built_max_abs_diff": baseline.max_abs_diff}
@@ -148,6 +156,7 @@ def run(args) -> dict:
             for n in args.tokens:
                 per_doc = [measure_doc(model, ort_forward, ids, args.repeats) for ids in docs[n]]
                 row = {"dtype": dname, "threads": threads, "tokens": n, "docs": len(per_doc),
+                       "windows": sorted({d["windows"] for d in per_doc}),
                        "export_and_session_s": export_s, "per_doc": per_doc}
                 for key in ("forward", "build"):
                     row[f"{key}_torch_s"] = statistics.median(d[f"{key}_torch"] for d in per_doc)
@@ -168,10 +177,11 @@ def run(args) -> dict:
 
 
 def report(results: dict) -> str:
-    header = ["dtype", "threads", "tokens", "docs", "build torch", "build ORT", "build torch/ORT", "forward torch",
+    header = ["dtype", "threads", "tokens", "docs", "windows per doc", "build torch", "build ORT", "build torch/ORT", "forward torch",
               "forward ORT", "forward torch/ORT", "code mismatches (forward; built state; verify)",
               "max abs diff (forward; verify of the ORT-built state; of the torch-built state)"]
-    rows = [[r["dtype"], str(r["threads"]), f"{r['tokens']:,}", str(r["docs"]), f"{r['build_torch_s'] * 1e3:.0f} ms",
+    rows = [[r["dtype"], str(r["threads"]), f"{r['tokens']:,}", str(r["docs"]), "/".join(map(str, r["windows"])),
+             f"{r['build_torch_s'] * 1e3:.0f} ms",
              f"{r['build_ort_s'] * 1e3:.0f} ms", f"{r['build_ratio']:.2f}x", f"{r['forward_torch_s'] * 1e3:.0f} ms",
              f"{r['forward_ort_s'] * 1e3:.0f} ms", f"{r['forward_ratio']:.2f}x",
              f"{r['forward_code_mismatches']}; {r['build_state_code_mismatches']}; {r['verify_mismatched_codes']}",

@@ -91,6 +91,8 @@ def make_session(net: VQOPT, threads: int | None = None):
     options.intra_op_num_threads = threads or torch.get_num_threads()
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: no provider chatter on stderr
+    # idle pool threads sleep instead of spinning: they would take the cores the torch engine works on
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     providers = providers_for(next(net.parameters()).device, ort.get_available_providers())
     return ort.InferenceSession(export(net), options, providers=providers)
 
