@@ -20,6 +20,8 @@ import time
 from collections import deque
 from typing import Iterable, Iterator
 
+import torch
+
 import inference
 
 from .batch import BatchScorer, Summary
@@ -55,8 +57,6 @@ class ScoringWorker:
     """One worker: the model, loaded once, and a BatchScorer holding its documents' chains."""
 
     def __init__(self, model_path: str | None, threads: int, verify: bool, hints: DiagnosticSettings) -> None:
-        import torch
-
         torch.set_num_threads(threads)
         self.scorer = BatchScorer(inference.load_model(model_path, device="cpu"), verify=verify, hints=hints)
 
@@ -83,6 +83,7 @@ class RayScorer:
             workers = max(1, int(self.ray.cluster_resources().get("CPU", 1)) // self.threads)
         self.workers = workers
         actor = self.ray.remote(num_cpus=self.threads)(ScoringWorker)
+        model_path = None if model_path is None else os.path.abspath(model_path)  # workers have their own cwd
         self.actors = [actor.remote(model_path, self.threads, verify, hints) for _ in range(workers)]
         try:  # every worker has loaded the model before the first revision is read
             self.ray.get([a.ready.remote() for a in self.actors])
@@ -92,7 +93,6 @@ class RayScorer:
         self.assigned: dict[str, int] = {}  # document -> actor
         self.load = [0] * workers  # characters sent to each actor
         self.summary = Summary()
-        self.seen: set[str] = set()
 
     def _actor_for(self, name: str, size: int) -> int:
         if name not in self.assigned:
@@ -105,9 +105,7 @@ class RayScorer:
         pending: deque = deque()
         try:
             for index, (name, label, text) in enumerate(revisions):
-                if name not in self.seen:
-                    self.seen.add(name)
-                    self.summary.documents += 1
+                self.summary.documents += name not in self.assigned
                 pending.append(self.actors[self._actor_for(name, len(text))].score.remote(index, name, label, text))
                 if len(pending) >= IN_FLIGHT_PER_WORKER * self.workers:
                     yield self._count(self.ray.get(pending.popleft()))
