@@ -58,6 +58,15 @@ def test_folder_rows_equal_the_single_process_rows(local_ray, tmp_path, tiny_mod
     assert [r.get("revision") for r in rows[:-1]] == [f"draft{i}.txt" for i in range(8, 13)]
 
 
+def test_float32_rows_equal_too(local_ray, tmp_path, tiny_model_dir, capsys):
+    """--precision reaches the workers: float32 rows (different from float64 ones) still match."""
+    for i, text in enumerate([A, B, C]):
+        (tmp_path / f"r{i}.txt").write_text(text)
+    rows32 = _same_as_single_process([str(tmp_path), "--precision", "float32"], tiny_model_dir, capsys)
+    rows64, _ = _run([str(tmp_path), "--model", str(tiny_model_dir), "--verify"], capsys)
+    assert [r.get("scores") for r in rows32] != [r.get("scores") for r in rows64]
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 def test_git_history_rows_equal_the_single_process_rows(local_ray, tmp_path, tiny_model_dir, capsys):
     repo = Repo(tmp_path / "repo")
