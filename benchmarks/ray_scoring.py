@@ -84,6 +84,7 @@ def run(args) -> dict:
         return rows
 
     single = single_process("single process (first)")
+    model_path = inference.load_model(args.model, device="cpu").path  # a folder, also for an installed model's name
     results["paths"][-1]["rows_equal"] = True
     t0 = time.perf_counter()
     ray_batch.connect(ray, ray_batch.LOCAL, workers=max(args.workers), threads=1)
@@ -91,7 +92,7 @@ def run(args) -> dict:
     try:
         for workers in args.workers:
             t0 = time.perf_counter()
-            scorer = ray_batch.RayScorer(ray_batch.LOCAL, workers, args.model, 1, False, hints)
+            scorer = ray_batch.RayScorer(ray_batch.LOCAL, workers, model_path, 1, hints=hints)
             start = time.perf_counter() - t0
             cpu0 = ray.get([a.cpu_seconds.remote() for a in scorer.actors])
             t0 = time.perf_counter()

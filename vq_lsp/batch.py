@@ -313,8 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.ray:
             from .ray_batch import RayScorer
 
-            scorer = RayScorer(args.ray, args.ray_workers, args.model, args.threads, args.verify, hints,
-                               args.precision)
+            scorer = RayScorer(args.ray, args.ray_workers, model.path, args.threads, args.precision,
+                               verify=args.verify, hints=hints, markup=args.markup)
         else:
             scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
         summary_holder.append(scorer.summary)

@@ -26,7 +26,6 @@ import inference
 
 from .batch import BatchScorer, Summary
 from .revisions import Revision
-from .settings import DiagnosticSettings
 
 INSTALL_HINT = 'pip install "vq-lsp[cluster]"'
 LOCAL = "local"
@@ -56,11 +55,10 @@ def require_ray():
 class ScoringWorker:
     """One worker: the model, loaded once, and a BatchScorer holding its documents' chains."""
 
-    def __init__(self, model_path: str | None, threads: int, verify: bool, hints: DiagnosticSettings,
-                 precision: str = "float64") -> None:
+    def __init__(self, model_path: str | None, threads: int, precision: str, scorer_options: dict) -> None:
         torch.set_num_threads(threads)
         model = inference.load_model(model_path, device="cpu", dtype=precision)
-        self.scorer = BatchScorer(model, verify=verify, hints=hints)
+        self.scorer = BatchScorer(model, **scorer_options)
 
     def ready(self) -> bool:
         return True
@@ -76,8 +74,9 @@ class ScoringWorker:
 class RayScorer:
     """Same interface as BatchScorer (`score(revisions)` yields rows, `summary`), on Ray actors."""
 
-    def __init__(self, address: str, workers: int | None, model_path: str | None, threads: int | None,
-                 verify: bool, hints: DiagnosticSettings, precision: str = "float64") -> None:
+    def __init__(self, address: str, workers: int | None, model_path: str | os.PathLike | None,
+                 threads: int | None = None, precision: str = "float64", **scorer_options) -> None:
+        """scorer_options: BatchScorer's own (verify, hints, markup), passed to every worker's scorer."""
         self.ray = require_ray()
         self.threads = threads or 1
         self.started = connect(self.ray, address, workers, self.threads)
@@ -86,7 +85,7 @@ class RayScorer:
         self.workers = workers
         actor = self.ray.remote(num_cpus=self.threads)(ScoringWorker)
         model_path = None if model_path is None else os.path.abspath(model_path)  # workers have their own cwd
-        self.actors = [actor.remote(model_path, self.threads, verify, hints, precision) for _ in range(workers)]
+        self.actors = [actor.remote(model_path, self.threads, precision, scorer_options) for _ in range(workers)]
         try:  # every worker has loaded the model before the first revision is read
             self.ray.get([a.ready.remote() for a in self.actors])
         except self.ray.exceptions.RayError as e:

@@ -87,7 +87,7 @@ def test_documents_spread_over_both_workers_and_rows_keep_input_order(local_ray,
         for name, texts in docs:
             f.write(json.dumps({"doc": name, "revisions": [{"text": t} for t in texts]}) + "\n")
     single, _ = _run([str(path), "--model", str(tiny_model_dir)], capsys)
-    scorer = ray_batch.RayScorer(ray_batch.LOCAL, 2, str(tiny_model_dir), 1, False, DiagnosticSettings())
+    scorer = ray_batch.RayScorer(ray_batch.LOCAL, 2, tiny_model_dir, 1, hints=DiagnosticSettings())
     got = [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in scorer.score(from_jsonl(path, print))]
     assert got == single[:-1]
     assert [r["index"] for r in got] == list(range(9))
@@ -100,7 +100,7 @@ def test_documents_spread_over_both_workers_and_rows_keep_input_order(local_ray,
 def test_a_worker_that_cannot_load_the_model_is_a_clear_error(local_ray, tmp_path):
     """A model path missing on a node: the error names the path, no actor is left behind."""
     with pytest.raises(ray_batch.RayUnavailable) as e:
-        ray_batch.RayScorer(ray_batch.LOCAL, 1, str(tmp_path / "no-model"), 1, False, DiagnosticSettings())
+        ray_batch.RayScorer(ray_batch.LOCAL, 1, tmp_path / "no-model", 1, hints=DiagnosticSettings())
     assert "could not load the model" in str(e.value) and "no-model: model folder not found" in str(e.value)
     assert "Traceback" not in str(e.value) and local_ray.is_initialized()
 
