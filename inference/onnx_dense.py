@@ -126,23 +126,41 @@ class OnnxDenseForward:
 
 
 DENSE_BACKENDS = ("torch", "onnx", "auto")
+# "auto" runs windows of at least this many rows on ONNX Runtime, shorter ones on torch: measured
+# (benchmarks/results/onnx_dense.md) ORT is faster for 2,000-token documents (two windows of about
+# 1,000 rows) at 1 and 2 threads, but at 500 rows only on 1 thread (0.86x on 2).
+AUTO_MIN_ROWS = 1000
 
 
-def select_dense(net: VQOPT, backend: str = "auto", threads: int | None = None) -> OnnxDenseForward | None:
-    """The dense pass a full build should run: None for torch's own, else an OnnxDenseForward.
+class SizedDense:
+    """ONNX Runtime for windows of at least `min_rows` rows, torch's own pass below that."""
 
-    "torch": torch always. "onnx": ONNX Runtime, or an error saying why not (extra missing, not
-    float32). "auto": ONNX Runtime where benchmarks/onnx_dense.py measured it faster with equal codes,
-    a float32 model with onnxruntime installed; torch otherwise (float64, the verification mode)."""
+    def __init__(self, net: VQOPT, onnx: OnnxDenseForward, min_rows: int) -> None:
+        self.net, self.onnx, self.min_rows = net, onnx, min_rows
+
+    def __call__(self, ids: torch.Tensor, positions: torch.Tensor) -> ForwardOutput:
+        if len(ids) >= self.min_rows:
+            return self.onnx(ids, positions)
+        return self.net(ids.unsqueeze(0), positions.unsqueeze(0), collect=True)
+
+
+def select_dense(net: VQOPT, backend: str = "auto", threads: int | None = None):
+    """The dense pass a full build should run, (ids, positions) -> ForwardOutput; None: torch's own.
+
+    "torch": torch always. "onnx": ONNX Runtime for every window, or an error saying why not (extra
+    missing, not float32). "auto": where benchmarks/onnx_dense.py measured ONNX Runtime faster with
+    equal codes: a float32 model with onnxruntime installed, windows of AUTO_MIN_ROWS rows or more;
+    torch otherwise (float64, the verification mode, always)."""
     if backend not in DENSE_BACKENDS:
         raise ValueError(f"dense backend must be one of {', '.join(DENSE_BACKENDS)}, got {backend!r}")
     if backend == "torch":
         return None
-    if backend == "auto":
-        if next(net.parameters()).dtype not in SUPPORTED_DTYPES:
-            return None
-        try:
-            require_onnxruntime()
-        except OnnxRuntimeMissing:
-            return None
-    return OnnxDenseForward(net, threads)
+    if backend == "onnx":
+        return OnnxDenseForward(net, threads)
+    if next(net.parameters()).dtype not in SUPPORTED_DTYPES:
+        return None
+    try:
+        require_onnxruntime()
+    except OnnxRuntimeMissing:
+        return None
+    return SizedDense(net, OnnxDenseForward(net, threads), AUTO_MIN_ROWS)

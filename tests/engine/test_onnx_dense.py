@@ -123,7 +123,8 @@ def test_missing_extra_names_the_install_command(monkeypatch, blocked):
 
 @needs_ort
 def test_select_dense_picks_onnx_runtime_for_float32_only(model):
-    assert isinstance(onnx_dense.select_dense(model.net, "auto"), onnx_dense.OnnxDenseForward)
+    auto = onnx_dense.select_dense(model.net, "auto")
+    assert isinstance(auto, onnx_dense.SizedDense) and auto.min_rows == onnx_dense.AUTO_MIN_ROWS
     assert isinstance(onnx_dense.select_dense(model.net, "onnx"), onnx_dense.OnnxDenseForward)
     assert onnx_dense.select_dense(model.net, "torch") is None
     torch.manual_seed(0)
@@ -131,6 +132,32 @@ def test_select_dense_picks_onnx_runtime_for_float32_only(model):
     assert onnx_dense.select_dense(net64, "auto") is None  # float64: torch
     with pytest.raises(ValueError, match="float32 models only"):
         onnx_dense.select_dense(net64, "onnx")
+
+
+@needs_ort
+def test_auto_runs_long_windows_on_onnx_runtime_and_short_ones_on_torch(model, monkeypatch):
+    calls = []
+    ort = onnx_dense.OnnxDenseForward(model.net, threads=1)
+    monkeypatch.setattr(ort, "session", _Spy(ort.session, calls))
+    sized = onnx_dense.SizedDense(model.net, ort, min_rows=30)
+    for n in (29, 30, 60):
+        ids, pos = inputs(model, n, seed=n)
+        out = sized(ids, pos)
+        with torch.no_grad():
+            ref = model.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
+        assert all(torch.equal(a.codes, b.codes) for a, b in zip(out.traces, ref.traces))
+    assert calls == [30, 60]  # the 29-row window never reached ONNX Runtime
+
+
+class _Spy:
+    """An ORT session that records the row count of every run."""
+
+    def __init__(self, session, calls: list) -> None:
+        self.session, self.calls = session, calls
+
+    def run(self, names, feeds):
+        self.calls.append(len(feeds["ids"]))
+        return self.session.run(names, feeds)
 
 
 def test_select_dense_without_the_extra(monkeypatch, model):
