@@ -190,7 +190,7 @@ def report(results: dict) -> str:
     lines = [f"`{results['command']}`", "",
              f"torch {results['torch']}, onnxruntime {results['onnxruntime']} (CPUExecutionProvider), "
              f"{results['cpus']} CPUs, load average {results['loadavg_start'][0]:.2f} at the start and "
-             f"{results['loadavg_end'][0]:.2f} at the end (other jobs shared the machine)", "",
+             f"{results['loadavg_end'][0]:.2f} at the end", "",
              markdown_table(header, rows)]
     for dname, why in results["unsupported"].items():
         lines += ["", f"{dname}: not run, ONNX Runtime refused the graph: `{why}`"]

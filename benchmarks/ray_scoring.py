@@ -133,7 +133,7 @@ def report(r: dict) -> str:
         f"{r['documents']} documents, {r['revisions']} revisions ({r['characters']:,} characters, "
         f"{r['paths'][0]['tokens']:,} tokens scored), bundled model, float64, one torch thread per process; "
         f"{r['cpus']} CPUs, load average {r['loadavg_start'][0]:.2f} at the start and {r['loadavg_end'][0]:.2f} at "
-        f"the end (other jobs shared the machine)", "",
+        f"the end", "",
         markdown_table(["path", "workers", "start-up", "scoring", "documents/s (scoring)", "revisions/s (scoring)",
                         "scoring speed vs single (mean of both)", "CPU time of scoring", "documents/s (end to end)",
                         "rows equal single"], rows)]) + "\n"
