@@ -313,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.ray:
             from .ray_batch import RayScorer
 
-            scorer = RayScorer(args.ray, args.ray_workers, model.path, args.threads, args.precision,
+            folder = model.path if args.model else None  # None: each node's own bundled model
+            scorer = RayScorer(args.ray, args.ray_workers, folder, args.threads, args.precision,
                                verify=args.verify, hints=hints, markup=args.markup)
         else:
             scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
