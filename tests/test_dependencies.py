@@ -22,6 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCAL = {"inference", "training", "vq_lsp", "tests", "benchmarks"}
 # import name -> distribution, for distributions whose import name differs and that may not be installed
 KNOWN = {"yaml": "pyyaml", "PIL": "pillow", "attr": "attrs"}
+# the only files of the server and the engine that may import an optional extra's packages: each imports
+# them inside a function and says which extra to install when they are missing
+OPTIONAL_IMPORTS = {"inference/onnx_dense.py": "onnx", "vq_lsp/ray_batch.py": "cluster"}
+OPTIONAL_PACKAGES = {"onnx": {"onnxruntime", "onnx"}, "cluster": {"ray"}}  # extra -> its import names
 
 
 def _norm(name: str) -> str:
@@ -77,14 +81,17 @@ def distributions(module: str) -> set[str]:
     return {_norm(d) for d in mapping.get(module, [])} or {_norm(KNOWN.get(module, module))}
 
 
-def undeclared(folder: str, allowed: set[str]) -> list[str]:
+def undeclared(folder: str, allowed: set[str], optional: dict[str, set[str]] | None = None) -> list[str]:
+    """Imports of undeclared packages; `optional` (file -> distributions) widens `allowed` for single files."""
     stdlib = set(sys.stdlib_module_names)
     out = []
     for module, where in imports(folder).items():
         if module in stdlib or module in LOCAL or module == "__future__":
             continue
-        if not distributions(module) & allowed:
-            out.append(f"{module} ({', '.join(where[:3])})")
+        dists = distributions(module)
+        bad = [w for w in where if not dists & (allowed | (optional or {}).get(w.rsplit(":", 1)[0], set()))]
+        if bad:
+            out.append(f"{module} ({', '.join(bad[:3])})")
     return out
 
 
@@ -95,7 +102,7 @@ def undeclared(folder: str, allowed: set[str]) -> list[str]:
 def test_every_import_is_declared(folder, groups):
     dec = declared()
     allowed = set().union(*(dec[g] for g in groups))
-    missing = undeclared(folder, allowed)
+    missing = undeclared(folder, allowed, {path: dec[extra] for path, extra in OPTIONAL_IMPORTS.items()})
     assert not missing, f"{folder}/ imports packages not declared in {' or '.join(groups)}: {missing}"
 
 
@@ -105,6 +112,35 @@ def test_the_check_catches_an_undeclared_import(tmp_path, monkeypatch):
     (tmp_path / "pkg" / "m.py").write_text("import os\nimport torch\nfrom leftpad_nowhere.sub import x\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert undeclared("pkg", {"torch"}) == ["leftpad_nowhere (pkg/m.py:3)"]
+
+
+def test_an_optional_import_is_allowed_only_in_its_own_file(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    for name in ("own.py", "other.py"):
+        (tmp_path / "pkg" / name).write_text("def f():\n    import ray\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert undeclared("pkg", {"torch"}, {"pkg/own.py": {"ray"}}) == ["ray (pkg/other.py:2)"]
+
+
+def test_optional_extras_are_declared_and_stay_out_of_the_runtime():
+    dec = declared()
+    for extra, packages in OPTIONAL_PACKAGES.items():
+        assert {_norm(p) for p in packages} <= dec[extra], extra
+        assert not {_norm(p) for p in packages} & dec["runtime"], extra
+        assert dec[extra] <= dec["dev"], f"CI installs [dev]: the {extra} tests must not be skipped there"
+    for path, extra in OPTIONAL_IMPORTS.items():
+        assert (ROOT / path).is_file() and extra in OPTIONAL_PACKAGES
+
+
+def test_server_and_score_import_no_optional_package(tmp_path):
+    """Importing the server, the batch scorer and the optional modules themselves loads none of the extras."""
+    extras = sorted(set().union(*OPTIONAL_PACKAGES.values()))
+    blocked = "".join(f"sys.modules[{m!r}] = None; " for m in extras)
+    modules = "vq_lsp.server, vq_lsp.batch, vq_lsp.cli, inference, " + ", ".join(
+        p.removesuffix(".py").replace("/", ".") for p in OPTIONAL_IMPORTS)
+    proc = subprocess.run([sys.executable, "-c", f"import sys; {blocked}import {modules}; print('ok')"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
 def test_training_only_packages_stay_out_of_the_runtime():

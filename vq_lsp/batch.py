@@ -245,9 +245,15 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument("--model", metavar="DIR|NAME", help="model folder, or the name of a model installed with "
                     "vq-train export --install NAME (default: the bundled model)")
     ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
-    ap.add_argument("--threads", type=argtypes.threads, help="CPU threads for torch, 1 to 1024")
+    ap.add_argument("--threads", type=argtypes.threads, help="CPU threads for torch, 1 to 1024 (with --ray: per worker)")
     ap.add_argument("--precision", choices=("float64", "float32"), default="float64",
                     help="engine dtype: float64 (default: verification grade) or float32 (half the memory and time)")
+    ap.add_argument("--ray", nargs="?", const="local", type=argtypes.ray_address, metavar="ADDRESS",
+                    help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
+                         "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
+                         "ray://HOST:PORT; needs the [cluster] extra")
+    ap.add_argument("--ray-workers", type=argtypes.positive_int, metavar="N",
+                    help="Ray workers (actors, each loads the model once); default: the cluster's CPUs / --threads")
     return ap
 
 
@@ -262,6 +268,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error("give a folder or JSONL file of revisions (PATH), or --git FILE")
     if args.git_merges != "first-parent" and not args.git:
         ap.error("--git-merges only applies with --git FILE")
+    if args.ray_workers and not args.ray:
+        ap.error("--ray-workers only applies with --ray")
+    if args.ray and args.device and args.device != "cpu":
+        ap.error(f"--ray runs its workers on CPU; --device {args.device} is not supported with --ray")
+    if args.ray:
+        from .ray_batch import INSTALL_HINT, ray_installed
+
+        if not ray_installed():
+            ap.error(f"argument --ray: needs the ray package: {INSTALL_HINT}")
     if args.output and args.output in ((args.path or ""), (args.git or "")):
         ap.error(f"--output {args.output} would overwrite the revisions being scored")
     return args
@@ -295,7 +310,14 @@ def main(argv: list[str] | None = None) -> int:
         surprise = {} if args.surprise_threshold is None else {"surprise": True,
                                                                 "surprise_threshold": args.surprise_threshold}
         hints = DiagnosticSettings(**surprise)
-        scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
+        if args.ray:
+            from .ray_batch import RayScorer
+
+            folder = model.path if args.model else None  # None: each node's own bundled model
+            scorer = RayScorer(args.ray, args.ray_workers, folder, args.threads, args.precision,
+                               verify=args.verify, hints=hints, markup=args.markup)
+        else:
+            scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
         summary_holder.append(scorer.summary)
         out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
         try:
