@@ -57,6 +57,15 @@ class LoadedModel:
     def config(self) -> VQOPTConfig:
         return self.net.config
 
+    def use_dense(self, backend: str, threads: int | None = None) -> None:
+        """Which backend runs the full passes (builds, verify): torch, onnx or auto (ONNX Runtime
+        where benchmarks/onnx_dense.py measured it faster with equal codes); incremental updates
+        always run on torch."""
+        from .onnx_dense import select_dense  # onnxruntime is an optional extra
+
+        self.consts.dense = select_dense(self.net, backend, threads)
+        self.dense_backend = backend
+
     @classmethod
     def from_net(cls, net: VQOPT, tokenizer: Tokenizer | None = None, *, device=None, dtype=torch.float64,
                  card: dict | None = None) -> "LoadedModel":
@@ -64,9 +73,10 @@ class LoadedModel:
 
 
 def load_model(path: str | os.PathLike | None = None, device=None,
-               dtype: torch.dtype | str = torch.float64) -> LoadedModel:
+               dtype: torch.dtype | str = torch.float64, dense: str = "torch") -> LoadedModel:
     """Load a model folder, or a model installed under that name (paths.py); None means the default
-    model bundled in the package. dtype: a torch dtype or a name from PRECISIONS."""
+    model bundled in the package. dtype: a torch dtype or a name from PRECISIONS; dense: the
+    backend of full passes (see LoadedModel.use_dense)."""
     if isinstance(dtype, str):
         if dtype not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {dtype!r}")
@@ -86,4 +96,6 @@ def load_model(path: str | os.PathLike | None = None, device=None,
         raise ModelLoadError(f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {net.config.vocab_size}")
     model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card)
     model.path = folder
+    if dense != "torch":
+        model.use_dense(dense, torch.get_num_threads())
     return model

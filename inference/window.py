@@ -94,6 +94,7 @@ class LayerConstants:
         self.finish = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them) and biases
         self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
         self.code_t = []  # (h, d/h, K) per layer: a VQ head's s chunk -> its code projections
+        self.dense = None  # the full pass builds and verify run, (ids, positions) -> ForwardOutput; None: torch's
         for layer in net.layers:
             cb = layer.vq.codebook.detach()  # (h, K, w)
             self.code_sq.append(cb.pow(2).sum(-1))
@@ -283,6 +284,8 @@ class WindowState:
                 qh=t[:, :d].view(n, H, d // H), kpos=self.kpos, codes1=self.codes[l].unsqueeze(-1)))
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
+        if self.consts.dense is not None:  # another backend (inference/onnx_dense.py) where it was measured faster
+            return self.consts.dense(ids, pos)
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
 
     def _layer_input(self, V, rows: torch.Tensor) -> torch.Tensor:

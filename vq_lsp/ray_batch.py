@@ -55,9 +55,11 @@ def require_ray():
 class ScoringWorker:
     """One worker: the model, loaded once, and a BatchScorer holding its documents' chains."""
 
-    def __init__(self, model_path: str | None, threads: int, precision: str, scorer_options: dict) -> None:
+    def __init__(self, model_path: str | None, threads: int, precision: str | tuple[str, str],
+                 scorer_options: dict) -> None:
         torch.set_num_threads(threads)
-        model = inference.load_model(model_path, device="cpu", dtype=precision)
+        dtype, dense = (precision, "torch") if isinstance(precision, str) else precision
+        model = inference.load_model(model_path, device="cpu", dtype=dtype, dense=dense)
         self.scorer = BatchScorer(model, **scorer_options)
 
     def ready(self) -> bool:
@@ -75,8 +77,9 @@ class RayScorer:
     """Same interface as BatchScorer (`score(revisions)` yields rows, `summary`), on Ray actors."""
 
     def __init__(self, address: str, workers: int | None, model_path: str | os.PathLike | None,
-                 threads: int | None = None, precision: str = "float64", **scorer_options) -> None:
-        """scorer_options: BatchScorer's own (verify, hints, markup), passed to every worker's scorer."""
+                 threads: int | None = None, precision: str | tuple[str, str] = "float64", **scorer_options) -> None:
+        """precision: the dtype's name, or (dtype, dense backend); scorer_options: BatchScorer's own
+        (verify, hints, markup), passed to every worker's scorer."""
         self.ray = require_ray()
         self.threads = threads or 1
         self.started = connect(self.ray, address, workers, self.threads)

@@ -132,3 +132,20 @@ def test_surprise_hints_point_at_real_tokens(tmp_path, tiny_model_dir, capsys):
     text = (tmp_path / "a.txt").read_text().splitlines()
     for h in row["surprises"]:
         assert text[h["line"]][h["column"]:].startswith(h["text"])
+
+
+def test_dense_backend_onnx_gives_the_torch_rows(folder, tiny_model_dir, capsys):
+    """--dense onnx (float32): the full passes on ONNX Runtime, every revision verified, and the
+    scores those of the torch run within float32 rounding."""
+    pytest.importorskip("onnxruntime", reason="the [onnx] extra is not installed")
+    common = [str(folder), "--model", str(tiny_model_dir), "--precision", "float32", "--verify"]
+    runs = {}
+    for backend in ("torch", "onnx"):
+        code, out, err = _run(common + ["--dense", backend], capsys)
+        assert code == 0, err
+        runs[backend] = _records(out)
+    (rows_t, _), (rows_o, summary) = runs["torch"], runs["onnx"]
+    assert summary["verified"] == 4 and summary["verify_failures"] == 0
+    for a, b in zip(rows_t, rows_o):
+        assert a["changed_tokens"] == b["changed_tokens"] and a["incremental_macs"] == b["incremental_macs"]
+        assert all(abs(a["scores"][k] - b["scores"][k]) < 1e-3 for k in a["scores"])

@@ -174,3 +174,21 @@ def test_the_cuda_provider_is_picked_only_for_a_gpu_model_when_offered():
     assert onnx_dense.providers_for(torch.device("cuda", 0), both) == both
     assert onnx_dense.providers_for(torch.device("cpu"), both) == ["CPUExecutionProvider"]
     assert onnx_dense.providers_for(torch.device("cuda"), ["CPUExecutionProvider"]) == ["CPUExecutionProvider"]
+
+
+@needs_ort
+def test_use_dense_routes_builds_and_verify_through_onnx_runtime(monkeypatch):
+    """The engine's own hook (LoadedModel.use_dense): builds and verify run ORT, updates run torch."""
+    model = float32_model(3)
+    calls = []
+    model.use_dense("onnx", threads=1)
+    ort = model.consts.dense
+    monkeypatch.setattr(model.consts, "dense", lambda i, p: calls.append(len(i)) or ort(i, p))
+    ids = inputs(model, 60, seed=3)[0][1:].tolist()
+    doc = inference.IncrementalDocument(model, ids)
+    doc.apply([inference.Splice(5, 6, [9]), inference.Splice(30, 30, [4, 4])])
+    check = doc.verify()
+    assert calls == [60, 62]  # the build (BOS + 59 tokens) and verify; the update did not call it
+    assert check.codes_equal and check.max_abs_diff < 1e-3, check
+    model.use_dense("torch")
+    assert model.consts.dense is None
