@@ -59,6 +59,15 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 # ----------------------------------------------------------------- the three ways to recompute
+def write_results(folder: str | Path, name: str, results, text: str) -> None:
+    """A benchmark's outputs: NAME.json (every record) and NAME.md (the report), then the report on stdout."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / f"{name}.md").write_text(text)
+    print(text)
+
+
 def load_for_window(model_dir, window: int, device, dtype):
     """Load a model and let it serve `window` tokens (same weights; the benchmark's window)."""
     import inference

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import platform
 import statistics
@@ -37,9 +36,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, revision_histories  # noqa: E402
+from benchmarks.common import data_dir, markdown_table, revision_histories, write_results  # noqa: E402
 from inference import argtypes  # noqa: E402
-from inference.positions import spread_positions  # noqa: E402
 from inference.window import WindowState  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -211,12 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.argv = argv
     results = run(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "onnx_dense.json").write_text(json.dumps(results, indent=1) + "\n")
-    text = report(results)
-    (out / "onnx_dense.md").write_text(text)
-    print(text)
+    write_results(args.out, "onnx_dense", results, report(results))
     return 0
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table  # noqa: E402
+from benchmarks.common import data_dir, markdown_table, write_results  # noqa: E402
 from inference import argtypes  # noqa: E402
 from vq_lsp import ray_batch  # noqa: E402
 from vq_lsp.batch import BatchScorer  # noqa: E402
@@ -153,12 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.argv = argv
     results = run(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ray_scoring.json").write_text(json.dumps(results, indent=1) + "\n")
-    text = report(results)
-    (out / "ray_scoring.md").write_text(text)
-    print(text)
+    write_results(args.out, "ray_scoring", results, report(results))
     return 0
 
 
