@@ -31,7 +31,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import kernels
 from .costs import Cost, dense_macs, head_row_macs
 from .model import VQOPT
 from .positions import NEW, assign_positions, spread_positions
@@ -81,7 +80,7 @@ class LayerConstants:
         d, K = cfg.hidden_size, cfg.vq_codes
         width = d // G
         self.width = width
-        self.kp = Kp = K if cfg.vq else 0
+        self.kp = K if cfg.vq else 0
         per_vq = G // h
         self.head_of_segment = torch.arange(G) // (G // heads)
         self.vq_heads_idx = torch.arange(h)
@@ -123,11 +122,6 @@ class LayerConstants:
         self.head_of_segment = self.head_of_segment.to(device)
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
-
-    def key_code_projections(self, layer: int, v: torch.Tensor) -> torch.Tensor:
-        """Every key's v segment projected on its VQ head's codes: (c, d) -> (c, G, K)."""
-        seg = self.segment_codebook[layer]
-        return torch.einsum("cgw,gkw->cgk", v.reshape(v.shape[0], self.segments, -1), seg)
 
 
 def bucket(n: int) -> int:
@@ -231,7 +225,7 @@ class WindowState:
         dev, dt = p.device, p.dtype
         n = len(rows)
         cap = max(16, int(n * SLACK))
-        L, d, h, G, Kp = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.segments, consts.kp
+        L, d, h, Kp = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.kp
         self.cap = cap
         self.ids_host = np.zeros(cap + 1, dtype=np.int64)
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
@@ -450,16 +444,14 @@ class WindowState:
 
         # one host-to-device copy each for every index and for every float table of the update
         nl = len(loc0)
-        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, self.pos_host[touched],
-                                                np.arange(2 * ab1, n_src), [ab],
+        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, [ab],
                                                 np.stack([self.ids_host[touched], self.pos_host[touched]], 1).ravel()])).to(dev)
         flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio, self.pos_host[touched],
                                                 np.full(nd, FAR)])).to(dev, self.x.dtype)
         A_t, dloc, moved = ints[:ab1], ints[ab1:ab1 + nl], ints[ab1 + nl:ab1 + nl + nt + nd]
         deleted_t = moved[nt:]
         rest = ints[ab1 + nl + nt + nd:]
-        touched_pos, del_loc, tl_t = rest[:nt], rest[nt:nt + nd], rest[nt + nd]
-        touched_idpos = rest[nt + nd + 1:].view(nt, 2)
+        tl_t, touched_idpos = rest[0], rest[1:].view(nt, 2)  # the trash entry; (token id, position) of edited rows
         key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
         key_dirty, key_deleted = key_src[:, : 2 * ab1].view(2, 2, ab1), key_src[:, 2 * ab1 :]
         posA, valid_t, prio_t, moved_pos = flts[2 * n_src:].split([ab1, ab1, ab1, nt + nd])
@@ -643,7 +635,7 @@ class WindowState:
         row and carry zero weight, and every shape is a bucketed size known before the pass."""
         cfg, consts = self.cfg, self.consts
         d, H, G = cfg.hidden_size, cfg.num_attention_heads, consts.segments
-        A, tl = ctx.A, ctx.tl
+        A = ctx.A
         ab1 = A.shape[0]
         V = self.layer_views[l]
         C = dloc.shape[0]
@@ -776,7 +768,7 @@ class WindowState:
     def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
         """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
         returns the local mask of those whose code changed (their output must be propagated)."""
-        cfg, consts, V, A = self.cfg, self.consts, self.layer_views[l], ctx.A
+        cfg, V, A = self.cfg, self.layer_views[l], ctx.A
         rows = A.index_select(0, uloc)
         spR = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, uloc))
         self._per_vq_head(V.sp).index_put_((rows,), spR)

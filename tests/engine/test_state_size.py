@@ -14,7 +14,7 @@ from .helpers import tiny_model
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_bytes_per_slot_follow_the_lean_layout(dtype):
     model = tiny_model(0, dtype=dtype)
-    cfg, G = model.config, model.consts.segments
+    cfg = model.config
     L, d, h, K = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, cfg.vq_codes
     doc = inference.IncrementalDocument(model, list(range(4, 100)))
     (win,) = doc.windows
