@@ -22,6 +22,7 @@ The engine knows nothing about text: token ids and positions only.
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from dataclasses import dataclass
@@ -76,32 +77,48 @@ class LayerConstants:
     def __init__(self, net: VQOPT) -> None:
         cfg = net.config
         heads, h = cfg.num_attention_heads, cfg.vq_heads
-        self.segments = G = heads * h // math.gcd(heads, h)
+        self.segments = heads * h // math.gcd(heads, h)  # only the MAC accounting counts per segment
         d, K = cfg.hidden_size, cfg.vq_codes
-        width = d // G
-        self.width = width
         self.kp = K if cfg.vq else 0
-        per_vq = G // h
-        self.head_of_segment = torch.arange(G) // (G // heads)
+        cols = h * (d // h + self.kp)  # C: the width of an sp row
+        # the block-diagonal move (H m keys x C) costs H m C per affected row, the per-head one m d + d C
+        self.block_keys = d * cols / max(1, heads * cols - d)
         self.vq_heads_idx = torch.arange(h)
         self.code_sq = []  # (h, K) per layer
         self.code_sq_max = []  # (h,) per layer: the tie guard's code term
-        self.segment_codebook = []  # (G, K, width) per layer
-        self.segment_codebook_t = []  # (G, width, K) per layer: v_g -> vc_g of the changed keys
+        self.sp_map = []  # (d, C) per layer: s -> its sp row (identity blocks for s, codebooks for p)
+        self.sp_map_scaled = []  # the same times the attention scale, exact when it is a power of two
         self.qkv_weight, self.qkv_bias = [], []  # (d, 3d), (3d,) or None
         self.q_scaled = math.log2(cfg.head_dim) % 2 == 0  # hd^-0.5 is a power of two
         self.finish = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them) and biases
         self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
-        self.code_t = []  # (h, d/h, K) per layer: a VQ head's s chunk -> its code projections
         self.dense = None  # the full pass builds and verify run, (ids, positions) -> ForwardOutput; None: torch's
+        self.sizing = "exact"  # see SIZINGS; `to` picks by device
+        # the layer-0 input as one bag per row: coarse[p // r + 2] + fine[p % r], then + token, the
+        # same two additions in the same order as VQOPT.embed (exact), from one stacked table
+        dec = net.decoder
+        self.position_repeat = cfg.position_repeat
+        self.embed_offsets = (dec.embed_positions.weight.shape[0],
+                              dec.embed_positions.weight.shape[0] + dec.embed_positions_fine.weight.shape[0])
+        self.embed_table = torch.cat([dec.embed_positions.weight, dec.embed_positions_fine.weight,
+                                      dec.embed_tokens.weight]).detach()
         for layer in net.layers:
-            cb = layer.vq.codebook.detach()  # (h, K, w)
+            att = layer.self_attn
+            w = att.q_proj.weight
+            self.head_mask = (torch.arange(d, device=w.device) // cfg.head_dim == torch.arange(heads, device=w.device)
+                              .unsqueeze(1)).to(w.dtype).unsqueeze(1)  # (H, 1, d): head h's dims
+            dh = d // h
+            sp_map = torch.zeros(d, h, dh + self.kp, dtype=w.dtype, device=w.device)
+            for j in range(h):
+                sp_map[j * dh : (j + 1) * dh, j, :dh] = torch.eye(dh, dtype=w.dtype, device=w.device)
+            cb = layer.vq.codebook.detach()  # (h, K, d/h)
             self.code_sq.append(cb.pow(2).sum(-1))
             self.code_sq_max.append(self.code_sq[-1].max(-1).values)
-            seg = cb.reshape(h, K, per_vq, width).permute(0, 2, 1, 3).reshape(G, K, width)  # (G, K, width)
-            self.segment_codebook.append(seg)
-            self.segment_codebook_t.append(seg.transpose(1, 2).contiguous())
-            att = layer.self_attn
+            if cfg.vq:
+                for j in range(h):
+                    sp_map[j * dh : (j + 1) * dh, j, dh:] = cb[j].t()
+            self.sp_map.append(sp_map.view(d, -1))
+            self.sp_map_scaled.append(self.sp_map[-1] * cfg.attention_scale if self.scale_exact else None)
             projs = (att.q_proj, att.k_proj, att.v_proj)
             cols = [lin.weight.detach().t() for lin in projs]
             bias = [lin.bias.detach() for lin in projs] if att.v_proj.bias is not None else []
@@ -116,10 +133,14 @@ class LayerConstants:
             self.finish.append(tuple(fin))
             self.qkv_weight.append(torch.cat(cols, 1).contiguous())
             self.qkv_bias.append(torch.cat(bias) if bias else None)
-            self.code_t.append(cb.transpose(1, 2).contiguous())
+
+    def embed_rows(self, ids: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """Rows of embed_table a token at a position sums, in the order VQOPT.embed adds them: (n, 3)."""
+        r, (fine_at, tok_at) = self.position_repeat, self.embed_offsets
+        return np.stack([pos // r + 2, fine_at + pos % r, tok_at + ids], 1)
 
     def to(self, device: torch.device) -> "LayerConstants":
-        self.head_of_segment = self.head_of_segment.to(device)
+        self.sizing = "exact" if torch.device(device).type == "cpu" else "bucketed"
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
 
@@ -143,6 +164,11 @@ FAR = float("inf")  # key position of a slot that is not alive: no query sees it
 # padded rows cost their full arithmetic, so the guess is tight and an overflow resumes; on a GPU
 # padding is nearly free and host round trips are not, so the guess is generous.
 GROWTH = {"cpu": (1.2, 1), "cuda": (4, 2)}
+# How an update sizes its row sets. "exact": the host reads each layer's next set (one read per
+# layer) and nothing is padded; on a CPU that read costs microseconds while padded rows cost their
+# full arithmetic. "bucketed": shapes padded to buckets, one host read per pass; on a GPU a read
+# stalls the pipeline and padding is nearly free. LayerConstants.sizing picks per model (by device).
+SIZINGS = ("exact", "bucketed")
 
 
 class _Edit:
@@ -230,7 +256,7 @@ class WindowState:
         self.ids_host = np.zeros(cap + 1, dtype=np.int64)
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
         self.kpos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)  # pos where alive, FAR elsewhere (for masks)
-        self.idpos = torch.zeros(cap + 1, 2, dtype=torch.long, device=dev)  # token id and position per slot
+        self.emb_idx = torch.zeros(cap + 1, 3, dtype=torch.long, device=dev)  # embed_table rows per slot
         self.x = torch.zeros(L, cap + 1, d, dtype=dt, device=dev)  # layer outputs; the last one gives the heads
         self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
         self.sp = torch.zeros(L, cap + 1, d + h * Kp, dtype=dt, device=dev)
@@ -240,7 +266,7 @@ class WindowState:
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
         self.ids_host[:n], self.pos_host[:n] = rows, pos
-        self.idpos[:n] = torch.from_numpy(np.stack([rows, pos], 1)).to(dev)
+        self.emb_idx[:n] = torch.from_numpy(consts.embed_rows(rows, pos)).to(dev)
         pos_t = torch.from_numpy(pos).to(dev)
         self.kpos[:n] = pos_t.to(dt)
         with torch.no_grad():
@@ -248,11 +274,9 @@ class WindowState:
             for l, tr in enumerate(out.traces):
                 self.x[l, :n] = out.layer_outputs[l][0]
                 self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
-                sp3, s3 = self._per_vq_head(self.sp[l, :n]), tr.s[0].unflatten(-1, (h, -1))
-                sp3[..., : d // h] = s3
+                torch.mm(tr.s[0], consts.sp_map[l], out=self.sp[l, :n])
                 if cfg.vq:
                     self.codes[l, :n] = tr.codes[0]
-                    sp3[..., d // h :] = torch.bmm(s3.transpose(0, 1), consts.code_t[l]).transpose(0, 1)
             self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
         self._views()
         self._total()
@@ -266,16 +290,15 @@ class WindowState:
     def _views(self) -> None:
         """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
         d, H = self.cfg.hidden_size, self.cfg.num_attention_heads
-        G, w = self.consts.segments, self.consts.width
         n = self.cap + 1
         self.layer_views = []
         for l in range(self.cfg.num_hidden_layers):
             t = self.qkv[l]
             self.layer_views.append(_Edit(
-                qkv=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l - 1] if l else None, x_next=self.x[l], q=t[:, :d],
+                qkv=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l - 1] if l else None, x_next=self.x[l],
                 kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
-                vh=t[:, 2 * d :].view(n, G, w).transpose(0, 1),  # every value, per segment (G, n, w)
-                qh=t[:, :d].view(n, H, d // H), kpos=self.kpos, codes1=self.codes[l].unsqueeze(-1)))
+                vh=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),  # every value, head-major (H, n, hd)
+                qh=t[:, :d].view(n, H, d // H), kpos=self.kpos))  # (n, H, hd)
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         if self.consts.dense is not None:  # another backend (inference/onnx_dense.py) where it was measured faster
@@ -286,8 +309,7 @@ class WindowState:
         """Input rows of a layer: the previous layer's output, or for the first layer the embedding."""
         if V.x is not None:
             return V.x.index_select(0, rows)
-        idpos = self.idpos.index_select(0, rows)
-        return self.net.embed(idpos[:, 0], idpos[:, 1])
+        return F.embedding_bag(self.emb_idx.index_select(0, rows), self.consts.embed_table, mode="sum")
 
     def hidden(self, slots: torch.Tensor) -> torch.Tensor:
         """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads."""
@@ -343,7 +365,7 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        for name, dim in (("kpos", 0), ("idpos", 0), ("cls_logp", 0), ("lse", 0),
+        for name, dim in (("kpos", 0), ("emb_idx", 0), ("cls_logp", 0), ("lse", 0),
                           ("x", 1), ("qkv", 1), ("sp", 1), ("codes", 1)):
             t = getattr(self, name)
             shape = list(t.shape)
@@ -423,49 +445,53 @@ class WindowState:
         pmin = int(min(firsts))
         in_a = assignment.positions >= pmin
         a_slots = order_arr[in_a]
-        a, ab = len(a_slots), bucket(len(a_slots))
-        ab1, trash = ab + 1, self.trash
+        exact = self.consts.sizing == "exact"
+        a = len(a_slots)
+        ab1 = a if exact else bucket(a) + 1  # rows of A; padded, its last entry (tl) is the trash slot
+        tl, trash = (ab1 if exact else ab1 - 1), self.trash
         A = np.full(ab1, trash, dtype=np.int64)
         A[:a] = a_slots
-        local = np.full(self.cap + 1, ab, dtype=np.int64)
+        local = np.full(self.cap + 1, tl, dtype=np.int64)
         local[a_slots] = np.arange(a)
         nt, nd = len(touched), len(deleted_a)
-        loc0 = np.full(bucket(nt), ab, dtype=np.int64)
+        loc0 = np.full(nt if exact else bucket(nt), tl, dtype=np.int64)
         loc0[:nt] = local[touched]
         scale = cfg.attention_scale
         valid = np.zeros(ab1)
         valid[:a] = 1.0
         prio = valid * 1.0
         prio[loc0[:nt]] = 1.0 + 2.0 ** -20  # edited rows first: a capped next set never drops them
-        # per changed key, by local index: new keys [0, ab], old keys [ab + 1, 2 ab + 1], then deleted
+        # per changed key, by local index: new keys [0, ab1), old keys [ab1, 2 ab1), then deleted
         coef = np.concatenate([valid * scale, -(valid * ~is_new[A]) * scale, np.full(nd, -scale)])
         kpos = np.concatenate([self.pos_host[A], pos_old[A], pos_old[deleted_a]])
         n_src = 2 * ab1 + nd
 
         # one host-to-device copy each for every index and for every float table of the update
         nl = len(loc0)
-        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, [ab],
-                                                np.stack([self.ids_host[touched], self.pos_host[touched]], 1).ravel()])).to(dev)
+        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, [tl],
+                                                self.consts.embed_rows(self.ids_host[touched], self.pos_host[touched]).ravel()])).to(dev)
         flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio, self.pos_host[touched],
                                                 np.full(nd, FAR)])).to(dev, self.x.dtype)
         A_t, dloc, moved = ints[:ab1], ints[ab1:ab1 + nl], ints[ab1 + nl:ab1 + nl + nt + nd]
         deleted_t = moved[nt:]
         rest = ints[ab1 + nl + nt + nd:]
-        tl_t, touched_idpos = rest[0], rest[1:].view(nt, 2)  # the trash entry; (token id, position) of edited rows
+        tl_t, touched_emb = rest[0], rest[1:].view(nt, 3)  # the trash entry; embed_table rows of edited rows
         key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
         key_dirty, key_deleted = key_src[:, : 2 * ab1].view(2, 2, ab1), key_src[:, 2 * ab1 :]
         posA, valid_t, prio_t, moved_pos = flts[2 * n_src:].split([ab1, ab1, ab1, nt + nd])
         self.kpos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
-        ctx = _Edit(A=A_t, ab=ab, tl=ab, valid=valid_t, prio=prio_t, deleted=deleted_t, key_dirty=key_dirty,
+        ctx = _Edit(A=A_t, ab=ab1 - 1, tl=tl, host_dloc=loc0, valid=valid_t, prio=prio_t, deleted=deleted_t, key_dirty=key_dirty,
                     key_deleted=key_deleted,
                     key_src=key_src, posA_col=posA.unsqueeze(1),
                     host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
                     zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
                     tl_t=tl_t, zero=torch.zeros((), dtype=self.x.dtype, device=dev), empty=A_t[:0])
         if nt:
-            self.idpos.index_put_((moved[:nt],), touched_idpos)
+            self.emb_idx.index_put_((moved[:nt],), touched_emb)
         finals = []
-        self._pass(ctx, 0, dloc, self._capacities(0, max(1, nt), ab), cost, True, {}, finals)
+        if a:  # (none: only the last rows were deleted, and no row sees a changed key)
+            caps = None if exact else self._capacities(0, max(1, nt), ab1 - 1)
+            self._pass(ctx, 0, dloc, caps, cost, True, {}, finals)
         rows = np.unique(np.concatenate(finals)) if finals else np.zeros(0, dtype=np.int64)
         if len(rows):  # the heads of the rows whose last-layer output changed, exactly those
             slots = torch.from_numpy(rows).to(dev)
@@ -501,21 +527,27 @@ class WindowState:
 
     def _pass(self, ctx: _Edit, first: int, dloc: torch.Tensor, caps, cost: Cost, with_deleted: bool,
               extras: dict, finals: list) -> None:
-        """Layers first..L-1 of an update with fixed capacities; one host sync at the end.
+        """Layers first..L-1 of an update; `caps` None: exact sizes (each layer reads its next set),
+        else fixed capacities and one host sync at the end.
 
         On overflow (more flipped rows or near-ties than reserved) the state of every layer is
         still self-consistent: each layer's q, k, v, s, codes match the inputs it was given, and
         the rows left out have simply not been propagated yet. A further pass from the first
         layer that overflowed propagates them, exactly like an edit of those rows."""
         L = self.cfg.num_hidden_layers
-        ctx.counts, ctx.records, ctx.saved, ctx.pass_first = [], [], {}, first
+        ctx.counts, ctx.records, ctx.saved, ctx.pass_first, ctx.carry = [], [], {}, first, None
         for l in range(first, L):
             full, nxt = extras.get(l, (None, None))
-            dloc = self._layer(l, self.net.layers[l], ctx, dloc, caps[l][1], caps[l + 1][0], with_deleted, full, nxt)
-        # the one host sync of a pass: counts and every row set, for the host's exact accounting
+            tcap, ncap = (0, None) if caps is None else (caps[l][1], caps[l + 1][0])
+            dloc = self._layer(l, self.net.layers[l], ctx, dloc, tcap, ncap, with_deleted, full, nxt)
+        if caps is None:  # exact sizes: the host read every set already
+            self._account(ctx, [rec["sets"] for rec in ctx.records], first, cost, finals)
+            return
+        # padded: the counts and every row set in one read, for overflow and the host's exact accounting
         parts = [torch.stack(ctx.counts)] + [t for rec in ctx.records for t in rec["sets"]]
         flat = torch.cat(parts).tolist()
-        counts, at = flat[: 2 * len(ctx.records)], 2 * len(ctx.records)
+        at = len(ctx.counts)
+        counts = flat[:at]
         sets = []
         for rec in ctx.records:
             got = []
@@ -564,11 +596,11 @@ class WindowState:
                 seen -= len(dirty_pos) - np.searchsorted(dirty_pos, pk, side="left")  # dirty rows are recomputed
                 pairs = int(seen.sum())
                 macs += pairs * 2 * d
-                if cfg.vq and rec["proj_delta"]:
-                    macs += len(pk) * d * K  # each changed key's vc (G segments of w x K)
+                if cfg.vq and rec["block"]:
+                    macs += len(pk) * d * K  # each changed key's v projected on its VQ head's codes, per head
                     macs += pairs * G * K + (a - dirty) * (G - cfg.vq_heads) * K  # moves, then summed per VQ head
                 elif cfg.vq:
-                    macs += (a - dirty) * K * d  # every affected row not recomputed in full, projected afresh
+                    macs += (a - dirty) * K * d  # every affected row's move of s projected on the codes
             if len(fl):
                 macs += int(np.searchsorted(alive_pos, pos[A[fl]], side="right").sum()) * 2 * d
             if cfg.vq:
@@ -634,24 +666,25 @@ class WindowState:
         A fixed handful of batched ops and no host decision: padded entries point at the trash
         row and carry zero weight, and every shape is a bucketed size known before the pass."""
         cfg, consts = self.cfg, self.consts
-        d, H, G = cfg.hidden_size, cfg.num_attention_heads, consts.segments
+        d, H = cfg.hidden_size, cfg.num_attention_heads
         A = ctx.A
         ab1 = A.shape[0]
         V = self.layer_views[l]
         C = dloc.shape[0]
         nd = ctx.deleted.shape[0] if with_deleted else 0
         m = 2 * C + nd
-        proj_delta = not cfg.vq or m * G < d  # moving every code projection costs G K per pair, K d per row afresh
+        exact = ncap is None
+        carried = ctx.carry if C else None  # the previous layer's next rows and their outputs
+        ctx.carry = None
         if C:
-            dv = A.index_select(0, dloc)
-            clean = ctx.valid_b.index_fill(0, dloc, False)
-        else:
-            clean = ctx.valid_b
+            dv = carried[0] if carried is not None else A.index_select(0, dloc)
+        # near-ties are looked for among rows not recomputed in full (exact sizes: the host drops those)
+        clean = None if exact else ctx.valid_b.index_fill(0, dloc, False) if C else ctx.valid_b
 
         # 1. q|k|v of the dirty rows: one fused matmul; the old k|v of every changed key
         if C:
             b = consts.qkv_bias[l]
-            a_in = layer.self_attn_layer_norm(self._layer_input(V, dv))
+            a_in = layer.self_attn_layer_norm(carried[1] if carried is not None else self._layer_input(V, dv))
             new = torch.addmm(b, a_in, consts.qkv_weight[l]) if b is not None else a_in @ consts.qkv_weight[l]
             if not consts.q_scaled:
                 new[:, :d] *= cfg.head_dim ** -0.5
@@ -669,21 +702,17 @@ class WindowState:
                 kn, ks = old, ctx.key_deleted
             coef, pk = ks  # +-scale per new / old key (0 for padding), and key positions
             # 2. every affected query against every changed key, all heads in one product; the
-            #    same weights move s and the code projections (linearity in v)
+            #    same weights move s and the code projections (linearity in v), into spA in place
             qh = V.qh.index_select(0, A).transpose(0, 1)  # (H, a, hd)
             kh = kn.narrow(1, d, d).view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
             wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
-            if G != H:
-                wts = wts[consts.head_of_segment]
-            vals = kn.narrow(1, 2 * d, d).view(m, G, -1).transpose(0, 1)  # (G, m, w)
-            if proj_delta:  # with each changed key's vc: (G, m, w + Kp)
-                if cfg.vq:
-                    vals = torch.cat([vals, torch.bmm(vals, consts.segment_codebook_t[l])], -1)
-                self._add_segments(sp3, torch.bmm(wts, vals))
-            else:  # many changed keys: move s alone, then project every affected row's s afresh (K x d each)
-                dh = d // cfg.vq_heads
-                self._add_segments(sp3, torch.bmm(wts, vals))
-                sp3[..., dh:] = torch.bmm(sp3[..., :dh].transpose(0, 1), consts.code_t[l]).transpose(0, 1)
+            vals = kn.narrow(1, 2 * d, d)  # (m, d)
+            if m < consts.block_keys:  # few keys: each key's v per head, mapped to sp layout (zeros elsewhere)
+                vbd = torch.mm((vals * consts.head_mask).view(H * m, d), consts.sp_map[l])  # (H m, C)
+                spA.addmm_(wts.transpose(0, 1).reshape(ab1, H * m), vbd)
+            else:  # many keys: move s per head, then map the moves to sp layout (K d per row)
+                ds = torch.bmm(wts, vals.view(m, H, -1).transpose(0, 1)).transpose(0, 1).reshape(ab1, d)
+                spA.addmm_(ds, consts.sp_map[l])
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
@@ -698,72 +727,89 @@ class WindowState:
         R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
         if R is not None:
             qR = V.qh.index_select(0, dv if R is dloc else A.index_select(0, R)).transpose(0, 1)  # (H, r, hd)
-            sp3.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
+            spA.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
         V.sp.index_put_((A,), spA)
 
-        # 5. next layer's rows: dirty rows and rows whose code flipped, compacted without a sync
+        # 5. next layer's rows: dirty rows and rows whose code flipped
+        codes = None
         if cfg.vq:
             dist = self._dist(sp3, l)
-            best = dist.amin(-1, keepdim=True)  # (a, h, 1)
+            codes = dist.argmin(-1)  # (a, h)
             if tied is None and m:
-                tied = self._tied(l, sp3, dist, best, clean)
-            nxt = (dist.gather(-1, V.codes1.index_select(0, A)) > best).flatten(1).any(1)  # a code flipped
+                tied = self._tied(l, sp3, dist, dist.amin(-1, keepdim=True), clean)
+            nxt = (codes != V.codes.index_select(0, A)).any(-1)  # a code flipped
         else:
             nxt = ctx.valid_b if m else ctx.zeros
-        if C:
+        if C and not exact:  # (exact sizes: the host adds them)
             nxt = nxt.index_fill(0, dloc, True)
         if extra_next is not None:
             nxt = nxt | extra_next
-        score = nxt * ctx.prio  # 0 outside A's real rows, 1 + 2^-20 for edited rows (first), 1 otherwise
-        nv, ni = torch.topk(score, ncap)
-        nloc = torch.where(nv > 0, ni, ctx.tl_t)
+        if ncap is None:  # exact sizes: read the set (and the near-ties the moves left) on the host
+            nloc, tloc, host_sets = self._read_sets(l, ctx, nxt, tied, codes)
+            if tloc is not None:
+                R = tloc if R is None else torch.cat([R, tloc])
+        else:  # padded: compacted without a sync; a set larger than ncap overflows into a further pass
+            score = nxt * ctx.prio  # 0 outside A's real rows, 1 + 2^-20 for edited rows (first), 1 otherwise
+            nv, ni = torch.topk(score, ncap)
+            nloc = torch.where(nv > 0, ni, ctx.tl_t)
+            ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
 
         # 6. codes, output projection and FFN of the next layer's rows
         dvn = A.index_select(0, nloc)
         if cfg.vq:
-            codes = dist.index_select(0, nloc).argmin(-1)
+            codes = codes.index_select(0, nloc)
             V.codes.index_put_((dvn,), codes)
             z = layer.vq.codebook[consts.vq_heads_idx, codes].flatten(-2)
         else:
             z = spA.index_select(0, nloc)
-        V.x_next.index_put_((dvn,), self._finish(l, layer, self._layer_input(V, dvn), z))
+        out = self._finish(l, layer, self._layer_input(V, dvn), z)
+        V.x_next.index_put_((dvn,), out)
+        ctx.carry = (dvn, out)
 
-        ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
-        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "proj_delta": proj_delta,
-                            "with_deleted": with_deleted, "sets": [dloc, R if R is not None else dloc, nloc]})
+        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "block": m < consts.block_keys,
+                            "with_deleted": with_deleted,
+                            "sets": host_sets if ncap is None else [dloc, R if R is not None else dloc, nloc]})
         ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
                         "nxt": nxt, "nloc": nloc}
         return nloc
 
-    def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
-        """s^j | p^j of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key: (r, h, d/h + Kp)."""
-        cfg, consts = self.cfg, self.consts
-        h, r = cfg.vq_heads, qR.shape[1]
-        mask = V.kpos <= posR  # (r, slots): causal, alive keys only
-        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the r x d sums
-            wR = F.gelu(torch.bmm(qR, V.kh)) * mask
-        else:
-            wR = F.gelu(torch.bmm(qR, V.kh)) * (mask * cfg.attention_scale)
-        if consts.segments != cfg.num_attention_heads:
-            wR = wR[consts.head_of_segment]
-        s = torch.bmm(wR, V.vh).transpose(0, 1).reshape(r, h, -1)  # (r, h, d/h)
-        if consts.scale_exact:
-            s = s * cfg.attention_scale
-        if not consts.kp:
-            return s
-        return torch.cat([s, torch.bmm(s.transpose(0, 1), consts.code_t[l]).transpose(0, 1)], -1)
+    def _read_sets(self, l: int, ctx: _Edit, nxt: torch.Tensor, tied, codes):
+        """Exact sizes (CPU): the host reads which rows go on, one read per layer. Near-ties among
+        the moved rows (rare) are recomputed in full here, as a dense pass computes them, and join
+        the next rows if their code changed. Returns (next rows, near-tie rows or None, the
+        layer's row sets on the host: dirty, recomputed in full, next)."""
+        flags = (torch.stack([nxt, tied]) if tied is not None else nxt.unsqueeze(0)).numpy()
+        dl = ctx.host_dloc
+        nl = np.union1d(np.flatnonzero(flags[0]), dl)  # flipped rows and the dirty rows
+        ties = np.setdiff1d(np.flatnonzero(flags[1]), dl) if tied is not None else dl[:0]
+        tloc = None
+        if len(ties):
+            V, A = self.layer_views[l], ctx.A
+            tloc = torch.from_numpy(ties)
+            rows = A.index_select(0, tloc)
+            spT = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, tloc))
+            V.sp.index_put_((rows,), spT)
+            fresh = self._dist(self._per_vq_head(spT), l).argmin(-1)
+            codes.index_put_((tloc,), fresh)
+            nxt = nxt.index_put((tloc,), (fresh != V.codes.index_select(0, rows)).any(-1))
+            nl = np.union1d(np.flatnonzero(nxt.numpy()), dl)  # a second read, only after near-ties
+        ctx.host_dloc = nl
+        return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
 
-    def _add_segments(self, sp3: torch.Tensor, delta: torch.Tensor) -> None:
-        """Add per-segment moves (G, a, w [+ Kp]) into sp rows (a, h, d/h + Kp): each segment's s part
-        into its place in its VQ head's chunk, the code-projection parts summed per VQ head."""
-        h, G, w = self.cfg.vq_heads, self.consts.segments, self.consts.width
-        if G == h and delta.shape[-1] == sp3.shape[-1]:
-            sp3.add_(delta.transpose(0, 1))
-            return
-        per = delta.unflatten(0, (h, G // h))  # (h, G/h, a, w [+ Kp])
-        sp3[..., : w * (G // h)].unflatten(-1, (G // h, w)).add_(per[..., :w].permute(2, 0, 1, 3))
-        if delta.shape[-1] > w:
-            sp3[..., w * (G // h) :].add_(per[..., w:].sum(1).transpose(0, 1))
+    def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
+        """sp rows (s^j | p^j per VQ head j) of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key."""
+        cfg, consts = self.cfg, self.consts
+        r = qR.shape[1]
+        mask = V.kpos <= posR  # (r, slots): causal, alive keys only
+        wR = F.gelu(torch.bmm(qR, V.kh))
+        if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the map
+            wR = wR * mask
+            sp_map = consts.sp_map_scaled[l]
+        else:
+            wR = wR * (mask * cfg.attention_scale)
+            sp_map = consts.sp_map[l]
+        s = torch.bmm(wR, V.vh).transpose(0, 1).reshape(r, -1)  # (r, d)
+        return torch.mm(s, sp_map)
 
     def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
         """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
@@ -771,8 +817,8 @@ class WindowState:
         cfg, V, A = self.cfg, self.layer_views[l], ctx.A
         rows = A.index_select(0, uloc)
         spR = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, uloc))
-        self._per_vq_head(V.sp).index_put_((rows,), spR)
-        codes = self._dist(spR, l).argmin(-1)
+        V.sp.index_put_((rows,), spR)
+        codes = self._dist(self._per_vq_head(spR), l).argmin(-1)
         changed = (codes != V.codes.index_select(0, rows)).any(-1) & ctx.valid_b.index_select(0, uloc)
         V.codes.index_put_((rows,), codes)
         flat = torch.cat([changed.sum().view(1), uloc]).tolist()  # the rare overflow path: one more sync
@@ -797,12 +843,13 @@ class WindowState:
         return torch.add(self.consts.code_sq[l], sp3[..., self.cfg.hidden_size // self.cfg.vq_heads :], alpha=-2.0)
 
     def _tied(self, l: int, sp3, dist, best, clean) -> torch.Tensor:
-        """Rows not recomputed in full whose best two codes are within the tie guard (bool (a,)):
+        """Rows (among `clean` ones, None: all) whose best two codes are within the tie guard (bool (a,)):
         some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
         h = self.cfg.vq_heads
         norm = torch.linalg.vector_norm(sp3[..., : self.cfg.hidden_size // h], dim=-1, keepdim=True)  # (a, h, 1)
         thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
-        return ((dist < thr).sum((-2, -1)) > h) & clean
+        tied = (dist < thr).sum((-2, -1)) > h
+        return tied if clean is None else tied & clean
 
     # ----------------------------------------------------------------- checking
     def verify(self) -> WindowCheck:

@@ -2,10 +2,12 @@
 
 Counted on the CPU with TorchDispatchMode (benchmarks.common.DispatchCounter), as the GPU
 budget of an update is checked (each dispatched op is about one kernel launch, each sync a
-round trip that stalls the device)."""
+round trip that stalls the device). Both sizings: "bucketed", the CUDA path (one read per pass),
+and "exact", the CPU path (one read per layer: free on a CPU, where padded rows are not)."""
 
 import random
 
+import pytest
 import torch
 
 import inference
@@ -31,20 +33,27 @@ def _doc(model, blocks: int, seed: int = 0) -> inference.IncrementalDocument:
     return doc
 
 
-def test_ops_and_syncs_do_not_grow_with_windows():
-    model = tiny_model(11, window_tokens=64)
+def _sync_budget(model, passes: int) -> int:
+    """Reads per edit: per pass (bucketed) or per layer (exact), plus the one of the scores apply returns."""
+    layers = model.config.num_hidden_layers
+    return (passes if model.consts.sizing == "bucketed" else layers) + 1
+
+
+@pytest.mark.parametrize("sizing", inference.window.SIZINGS)
+def test_ops_and_syncs_do_not_grow_with_windows(sizing):
+    model = tiny_model(11, window_tokens=64, sizing=sizing)
     counts = {}
     for blocks in (2, 4):
         doc = _doc(model, blocks)
         for where in (0, blocks - 1):  # the first window and the last
             ops, syncs = _count(doc, [Splice(where * BLOCK + 20, where * BLOCK + 21, [7])])
             counts[blocks, where] = ops
-            assert syncs <= 4
+            assert syncs <= _sync_budget(model, passes=3)
         assert doc.verify().codes_equal
     assert len(set(counts.values())) == 1, counts
 
 
-def _no_flip_model():
+def _no_flip_model(sizing: str):
     """Code 0 at the origin, every other code far away: no code ever flips, so the dirty set is
     exactly the edited rows and an update is one pass."""
     model = tiny_model(12, window_tokens=64)
@@ -52,11 +61,14 @@ def _no_flip_model():
         for layer in model.net.layers:
             layer.vq.codebook.zero_()
             layer.vq.codebook[:, 1:] = 1e3
-    return inference.LoadedModel.from_net(model.net)
+    model = inference.LoadedModel.from_net(model.net)
+    model.consts.sizing = sizing
+    return model
 
 
-def test_one_pass_and_the_same_ops_at_every_length_and_window_count():
-    model = _no_flip_model()
+@pytest.mark.parametrize("sizing", inference.window.SIZINGS)
+def test_one_pass_and_the_same_ops_at_every_length_and_window_count(sizing):
+    model = _no_flip_model(sizing)
     counts = set()
     for n in (12, 30, 60, 200):
         rng = random.Random(n)
@@ -64,6 +76,6 @@ def test_one_pass_and_the_same_ops_at_every_length_and_window_count():
         for p in (0, n // 2):  # (near a window's end fewer rows follow: smaller buckets, fewer ops)
             ops, syncs = _count(doc, [Splice(p, p + 1, [rng.randrange(4, 101)])])
             counts.add(ops)
-            assert syncs == 2  # one read per pass (counts and row sets) and one of the scores apply returns
+            assert syncs == _sync_budget(model, passes=1)
         assert doc.verify().codes_equal
     assert len(counts) == 1, counts

@@ -87,23 +87,28 @@ def _run(model, edits, start_len=60):
     return doc, stats
 
 
+SIZINGS = pytest.mark.parametrize("sizing", inference.window.SIZINGS)  # exact (CPU) and bucketed (CUDA's path)
+
+
+@SIZINGS
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(edit, min_size=200, max_size=240))
-def test_random_edit_sequences_stay_exact(edits):
-    doc, stats = _run(tiny_model(0), edits)
+def test_random_edit_sequences_stay_exact(sizing, edits):
+    doc, stats = _run(tiny_model(0, sizing=sizing), edits)
     assert stats["edits"] >= 200
 
 
+@SIZINGS
 @pytest.mark.parametrize("vq_heads, dtype", [(1, torch.float64), (2, torch.float64), (4, torch.float64),
                                              (2, torch.float32), (4, torch.float32)])
-def test_fixed_long_sequence_with_storms_relabels_and_stays_exact(vq_heads, dtype):
+def test_fixed_long_sequence_with_storms_relabels_and_stays_exact(vq_heads, dtype, sizing):
     """float32 is the serving dtype: its codes must equal a float32 dense pass after every edit too
     (the tie guard recomputes the rows whose two best codes are within its rounding)."""
     rng = random.Random(vq_heads)
     kinds = ["insert", "delete", "replace", "storm", "front", "back", "multi"]
     edits = [(rng.choice(kinds), rng.random(), rng.randint(1, 4), rng.randrange(2**31)) for _ in range(120)]
     edits.insert(60, ("shrink", 0.0, 1, 5))
-    _, stats = _run(tiny_model(vq_heads, vq_heads=vq_heads, dtype=dtype), edits)
+    _, stats = _run(tiny_model(vq_heads, vq_heads=vq_heads, dtype=dtype, sizing=sizing), edits)
     assert stats["edits"] >= 200
     assert stats["relabelled"] > 0  # the storms really exhausted gaps
 
@@ -115,15 +120,17 @@ def test_small_pool_forces_full_respread_and_stays_exact():
     assert stats["respreads"] > 0
 
 
-def test_windows_split_and_rebuild_stay_exact():
-    model = tiny_model(4, window_tokens=48)
+@SIZINGS
+def test_windows_split_and_rebuild_stay_exact(sizing):
+    model = tiny_model(4, window_tokens=48, sizing=sizing)
     edits = [("insert", (i * 0.37) % 1, 4, i) for i in range(40)] + [("delete", (i * 0.61) % 1, 4, i) for i in range(40)]
     doc, _ = _run(model, edits, start_len=100)
     assert len(doc.windows) > 1
 
 
-def test_without_vq_every_later_row_is_dirty_and_exact():
-    model = tiny_model(5, vq=False)
+@SIZINGS
+def test_without_vq_every_later_row_is_dirty_and_exact(sizing):
+    model = tiny_model(5, vq=False, sizing=sizing)
     doc = inference.IncrementalDocument(model, _random_ids(2, 50))
     res = doc.apply([Splice(10, 11, [7])])
     assert res.cost.dirty_per_layer[1:] == [50 - 10] * 2  # the edited row and every row after it

@@ -20,7 +20,7 @@ def test_bytes_per_slot_follow_the_lean_layout(dtype):
     (win,) = doc.windows
     e = torch.empty((), dtype=dtype).element_size()
     floats = L * (d + 3 * d + d + h * K) + cfg.num_labels + 2  # x, q|k|v, s|p per VQ head; class log-probs, lse, key position
-    ints = L * h + 2 + 2  # codes, token id and position on the device; token id and position on the host
+    ints = L * h + 3 + 2  # codes, the three embedding rows on the device; token id and position on the host
     assert win.state_bytes() == (floats * e + ints * 8) * (win.cap + 1) + cfg.num_labels * e  # + the window total
     assert win.cap <= SLACK * len(win.order) + 1
 
