@@ -22,7 +22,6 @@ The engine knows nothing about text: token ids and positions only.
 
 from __future__ import annotations
 
-import bisect
 import math
 import time
 from dataclasses import dataclass

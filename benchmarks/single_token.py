@@ -1,0 +1,118 @@
+"""Single-token edits at several document lengths: what each edit dispatches and how long it takes.
+
+    python benchmarks/single_token.py [MODEL_DIR] [--lengths 500 2000 8000] [--edits 40]
+        [--dtype float64 float32] [--sizing exact bucketed] [--threads 1] [--out benchmarks/results]
+
+Data: the newest revision of held-out PEPs (../shared/data/eval/python_peps.jsonl.gz), used only
+to have real tokens, cut to each length. The same seeded sequence of single-token edits
+(replace, insert, delete in turn, at random places) is applied once per row-set sizing:
+  exact     the CPU default: the host reads each layer's next rows (one read per layer), no padding
+  bucketed  the CUDA path: shapes padded to buckets, one read per pass (forced here on the CPU)
+Per edit: dispatched torch ops, launches (ops that are not views: about one kernel each on CUDA)
+and host syncs (.item(), nonzero, tolist, numpy ...), counted by benchmarks.common.DispatchCounter
+on an untimed twin document fed the same edits; and wall clock of the timed document. Beside
+them, in the same run and dtype: one dense pass over the whole document (what `verify` runs).
+Each run checks that the codes still equal a dense pass at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import inference  # noqa: E402
+from benchmarks.common import (DispatchCounter, data_dir, dense_pass, markdown_table, median, percentile,  # noqa: E402
+                               timed, write_results)
+from inference.loading import PRECISIONS  # noqa: E402
+
+
+def pep_tokens(model, root: Path, n: int) -> list[int]:
+    ids: list[int] = []
+    with gzip.open(root / "eval" / "python_peps.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            ids += model.tokenizer.encode(json.loads(line)["revisions"][-1]["text"])
+            if len(ids) >= n:
+                return ids[:n]
+    raise SystemExit(f"the PEPs hold only {len(ids)} tokens, fewer than {n}")
+
+
+def edit_sequence(n_tokens: int, count: int, vocab: int, seed: int):
+    """Splices in document coordinates as they are applied: replace, insert, delete in turn."""
+    rng, n, out = random.Random(seed), n_tokens, []
+    for i in range(count):
+        p, kind = rng.randrange(n), i % 3
+        out.append(inference.Splice(p, p + (kind != 1), [] if kind == 2 else [rng.randrange(4, vocab)]))
+        n += {0: 0, 1: 1, 2: -1}[kind]
+    return out
+
+
+def run(model, ids, edits, sizing: str) -> dict:
+    model.consts.sizing = sizing
+    timed_doc = inference.IncrementalDocument(model, ids)
+    twin = inference.IncrementalDocument(model, ids)
+    times, counts = [], []
+    for sp in edits:
+        t0 = time.perf_counter()
+        timed_doc.apply([sp])
+        times.append(time.perf_counter() - t0)
+        with DispatchCounter() as c:
+            twin.apply([sp])
+        counts.append((c.ops, c.launches, c.syncs))
+    ops, launches, syncs = ([c[i] for c in counts] for i in range(3))
+    return {"sizing": sizing, "ms": [t * 1e3 for t in times], "ops": ops, "launches": launches, "syncs": syncs,
+            "exact": timed_doc.verify().codes_equal and twin.verify().codes_equal}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model_dir", nargs="?", help="model folder (default: the bundled model)")
+    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA or ../shared/data)")
+    ap.add_argument("--lengths", type=int, nargs="+", default=[500, 2000, 8000])
+    ap.add_argument("--edits", type=int, default=40)
+    ap.add_argument("--dtype", nargs="+", choices=list(PRECISIONS), default=["float64", "float32"])
+    ap.add_argument("--sizing", nargs="+", choices=inference.window.SIZINGS, default=list(inference.window.SIZINGS))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    root = data_dir(a.data)
+    rows, records = [], []
+    for dtype in a.dtype:
+        model = inference.load_model(a.model_dir, device=a.device, dtype=dtype)
+        sizings = a.sizing if model.device.type == "cpu" else ["bucketed"]  # exact sizes are a CPU path
+        for n in a.lengths:
+            ids = pep_tokens(model, root, n)
+            edits = edit_sequence(n, a.edits, model.tokenizer.vocab_size, a.seed)
+            dense_ms = median([timed(lambda: dense_pass(model, ids), model.device)[1] for _ in range(3)]) * 1e3
+            for sizing in sizings:
+                r = run(model, ids, edits, sizing)
+                r.update(dtype=dtype, tokens=n, dense_ms=dense_ms, device=str(model.device))
+                records.append(r)
+                p50 = median(r["ms"])
+                rows.append([dtype, str(n), sizing, f"{median(r['ops']):.0f}", f"{median(r['launches']):.0f}",
+                             f"{median(r['syncs']):.0f} (max {max(r['syncs'])})", f"{p50:.1f}",
+                             f"{percentile(r['ms'], 0.9):.1f}", f"{dense_ms:.1f}", f"{dense_ms / p50:.1f}x",
+                             "yes" if r["exact"] else "NO"])
+    dev = records[0]["device"] if records else "?"
+    text = "\n".join([
+        f"device: {dev}, threads: {a.threads}, {a.edits} single-token edits per row (replace, insert, delete in turn), "
+        f"seed {a.seed}; ops, launches and syncs are per-edit medians; dense: one full pass over the document, median of 3",
+        "",
+        markdown_table(["dtype", "tokens", "sizing", "ops", "launches", "host syncs", "p50 ms", "p90 ms",
+                        "dense pass ms", "dense / p50", "codes equal"], rows), ""])
+    write_results(a.out, "single_token", records, text)
+
+
+if __name__ == "__main__":
+    main()
