@@ -5,10 +5,10 @@ causal by position value, so slot order never matters and an insertion or deleti
 data. `order` lists the slots in document order (BOS first). Per layer l the state holds the
 layer output x[l + 1] (the input of the first layer is the embedding of the row's token and
 position, recomputed when needed), q, k, v, the attention sum s, its code projections proj (s . c for every
-code) and the codes. A changed key's v projected on every code (vc, per head segment) is
-computed during the update, for the few changed keys only: it lets a changed key move every
-later query's code distances at G x K cost instead of K x d, and storing it for every key
-would cost a quarter of the state.
+code) and the codes. A changed key's v mapped to that layout (its head's part of s and its
+projection on the codes of its VQ head) is computed during the update, for the few changed keys
+only: it lets a changed key move every later query's code distances at H x K cost instead of
+K x d, and storing it for every key would cost a quarter of the state.
 
 An update (one revision) goes layer by layer (DESIGN.md, "The incremental engine"):
   D      dirty rows: their layer input changed (edited, inserted or relabelled at layer 0)
@@ -173,10 +173,11 @@ SIZINGS = ("exact", "bucketed")
 class _Edit:
     """What the passes of one update share: the affected rows A and per-row tables.
 
-    A is every alive row at or after the first changed key, old or new (known on the host),
-    padded with the trash slot to a bucketed length plus one trailing trash entry. Row sets
-    inside A (dirty rows, near-ties, next rows) are local indices into A of bucketed length,
-    padded with `tl`, the trailing trash entry."""
+    A is every alive row at or after the first changed key, old or new (known on the host).
+    Exact sizes: A is just those rows and the row sets inside it (dirty rows, near-ties, next
+    rows; local indices into A) are read by the host. Bucketed: A is padded with the trash slot
+    to a bucketed length plus one trailing trash entry, and the row sets are of bucketed length,
+    padded with `tl`, that trailing entry."""
 
     def __init__(self, **kw) -> None:
         self.__dict__.update(kw)
@@ -662,8 +663,9 @@ class WindowState:
                extra_full=None, extra_next=None) -> torch.Tensor:
         """Bring layer l up to date for the dirty rows A[dloc]; returns the next layer's rows (local).
 
-        A fixed handful of batched ops and no host decision: padded entries point at the trash
-        row and carry zero weight, and every shape is a bucketed size known before the pass."""
+        A fixed handful of batched ops. ncap None (exact sizes): the host reads the next rows at
+        the end. Otherwise no host decision: padded entries point at the trash row and carry zero
+        weight, and every shape is a bucketed size known before the pass."""
         cfg, consts = self.cfg, self.consts
         d, H = cfg.hidden_size, cfg.num_attention_heads
         A = ctx.A
