@@ -47,7 +47,7 @@ def test_replace_last_token_by_hand():
 def test_replace_first_token_by_hand():
     doc = inference.IncrementalDocument(_model(), [1, 2])
     cost = doc.apply([Splice(0, 1, [4])]).cost
-    d, f, K, V = 8, 8, 2, 5
+    d, f, K, V, G = 8, 8, 2, 5, 2
     expected = (3 * d * d + 2 * d * K  # dirty row: q, k, v; vc of its new and its old key
                 + 2 * (2 * d + G * K)  # the clean later row: remove the old key, add the new one (s and proj)
                 + 2 * 2 * d + K * d  # the dirty row's full attention (BOS and itself) and its distances

@@ -55,7 +55,7 @@ class VqLsp implements vscode.Disposable {
   }
 
   private places(): h.Places {
-    return { home: os.homedir(), workspace: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath };
+    return { home: os.homedir(), workspace: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, exists: fs.existsSync };
   }
 
   /** The settings the server gets, as it names them. */

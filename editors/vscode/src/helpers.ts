@@ -30,7 +30,11 @@ export interface Places {
   home: string;
   workspace?: string; // the first workspace folder, for relative paths
   platform?: NodeJS.Platform;
+  exists?: (p: string) => boolean; // for a bare model name: a workspace folder of that name wins
 }
+
+/** A model installed with `vq-train export --install NAME` (the server's inference/paths.py rule). */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** The setting keys (without the `vqLsp.` prefix) that a package.json contributes. */
 export function settingKeys(packageJson: unknown): string[] {
@@ -59,6 +63,19 @@ export function expandPath(p: string, places: Places): string {
 }
 
 /**
+ * A path setting as the server should get it: expanded, except a bare name (`mymodel`) that is
+ * not a folder in the workspace, which goes as it is, so the server finds the installed model
+ * of that name (and, when there is none, says which ones are installed).
+ */
+function settingPath(value: string, places: Places): string {
+  const expanded = expandPath(value, places);
+  if (MODEL_NAME.test(value) && value !== "." && value !== ".." && places.exists && !places.exists(expanded)) {
+    return value;
+  }
+  return expanded;
+}
+
+/**
  * The server's settings as the server reads them (camelCase, nested: `{diagnostics: {...}}`),
  * from the extension's configuration. An empty string means "unset" (the server's null: the
  * bundled model, the automatic device); a setting without a value is left out (server default).
@@ -74,7 +91,7 @@ export function serverSettings(keys: readonly string[], cfg: ConfigReader, place
       continue;
     }
     if (typeof value === "string") {
-      value = value.trim() === "" ? null : PATH_SETTINGS.includes(key) ? expandPath(value.trim(), places) : value;
+      value = value.trim() === "" ? null : PATH_SETTINGS.includes(key) ? settingPath(value.trim(), places) : value;
     }
     const parts = key.split(".");
     let node = out;

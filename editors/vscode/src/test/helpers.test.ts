@@ -71,6 +71,12 @@ test("serverSettings resolves the model path and passes set values through", () 
   assert.equal(h.serverSettings(keys, config({ modelPath: "~/m" }), PLACES).modelPath, "/home/u/m");
   assert.equal(h.serverSettings(keys, config({ modelPath: " /abs/m " }), PLACES).modelPath, "/abs/m");
   assert.equal(h.serverSettings(keys, config({ modelPath: "m" }), { home: "/h" }).modelPath, "m");
+  // a bare name: the workspace folder of that name when there is one, else the installed model's name
+  const noFolder = { ...PLACES, exists: () => false };
+  assert.equal(h.serverSettings(keys, config({ modelPath: "my-model_2" }), noFolder).modelPath, "my-model_2");
+  assert.equal(h.serverSettings(keys, config({ modelPath: "models/tiny" }), noFolder).modelPath, "/work/proj/models/tiny");
+  const folder = { ...PLACES, exists: (p: string) => p === "/work/proj/my-model_2" };
+  assert.equal(h.serverSettings(keys, config({ modelPath: "my-model_2" }), folder).modelPath, "/work/proj/my-model_2");
   // a setting without a value is left to the server's default
   const partial = h.serverSettings(["threads", "hover"], { get: <T>(k: string) => (k === "hover" ? false : undefined) as T },
     PLACES);
