@@ -68,6 +68,19 @@ def write_results(folder: str | Path, name: str, results, text: str) -> None:
     print(text)
 
 
+def run_benchmark(name: str, parser, argv: list[str], run, report) -> int:
+    """The common end of a benchmark's main: --model, --data and --out added to `parser`, the
+    arguments parsed (argv kept on them for the report), `run(args)`, then NAME.json + NAME.md."""
+    parser.add_argument("--model", help="model folder (default: the bundled model)")
+    parser.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help=f"folder for {name}.{{md,json}}")
+    args = parser.parse_args(argv)
+    args.argv = argv
+    results = run(args)
+    write_results(args.out, name, results, report(results))
+    return 0
+
+
 def load_for_window(model_dir, window: int, device, dtype):
     """Load a model and let it serve `window` tokens (same weights; the benchmark's window)."""
     import inference

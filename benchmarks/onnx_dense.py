@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, revision_histories, write_results  # noqa: E402
+from benchmarks.common import data_dir, markdown_table, revision_histories, run_benchmark  # noqa: E402
 from inference import argtypes  # noqa: E402
 from inference.window import WindowState  # noqa: E402
 
@@ -203,14 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtypes", choices=list(DTYPES), nargs="+", default=["float32", "float64"])
     p.add_argument("--docs", type=argtypes.positive_int, default=3, help="documents per size")
     p.add_argument("--repeats", type=argtypes.positive_int, default=3, help="timed runs per document and backend")
-    p.add_argument("--model", help="model folder (default: the bundled model)")
-    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
-    p.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help="folder for onnx_dense.{md,json}")
-    args = p.parse_args(argv)
-    args.argv = argv
-    results = run(args)
-    write_results(args.out, "onnx_dense", results, report(results))
-    return 0
+    return run_benchmark("onnx_dense", p, argv, run, report)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, write_results  # noqa: E402
+from benchmarks.common import data_dir, markdown_table, run_benchmark  # noqa: E402
 from inference import argtypes  # noqa: E402
 from vq_lsp import ray_batch  # noqa: E402
 from vq_lsp.batch import BatchScorer  # noqa: E402
@@ -147,14 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-chars", type=argtypes.positive_int, default=8000,
                    help="only chapters whose revisions have at most this many characters (about 2,000 tokens)")
     p.add_argument("--workers", type=argtypes.positive_int, nargs="+", default=[1, 2])
-    p.add_argument("--model", help="model folder (default: the bundled model)")
-    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
-    p.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help="folder for ray_scoring.{md,json}")
-    args = p.parse_args(argv)
-    args.argv = argv
-    results = run(args)
-    write_results(args.out, "ray_scoring", results, report(results))
-    return 0
+    return run_benchmark("ray_scoring", p, argv, run, report)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,16 @@ import torch
 import torch.nn.functional as F
 
 
+def position_rows(positions, repeat: int):
+    """Rows of the coarse and the fine position tables for pool positions (tensors or arrays):
+    (p // r + 2, p % r), with OPT's offset of 2."""
+    return positions // repeat + 2, positions % repeat
+
+
 def position_embedding(coarse: torch.Tensor, fine: torch.Tensor, positions: torch.Tensor, repeat: int) -> torch.Tensor:
-    """Embedding of pool positions: coarse[p // r + 2] + fine[p % r] (OPT's offset of 2)."""
-    return coarse[positions // repeat + 2] + fine[positions % repeat]  # (..., d)
+    """Embedding of pool positions: coarse[p // r + 2] + fine[p % r]."""
+    coarse_row, fine_row = position_rows(positions, repeat)
+    return coarse[coarse_row] + fine[fine_row]  # (..., d)
 
 
 def causal_mask(query_pos: torch.Tensor, key_pos: torch.Tensor) -> torch.Tensor:

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from .costs import Cost, dense_macs, head_row_macs
+from .kernels import position_rows
 from .model import VQOPT
 from .positions import NEW, assign_positions, spread_positions
 
@@ -101,15 +102,16 @@ class LayerConstants:
                               dec.embed_positions.weight.shape[0] + dec.embed_positions_fine.weight.shape[0])
         self.embed_table = torch.cat([dec.embed_positions.weight, dec.embed_positions_fine.weight,
                                       dec.embed_tokens.weight]).detach()
+        table = self.embed_table
+        dims = torch.arange(d, device=table.device)
+        self.head_mask = (dims // cfg.head_dim == torch.arange(heads, device=table.device).unsqueeze(1)
+                          ).to(table.dtype).unsqueeze(1)  # (H, 1, d): head h's dims
+        dh = d // h
+        identity = torch.zeros(d, h, dh + self.kp, dtype=table.dtype, device=table.device)
+        identity[dims, dims // dh, dims % dh] = 1  # s -> its place in its VQ head's chunk
         for layer in net.layers:
             att = layer.self_attn
-            w = att.q_proj.weight
-            self.head_mask = (torch.arange(d, device=w.device) // cfg.head_dim == torch.arange(heads, device=w.device)
-                              .unsqueeze(1)).to(w.dtype).unsqueeze(1)  # (H, 1, d): head h's dims
-            dh = d // h
-            sp_map = torch.zeros(d, h, dh + self.kp, dtype=w.dtype, device=w.device)
-            for j in range(h):
-                sp_map[j * dh : (j + 1) * dh, j, :dh] = torch.eye(dh, dtype=w.dtype, device=w.device)
+            sp_map = identity.clone()
             cb = layer.vq.codebook.detach()  # (h, K, d/h)
             self.code_sq.append(cb.pow(2).sum(-1))
             self.code_sq_max.append(self.code_sq[-1].max(-1).values)
@@ -135,8 +137,13 @@ class LayerConstants:
 
     def embed_rows(self, ids: np.ndarray, pos: np.ndarray) -> np.ndarray:
         """Rows of embed_table a token at a position sums, in the order VQOPT.embed adds them: (n, 3)."""
-        r, (fine_at, tok_at) = self.position_repeat, self.embed_offsets
-        return np.stack([pos // r + 2, fine_at + pos % r, tok_at + ids], 1)
+        fine_at, tok_at = self.embed_offsets
+        coarse_row, fine_row = position_rows(pos, self.position_repeat)
+        return np.stack([coarse_row, fine_at + fine_row, tok_at + ids], 1)
+
+    def embed(self, rows: torch.Tensor) -> torch.Tensor:
+        """The first layer's input from embed_rows rows (n, 3): VQOPT.embed, bit for bit, in one op."""
+        return F.embedding_bag(rows, self.embed_table, mode="sum")
 
     def to(self, device: torch.device) -> "LayerConstants":
         self.sizing = "exact" if torch.device(device).type == "cpu" else "bucketed"
@@ -309,7 +316,7 @@ class WindowState:
         """Input rows of a layer: the previous layer's output, or for the first layer the embedding."""
         if V.x is not None:
             return V.x.index_select(0, rows)
-        return F.embedding_bag(self.emb_idx.index_select(0, rows), self.consts.embed_table, mode="sum")
+        return self.consts.embed(self.emb_idx.index_select(0, rows))
 
     def hidden(self, slots: torch.Tensor) -> torch.Tensor:
         """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads."""

@@ -8,6 +8,7 @@ between two positions and force relabelling; a small pool forces full re-spreads
 
 import random
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -142,3 +143,27 @@ def test_untouched_rows_are_bit_identical_after_an_edit():
     before = doc.surprise(0, 80)
     doc.apply([Splice(79, 80, [5])])
     assert doc.surprise(0, 79) == before[:79]  # nothing before the edit may move
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dtype):
+    """The first layer's input the engine recomputes (one embedding_bag over a stacked table) is the
+    dense pass's embedding bit for bit, and its s -> state-row map carries s through unchanged."""
+    net = tiny_model(7, dtype=dtype).net
+    with torch.no_grad():  # (a fresh model's fine position table is zero: every addition order agrees)
+        net.decoder.embed_positions_fine.weight.normal_(0, 0.05)
+    model = inference.LoadedModel.from_net(net, dtype=dtype)
+    doc = inference.IncrementalDocument(model, _random_ids(4, 60))
+    (win,) = doc.windows
+    order = torch.tensor(win.order)
+    ids, pos = torch.from_numpy(win.ids_host[win.order]), torch.from_numpy(win.pos_host[win.order])
+    assert torch.equal(win._layer_input(win.layer_views[0], order), model.net.embed(ids, pos))
+    rng = np.random.default_rng(0)  # and anywhere in the vocabulary and the position pool
+    ids = rng.integers(0, model.config.vocab_size, 5000)
+    pos = rng.integers(0, model.config.position_pool, 5000)
+    bag = model.consts.embed(torch.from_numpy(model.consts.embed_rows(ids, pos)))
+    assert torch.equal(bag, model.net.embed(torch.from_numpy(ids), torch.from_numpy(pos)))
+    s = torch.randn(9, model.config.hidden_size, dtype=dtype)
+    rows = win._per_vq_head(s @ model.consts.sp_map[0])
+    h = model.config.vq_heads
+    assert torch.equal(rows[..., : model.config.hidden_size // h].flatten(-2), s)
