@@ -1,7 +1,9 @@
 """IncrementalDocument: the engine's public face, a document as a chain of window states.
 
 A document longer than one window is split at paragraph boundaries (a token holding a blank
-line, else a line break, else a hard cut) into independent windows. A Splice list is checked
+line, else a line break, else a hard cut) into independent windows. With the model's context
+"paragraph" every paragraph is its own window (split further only if it outgrows one), and an edit
+that makes or removes a paragraph break rebuilds just the paragraphs around it. A Splice list is checked
 in full before anything changes (bad input raises ValueError and leaves the state intact),
 routed to the windows it touches, and applied there as one revision; a window that would
 outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one is dropped.
@@ -69,6 +71,18 @@ def split_windows(n: int, capacity: int, paragraph_ends: np.ndarray | None = Non
     return bounds
 
 
+def split_paragraphs(n: int, capacity: int, paragraph_ends: np.ndarray, line_ends: np.ndarray | None = None
+                     ) -> list[tuple[int, int]]:
+    """Token ranges, one per paragraph (cut after every flagged token); a paragraph longer than
+    `capacity` is cut further as `split_windows` cuts a document."""
+    out, start = [], 0
+    for end in (np.flatnonzero(paragraph_ends[: n - 1]) + 1).tolist() + [n]:
+        lines = line_ends[start:end] if line_ends is not None else None
+        out += [(start + a, start + b) for a, b in split_windows(end - start, capacity, None, lines)]
+        start = end
+    return out
+
+
 def span_probs(logp_sum: torch.Tensor, n_tokens: int) -> torch.Tensor:
     """A span's class probabilities from the sum of its tokens' class log-probabilities.
 
@@ -111,7 +125,9 @@ class IncrementalDocument:
     @staticmethod
     def _split_for(m: "LoadedModel", ids: Sequence[int]) -> list[tuple[int, int]]:
         lines = np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
-        return split_windows(len(ids), m.config.window_tokens - 1, paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids), lines)
+        breaks = paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids)
+        split = split_paragraphs if m.context == "paragraph" else split_windows
+        return split(len(ids), m.config.window_tokens - 1, breaks, lines)
 
     def _window(self, ids: Sequence[int]) -> WindowState:
         return _window_of(self.model, ids)
@@ -252,11 +268,7 @@ class IncrementalDocument:
                 size, j = min(sizes)
                 if size + out[i].n_tokens <= self.capacity:
                     a, b = sorted((i, j))
-                    merged = self._window(out[a].token_ids() + out[b].token_ids())
-                    macs = merged.dense_macs()
-                    cost.add(Cost(incremental_macs=macs, dense_macs=macs,
-                                  dirty_per_layer=[merged.n_tokens + 1] * len(merged.net.layers)))
-                    out[a : b + 1] = [merged]
+                    out[a : b + 1] = [self._fresh(out[a].token_ids() + out[b].token_ids(), cost)]
                     i = max(0, a - 1)
                     continue
             i += 1
@@ -280,6 +292,9 @@ class IncrementalDocument:
                     per_window.setdefault(i, []).append(local)
 
         cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
+        if self.model.context == "paragraph":
+            self.windows = self._apply_paragraphs(per_window, cost)
+            return self._done(cost, t0)
         new_windows: list[WindowState] = []
         for i, w in enumerate(self.windows):
             local = per_window.get(i)
@@ -292,16 +307,43 @@ class IncrementalDocument:
                 new_windows.append(w)
             elif size > self.capacity:
                 ids = apply_splices(w.token_ids(), local)
-                for a, b in self._split(ids):
-                    fresh = self._window(ids[a:b])
-                    macs = fresh.dense_macs()
-                    cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[b - a + 1] * len(w.net.layers)))
-                    new_windows.append(fresh)
+                new_windows += [self._fresh(ids[a:b], cost) for a, b in self._split(ids)]
         self.windows = self._merge_small(new_windows, cost)
+        return self._done(cost, t0)
+
+    def _done(self, cost: Cost, t0: float) -> EditResult:
         if self.windows and self.windows[0].kpos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return EditResult(scores=self.scores, cost=cost)
+
+    def _fresh(self, ids: Sequence[int], cost: Cost) -> WindowState:
+        """A window built by a dense pass, its cost counted as such."""
+        fresh = self._window(ids)
+        macs = fresh.dense_macs()
+        cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[len(ids) + 1] * len(fresh.net.layers)))
+        return fresh
+
+    def _apply_paragraphs(self, per_window: dict[int, list[Splice]], cost: Cost) -> list[WindowState]:
+        """Context "paragraph": the windows after the edit are the new text's paragraphs. A window
+        whose new extent is exactly one of them keeps its state (updated incrementally when the edit
+        touched it: its context is its own tokens, wherever it lies); the others are built anew."""
+        new_ids = [apply_splices(w.token_ids(), per_window[i]) if i in per_window else None
+                   for i, w in enumerate(self.windows)]
+        text = [t for w, ids in zip(self.windows, new_ids) for t in (w.token_ids() if ids is None else ids)]
+        bounds = self._split(text)
+        where = {b: k for k, b in enumerate(bounds)}
+        out: list[WindowState | None] = [None] * len(bounds)
+        start = 0
+        for i, (w, ids) in enumerate(zip(self.windows, new_ids)):
+            end = start + (w.n_tokens if ids is None else len(ids))
+            k = where.get((start, end)) if end > start else None
+            if k is not None:
+                if ids is not None:
+                    cost.add(w.apply(per_window[i]))
+                out[k] = w
+            start = end
+        return [w if w is not None else self._fresh(text[a:b], cost) for w, (a, b) in zip(out, bounds)]
 
 
 def _window_of(model: "LoadedModel", ids: Sequence[int]) -> WindowState:
@@ -344,17 +386,22 @@ class DocumentBuilder:
         return doc
 
 
-def estimate_state_bytes(model: "LoadedModel", n_tokens: int) -> int:
-    """What the state of an n-token document would hold, without building it (memory budgets).
+def estimate_state_bytes(model: "LoadedModel", tokens: int | Sequence[int]) -> int:
+    """What the state of a document (its token ids, or only their count) would hold, without
+    building it (memory budgets).
 
     Measured, not modelled: the bytes per slot of a tiny window of this model, times the slots
-    the windows of n tokens allocate (each window reserves room to grow).
+    its windows allocate (each reserves room to grow). Given the ids, the windows are the ones the
+    document would be cut into (with context "paragraph", one per paragraph); given a count, they
+    are full windows.
     """
     per_slot = getattr(model, "_state_bytes_per_slot", None)
     if per_slot is None:
         tiny = _window_of(model, [model.config.bos_token_id] * 8)
         per_slot = model._state_bytes_per_slot = tiny.state_bytes() / tiny.alive.numel()
-    cap = model.config.window_tokens - 1
-    windows = max(1, math.ceil(n_tokens / (0.9 * cap)))
-    rows = n_tokens + windows  # a BOS row per window
-    return int(per_slot * max(16 * windows, SLACK * rows))
+    if isinstance(tokens, int):
+        cap = model.config.window_tokens - 1
+        sizes = [tokens / max(1, math.ceil(tokens / (0.9 * cap)))] * max(1, math.ceil(tokens / (0.9 * cap)))
+    else:
+        sizes = [b - a for a, b in IncrementalDocument._split_for(model, tokens)] if len(tokens) else [0]
+    return int(per_slot * sum(max(16, SLACK * (n + 1)) + 1 for n in sizes))  # a BOS row and a spare slot each

@@ -24,6 +24,11 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 TIE_REL = {torch.float64: 1e-9, torch.float32: 1e-4}
 # what the server and `vq-lsp score` offer: float32 to serve (half the state and time), float64 to verify
 PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
+# what a token's context is. window: everything before it in its window (up to window_tokens, cut
+# at paragraph breaks only when a document outgrows a window; the paper's setting). paragraph:
+# only its own paragraph (each paragraph is its own window), so a paragraph's scores never depend on
+# the text before it, and an edit's work stays inside its paragraph.
+CONTEXTS = ("window", "paragraph")
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -41,8 +46,11 @@ class LoadedModel:
     tokenizer: Tokenizer | None
     card: dict = field(default_factory=dict)
     path: Path | None = None
+    context: str = "window"  # see CONTEXTS
 
     def __post_init__(self) -> None:
+        if self.context not in CONTEXTS:
+            raise ValueError(f"context must be one of {list(CONTEXTS)}, got {self.context!r}")
         self.net.eval().requires_grad_(False)
         p = next(self.net.parameters())
         self.device, self.dtype = p.device, p.dtype
@@ -68,15 +76,17 @@ class LoadedModel:
 
     @classmethod
     def from_net(cls, net: VQOPT, tokenizer: Tokenizer | None = None, *, device=None, dtype=torch.float64,
-                 card: dict | None = None) -> "LoadedModel":
-        return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {})
+                 card: dict | None = None, context: str = "window") -> "LoadedModel":
+        return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {}, context=context)
 
 
 def load_model(path: str | os.PathLike | None = None, device=None,
-               dtype: torch.dtype | str = torch.float64, dense: str = "torch") -> LoadedModel:
+               dtype: torch.dtype | str = torch.float64, dense: str = "torch", context: str = "window") -> LoadedModel:
     """Load a model folder, or a model installed under that name (paths.py); None means the default
     model bundled in the package. dtype: a torch dtype or a name from PRECISIONS; dense: the
-    backend of full passes (see LoadedModel.use_dense)."""
+    backend of full passes (see LoadedModel.use_dense); context: see CONTEXTS."""
+    if context not in CONTEXTS:
+        raise ValueError(f"context must be one of {list(CONTEXTS)}, got {context!r}")
     if isinstance(dtype, str):
         if dtype not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {dtype!r}")
@@ -94,7 +104,7 @@ def load_model(path: str | os.PathLike | None = None, device=None,
         raise ModelLoadError(f"{tok_path}: cannot be read ({e})") from None
     if tokenizer.vocab_size > net.config.vocab_size:
         raise ModelLoadError(f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {net.config.vocab_size}")
-    model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card)
+    model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card, context=context)
     model.path = folder
     if dense != "torch":
         model.use_dense(dense, torch.get_num_threads())

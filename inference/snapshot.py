@@ -102,20 +102,20 @@ def reference_layout(model: "LoadedModel") -> dict[str, list]:
 
 
 def fingerprint(model: "LoadedModel") -> str:
-    """Hash of what a state depends on: weights, config, dtype, device type, engine layout and
-    snapshot format. Computed once per loaded model (hashing the weights takes a moment)."""
+    """Hash of what a state depends on: weights, config, dtype, device type, context (how windows are
+    cut), engine layout and snapshot format. Computed once per loaded model (hashing the weights takes a moment)."""
     cached = model.__dict__.get("_snapshot_fingerprint")
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] == model.context:
+        return cached[1]
     h = hashlib.sha256()
     h.update(json.dumps({"format": FORMAT_VERSION, "config": model.config.to_dict(), "dtype": str(model.dtype),
-                         "device": model.device.type, "tie_rel": model.tie_rel,
+                         "device": model.device.type, "tie_rel": model.tie_rel, "context": model.context,
                          "layout": reference_layout(model)}, sort_keys=True).encode())
     for name, t in model.net.state_dict().items():
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
         h.update(_raw(t))
-    model._snapshot_fingerprint = h.hexdigest()
-    return model._snapshot_fingerprint
+    model._snapshot_fingerprint = (model.context, h.hexdigest())
+    return model._snapshot_fingerprint[1]
 
 
 def document_key(model: "LoadedModel", ids: Sequence[int]) -> str:

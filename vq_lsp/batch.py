@@ -253,6 +253,10 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
                          "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)")
     ap.add_argument("--precision", choices=("float64", "float32"), default="float64",
                     help="engine dtype: float64 (default: verification grade) or float32 (half the memory and time)")
+    ap.add_argument("--context", choices=inference.CONTEXTS, default="window",
+                    help="what a token sees: window (default: the text before it in its window, up to "
+                         "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
+                         "on the text before it)")
     ap.add_argument("--ray", nargs="?", const="local", type=argtypes.ray_address, metavar="ADDRESS",
                     help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
                          "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
@@ -311,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.threads:
             torch.set_num_threads(args.threads)
         revisions = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
-        model = inference.load_model(args.model, device=args.device, dtype=args.precision, dense=args.dense)
+        load = dict(dtype=args.precision, dense=args.dense, context=args.context)
+        model = inference.load_model(args.model, device=args.device, **load)
         surprise = {} if args.surprise_threshold is None else {"surprise": True,
                                                                 "surprise_threshold": args.surprise_threshold}
         hints = DiagnosticSettings(**surprise)
@@ -319,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             from .ray_batch import RayScorer
 
             folder = model.path if args.model else None  # None: each node's own bundled model
-            scorer = RayScorer(args.ray, args.ray_workers, folder, args.threads, (args.precision, args.dense),
+            scorer = RayScorer(args.ray, args.ray_workers, folder, args.threads, load,
                                verify=args.verify, hints=hints, markup=args.markup)
         else:
             scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)

@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="torch device: cpu, cuda, cuda:N (default: CUDA when present)", **keep)
         q.add_argument("--precision", choices=("float32", "float64"), **(keep or {"default": "float32"}),
                        help="engine dtype: float32 (default, serving) or float64 (verification mode)")
+        q.add_argument("--context", choices=("window", "paragraph"), **(keep or {"default": "window"}),
+                       help="what a token sees: window (default) or paragraph (only its own paragraph)")
         q.add_argument("--threads", type=_checked("threads"), **(keep or {"default": 1}),
                        help="torch threads, 1 to 1024 (default 1)")
         q.add_argument("--log-level", type=_checked("log_level"), **(keep or {"default": "WARNING"}), metavar="LEVEL",
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from .server import build
 
     defaults = dataclasses.replace(Settings(), model_path=args.model, device=args.device, threads=args.threads,
-                                   precision=args.precision)
+                                   precision=args.precision, context=args.context)
     server = build(defaults)
     code = server.start_io()
     if not server.engine_finished():  # an engine job nobody waits for any more: do not wait for it either

@@ -55,11 +55,9 @@ def require_ray():
 class ScoringWorker:
     """One worker: the model, loaded once, and a BatchScorer holding its documents' chains."""
 
-    def __init__(self, model_path: str | None, threads: int, precision: str | tuple[str, str],
-                 scorer_options: dict) -> None:
+    def __init__(self, model_path: str | None, threads: int, load: dict, scorer_options: dict) -> None:
         torch.set_num_threads(threads)
-        dtype, dense = (precision, "torch") if isinstance(precision, str) else precision
-        model = inference.load_model(model_path, device="cpu", dtype=dtype, dense=dense)
+        model = inference.load_model(model_path, device="cpu", **load)
         self.scorer = BatchScorer(model, **scorer_options)
 
     def ready(self) -> bool:
@@ -77,9 +75,9 @@ class RayScorer:
     """Same interface as BatchScorer (`score(revisions)` yields rows, `summary`), on Ray actors."""
 
     def __init__(self, address: str, workers: int | None, model_path: str | os.PathLike | None,
-                 threads: int | None = None, precision: str | tuple[str, str] = "float64", **scorer_options) -> None:
-        """precision: the dtype's name, or (dtype, dense backend); scorer_options: BatchScorer's own
-        (verify, hints, markup), passed to every worker's scorer."""
+                 threads: int | None = None, load: dict | None = None, **scorer_options) -> None:
+        """load: load_model's options for every worker (dtype, dense, context; default float64, torch,
+        window); scorer_options: BatchScorer's own (verify, hints, markup), passed to every worker's scorer."""
         self.ray = require_ray()
         self.threads = threads or 1
         self.started = connect(self.ray, address, workers, self.threads)
@@ -88,7 +86,7 @@ class RayScorer:
         self.workers = workers
         actor = self.ray.remote(num_cpus=self.threads)(ScoringWorker)
         model_path = None if model_path is None else os.path.abspath(model_path)  # workers have their own cwd
-        self.actors = [actor.remote(model_path, self.threads, precision, scorer_options) for _ in range(workers)]
+        self.actors = [actor.remote(model_path, self.threads, load or {}, scorer_options) for _ in range(workers)]
         try:  # every worker has loaded the model before the first revision is read
             self.ray.get([a.ready.remote() for a in self.actors])
         except self.ray.exceptions.RayError as e:

@@ -419,7 +419,8 @@ class VQServer(LanguageServer):
         if new.threads != old.threads:
             await self.on_engine(torch.set_num_threads, new.threads)
         if not initial:
-            if (new.model_path, new.device, new.precision) != (old.model_path, old.device, old.precision):
+            if (new.model_path, new.device, new.precision, new.context) != (old.model_path, old.device, old.precision,
+                                                                             old.context):
                 await self.load_model()
             elif new != old:
                 self.refresh_all("settings")

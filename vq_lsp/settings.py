@@ -63,6 +63,10 @@ class Settings:
     precision: str = field(default="float32", metadata=_meta(
         "Engine dtype: float32 (serving: half the memory and time of float64) or float64 (verification mode); "
         "either way the codes equal a dense pass in the same dtype.", choices=("float32", "float64")))
+    context: str = field(default="window", metadata=_meta(
+        "What a token sees: window (the text before it in its window of up to 2,048 tokens, the paper's setting) "
+        "or paragraph (only its own paragraph: a paragraph's tone never depends on the text before it, and an "
+        "edit's work stays inside its paragraph).", choices=("window", "paragraph")))
     threads: int = field(default=1, metadata=_meta(
         "torch.set_num_threads for the server process (1 avoids spin-waiting on busy machines).", 1, 256))
     file_types: tuple[str, ...] = field(default=(

@@ -114,7 +114,7 @@ class Documents:
         s = self.settings
         torch.set_num_threads(s.threads)
         try:
-            self.model = inference.load_model(s.model_path, device=s.device, dtype=s.precision)
+            self.model = inference.load_model(s.model_path, device=s.device, dtype=s.precision, context=s.context)
         except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
             self.model, self.model_error = None, f"cannot load the model: {e}"
             raise inference.ModelLoadError(self.model_error) from None
@@ -125,7 +125,7 @@ class Documents:
             st.tracked, st.doc, st.problem, st.builder, st.material = None, None, None, None, None
         cfg = self.model.config
         return (f"loaded {self.model.path} ({cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
-                f"{cfg.window_tokens}-token windows) on {self.model.device} in {s.precision}")
+                f"{cfg.window_tokens}-token windows, {s.context} context) on {self.model.device} in {s.precision}")
 
     # ----------------------------------------------------------------- events
     def process(self, uri: str, events: list[tuple]) -> Outcome:
@@ -375,7 +375,7 @@ class Documents:
         if problem == "too long":
             return f"{n if st.tracked else '?'} tokens, more than maxDocumentTokens = {self.settings.max_document_tokens}"
         if problem == "over budget":
-            need = inference.estimate_state_bytes(self.model, n) / 2**20
+            need = inference.estimate_state_bytes(self.model, st.tracked.ids if st.tracked else n) / 2**20
             return (f"{n} tokens, whose engine state would take about {need:,.0f} MiB, more than the whole memory "
                     f"budget (memoryBudgetMb = {self.settings.memory_budget_mb:g}); raise memoryBudgetMb above "
                     f"{math.ceil(need)} to get hints for it")
@@ -411,7 +411,7 @@ class Documents:
             return "empty"
         if len(st.tracked.ids) > self.settings.max_document_tokens:
             return "too long"
-        if st.doc is None and inference.estimate_state_bytes(self.model, len(st.tracked.ids)) > self._budget():
+        if st.doc is None and inference.estimate_state_bytes(self.model, st.tracked.ids) > self._budget():
             return "over budget"
         return None
 

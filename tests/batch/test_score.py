@@ -149,3 +149,20 @@ def test_dense_backend_onnx_gives_the_torch_rows(folder, tiny_model_dir, capsys)
     for a, b in zip(rows_t, rows_o):
         assert a["changed_tokens"] == b["changed_tokens"] and a["incremental_macs"] == b["incremental_macs"]
         assert all(abs(a["scores"][k] - b["scores"][k]) < 1e-3 for k in a["scores"])
+
+
+def test_paragraph_context_scores_each_paragraph_alone(folder, tiny_model_dir, capsys):
+    """--context paragraph: the second paragraph keeps its score bit for bit while the first one is
+    rewritten (revisions 10 -> 11); with the default window context the rewrite reaches it."""
+    got = {}
+    for context in ("paragraph", "window"):
+        code, out, err = _run([str(folder), "--model", str(tiny_model_dir), "--verify", "--context", context], capsys)
+        assert code == 0, err
+        rows, _ = _records(out)
+        assert all(r["verified"] for r in rows)
+        got[context] = [r["paragraphs"][1]["scores"] for r in rows[2:]]
+    assert got["paragraph"][0] == got["paragraph"][1]
+    assert got["window"][0] != got["window"][1]
+    with pytest.raises(SystemExit) as exit_:
+        batch.main([str(folder), "--context", "sentence"])
+    assert exit_.value.code == 2 and "--context" in capsys.readouterr().err

@@ -1,0 +1,108 @@
+"""Context "paragraph": every paragraph is its own window, so what the engine says about a
+paragraph is a function of that paragraph alone (issue 16: a table, a code block or an opposite
+paragraph before it must not change its tone), and edits that make or remove paragraph breaks
+keep the windows equal to the new text's paragraphs, with codes equal to a dense pass."""
+
+import random
+
+import numpy as np
+import pytest
+
+import inference
+from inference.document import split_paragraphs
+
+from .helpers import tiny_model
+
+PARAGRAPH = "I really loved this film, the acting was wonderfull and the story moved me.\n"
+BEFORE = {
+    "table": "| Item | Price |\n|---|---|\n| Tickets | 12 |\n| Popcorn | 6 |\n\n",
+    "code": "```python\nfor row in rows:\n    print(row)\n```\n\n",
+    "opposite paragraph": "The plot was a mess and the dialogue was painfully bad. I left early.\n\n",
+}
+
+
+def test_split_paragraphs_cuts_after_every_break_and_splits_long_paragraphs():
+    breaks = np.zeros(30, dtype=bool)
+    breaks[[4, 9, 29]] = True  # the last token's flag makes no empty window
+    assert split_paragraphs(30, 100, breaks) == [(0, 5), (5, 10), (10, 30)]
+    bounds = split_paragraphs(30, 8, breaks)  # the 20-token paragraph outgrows an 8-token window
+    assert bounds[:2] == [(0, 5), (5, 10)] and bounds[-1][1] == 30
+    assert all(b - a <= 8 for a, b in bounds) and all(a == b0 for (_, b0), (a, _) in zip(bounds, bounds[1:]))
+
+
+@pytest.fixture(scope="module")
+def paragraph_model():
+    return inference.load_model(device="cpu", context="paragraph")
+
+
+@pytest.mark.parametrize("before", sorted(BEFORE))
+def test_a_paragraphs_scores_do_not_depend_on_the_text_before_it(paragraph_model, before):
+    m = paragraph_model
+    alone = inference.IncrementalDocument(m, m.tokenizer.encode(PARAGRAPH))
+    doc = inference.IncrementalDocument(m, m.tokenizer.encode(BEFORE[before] + PARAGRAPH))
+    assert len(doc.windows) >= 2
+    a, b = doc.window_bounds[-1]
+    assert doc.token_ids[a:b] == alone.token_ids  # the paragraph is the last window, token for token
+    assert doc.span_scores(a, b) == alone.span_scores(0, alone.n_tokens)  # bit for bit
+    assert doc.surprise(a, b) == alone.surprise(0, alone.n_tokens)
+    # with the paper's window context the same text leaks: the scores differ
+    w = inference.load_model(device="cpu")
+    leaky = inference.IncrementalDocument(w, w.tokenizer.encode(BEFORE[before] + PARAGRAPH))
+    assert leaky.span_scores(a, b) != pytest.approx(alone.span_scores(0, alone.n_tokens), abs=1e-9)
+
+
+def test_random_edits_with_paragraph_breaks_keep_paragraph_windows_and_exact_codes(gpt2_tokenizer, rust_book_revisions):
+    model = tiny_model(11, tokenizer=gpt2_tokenizer, vocab_size=50257, window_tokens=96, position_pool=9600)
+    model.context = "paragraph"
+    ids = gpt2_tokenizer.encode(rust_book_revisions[-1])[:700]
+    doc = inference.IncrementalDocument(model, ids)
+    assert len(doc.windows) >= 5
+    rng = random.Random(3)
+    blank, newline = gpt2_tokenizer.encode("\n\n"), gpt2_tokenizer.encode("\n")
+    kinds = {"break": 0, "join": 0}
+    for step in range(120):
+        n = len(ids)
+        p = rng.randrange(n)
+        roll = rng.random()
+        if roll < 0.15:  # a new paragraph break (sometimes as two line breaks)
+            sp = inference.Splice(p, p, blank if rng.random() < 0.5 else newline + newline)
+            kinds["break"] += 1
+        elif roll < 0.3:  # delete around a break, joining two paragraphs
+            ends = [i for i, (a, b) in enumerate(doc.window_bounds[:-1])]
+            a, b = doc.window_bounds[rng.choice(ends)] if ends else (0, n)
+            sp = inference.Splice(max(0, b - 2), min(n, b + 1), [])
+            kinds["join"] += 1
+        else:  # replace, insert or delete a word
+            sp = inference.Splice(p, min(n, p + rng.randrange(3)), [rng.randrange(50257)] * rng.randrange(3))
+        if n - (sp.end - sp.start) + len(sp.new_ids) <= 0:
+            continue
+        doc.apply([sp])
+        ids = inference.apply_splices(ids, [sp])
+        assert doc.token_ids == ids
+        assert doc.window_bounds == inference.IncrementalDocument._split_for(model, ids)
+        if step % 20 == 19:
+            check = doc.verify()
+            assert check.codes_equal, check
+            assert check.max_abs_diff < 1e-6
+    assert kinds["break"] >= 10 and kinds["join"] >= 10
+    fresh = inference.IncrementalDocument(model, ids)
+    assert len(fresh.windows) == len(doc.windows)
+
+
+def test_state_estimate_follows_the_paragraph_windows(paragraph_model):
+    m = paragraph_model
+    ids = m.tokenizer.encode("".join(f"Short paragraph number {i}.\n\n" for i in range(40)))
+    doc = inference.IncrementalDocument(m, ids)
+    assert len(doc.windows) == 40
+    est = inference.estimate_state_bytes(m, ids)
+    assert 0.95 * doc.state_bytes() <= est <= 1.05 * doc.state_bytes()
+    assert est > inference.estimate_state_bytes(m, len(ids))  # a count alone assumes full windows
+
+
+def test_context_is_checked_and_part_of_the_snapshot_fingerprint(paragraph_model):
+    from inference.snapshot import fingerprint
+
+    with pytest.raises(ValueError, match="context must be one of"):
+        inference.load_model(device="cpu", context="sentence")
+    window = inference.load_model(device="cpu")
+    assert fingerprint(window) != fingerprint(paragraph_model)
