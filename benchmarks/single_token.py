@@ -1,7 +1,8 @@
 """Single-token edits at several document lengths: what each edit dispatches and how long it takes.
 
     python benchmarks/single_token.py [MODEL_DIR] [--lengths 500 2000 8000] [--edits 40]
-        [--dtype float64 float32] [--sizing exact bucketed] [--threads 1] [--out benchmarks/results]
+        [--dtype float64 float32] [--sizing exact bucketed] [--context window paragraph]
+        [--threads 1] [--out benchmarks/results]
 
 Data: the newest revision of held-out PEPs (../shared/data/eval/python_peps.jsonl.gz), used only
 to have real tokens, cut to each length. The same seeded sequence of single-token edits
@@ -14,6 +15,11 @@ on an untimed twin document fed the same edits; and wall clock of the timed docu
 them, in the same run and dtype: a dense pass over the document as the engine splits it into
 windows (what `verify` runs). Three untimed edits warm each document up first. Each run checks
 that the codes still equal a dense pass at the end.
+
+--context compares what a token sees (inference.CONTEXTS): the window (default) or only its own
+paragraph, each paragraph then being a window. Its rows add the dense pass of just the window the
+edit landed in, timed after every edit (median): the paragraph cache, which is the full recompute
+in paragraph context.
 """
 
 from __future__ import annotations
@@ -64,23 +70,34 @@ def dense_ms(model, doc) -> float:
     return sum(timed(lambda: dense_pass(model, w.token_ids()), model.device)[1] for w in doc.windows) * 1e3
 
 
-def run(model, ids, edits, sizing: str) -> dict:
+def edited_window(doc, splice) -> list[int]:
+    """The tokens of the window holding the edit's first token (or the last window)."""
+    for (a, b), w in zip(doc.window_bounds, doc.windows):
+        if splice.start < b:
+            return w.token_ids()
+    return doc.windows[-1].token_ids()
+
+
+def run(model, ids, edits, sizing: str, edited_dense: bool = False) -> dict:
     model.consts.sizing = sizing
     timed_doc = inference.IncrementalDocument(model, ids)
     twin = inference.IncrementalDocument(model, ids)
     for sp in edits[:WARMUP]:
         timed_doc.apply([sp])
         twin.apply([sp])
-    times, counts = [], []
+    times, counts, window_ms = [], [], []
     for sp in edits[WARMUP:]:
         t0 = time.perf_counter()
         timed_doc.apply([sp])
         times.append(time.perf_counter() - t0)
+        if edited_dense:
+            window_ms.append(timed(lambda: dense_pass(model, edited_window(timed_doc, sp)), model.device)[1] * 1e3)
         with DispatchCounter() as c:
             twin.apply([sp])
         counts.append((c.ops, c.launches, c.syncs))
     ops, launches, syncs = ([c[i] for c in counts] for i in range(3))
     return {"sizing": sizing, "ms": [t * 1e3 for t in times], "ops": ops, "launches": launches, "syncs": syncs,
+            "edited_window_dense_ms": window_ms, "windows": len(timed_doc.windows),
             "exact": timed_doc.verify().codes_equal and twin.verify().codes_equal}
 
 
@@ -92,6 +109,7 @@ def main() -> None:
     ap.add_argument("--edits", type=int, default=40)
     ap.add_argument("--dtype", nargs="+", choices=list(PRECISIONS), default=["float64", "float32"])
     ap.add_argument("--sizing", nargs="+", choices=inference.window.SIZINGS, default=list(inference.window.SIZINGS))
+    ap.add_argument("--context", nargs="+", choices=inference.CONTEXTS, default=["window"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default=None)
     ap.add_argument("--seed", type=int, default=5)
@@ -99,33 +117,41 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     root = data_dir(a.data)
+    contexts = a.context != ["window"]  # the context columns only when asked for
     rows, records = [], []
     for dtype in a.dtype:
-        model = inference.load_model(a.model_dir, device=a.device, dtype=dtype)
-        sizings = a.sizing if model.device.type == "cpu" else ["bucketed"]  # exact sizes are a CPU path
-        for n in a.lengths:
-            ids = pep_tokens(model, root, n)
-            edits = edit_sequence(n, a.edits + WARMUP, model.tokenizer.vocab_size, a.seed)
-            doc = inference.IncrementalDocument(model, ids)
-            dense = median([dense_ms(model, doc) for _ in range(3)])
-            for sizing in sizings:
-                r = run(model, ids, edits, sizing)
-                r.update(dtype=dtype, tokens=n, dense_ms=dense, windows=len(doc.windows), device=str(model.device))
-                records.append(r)
-                p50 = median(r["ms"])
-                rows.append([dtype, str(n), sizing, f"{median(r['ops']):.0f}", f"{median(r['launches']):.0f}",
-                             f"{median(r['syncs']):.0f} (max {max(r['syncs'])})", f"{p50:.1f}",
-                             f"{percentile(r['ms'], 0.9):.1f}", f"{dense:.1f}", f"{dense / p50:.1f}x",
-                             "yes" if r["exact"] else "NO"])
+        for context in a.context:
+            model = inference.load_model(a.model_dir, device=a.device, dtype=dtype, context=context)
+            sizings = a.sizing if model.device.type == "cpu" else ["bucketed"]  # exact sizes are a CPU path
+            for n in a.lengths:
+                ids = pep_tokens(model, root, n)
+                edits = edit_sequence(n, a.edits + WARMUP, model.tokenizer.vocab_size, a.seed)
+                doc = inference.IncrementalDocument(model, ids)
+                dense = median([dense_ms(model, doc) for _ in range(3)])
+                for sizing in sizings:
+                    r = run(model, ids, edits, sizing, edited_dense=contexts)
+                    r.update(dtype=dtype, tokens=n, dense_ms=dense, context=context, device=str(model.device))
+                    records.append(r)
+                    p50 = median(r["ms"])
+                    row = [dtype, str(n), sizing, f"{median(r['ops']):.0f}", f"{median(r['launches']):.0f}",
+                           f"{median(r['syncs']):.0f} (max {max(r['syncs'])})", f"{p50:.1f}",
+                           f"{percentile(r['ms'], 0.9):.1f}", f"{dense:.1f}", f"{dense / p50:.1f}x"]
+                    if contexts:
+                        window = median(r["edited_window_dense_ms"])
+                        row = [context, str(r["windows"])] + row + [f"{window:.1f}", f"{window / p50:.1f}x"]
+                    rows.append(row + ["yes" if r["exact"] else "NO"])
     dev = records[0]["device"] if records else "?"
     text = "\n".join([
         f"device: {dev}, threads: {a.threads}, {a.edits} single-token edits per row (replace, insert, delete in turn), "
         f"seed {a.seed}, after {WARMUP} untimed ones; ops, launches and syncs are per-edit medians; dense: a full "
         "pass over every window of the document, median of 3",
         "",
-        markdown_table(["dtype", "tokens", "sizing", "ops", "launches", "host syncs", "p50 ms", "p90 ms",
-                        "dense pass ms", "dense / p50", "codes equal"], rows), ""])
-    write_results(a.out, "single_token", records, text)
+        markdown_table((["context", "windows"] if contexts else [])
+                       + ["dtype", "tokens", "sizing", "ops", "launches", "host syncs", "p50 ms", "p90 ms",
+                          "dense pass ms", "dense / p50"]
+                       + (["edited window's dense pass, p50 ms", "that / p50"] if contexts else [])
+                       + ["codes equal"], rows), ""])
+    write_results(a.out, "single_token_contexts" if contexts else "single_token", records, text)
 
 
 if __name__ == "__main__":
