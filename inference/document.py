@@ -74,13 +74,18 @@ def split_windows(n: int, capacity: int, paragraph_ends: np.ndarray | None = Non
 def split_paragraphs(n: int, capacity: int, paragraph_ends: np.ndarray, line_ends: np.ndarray | None = None
                      ) -> list[tuple[int, int]]:
     """Token ranges, one per paragraph (cut after every flagged token); a paragraph longer than
-    `capacity` is cut further as `split_windows` cuts a document."""
+    `capacity` is tiled as `split_windows` cuts a document."""
     out, start = [], 0
     for end in (np.flatnonzero(paragraph_ends[: n - 1]) + 1).tolist() + [n]:
         lines = line_ends[start:end] if line_ends is not None else None
-        out += [(start + a, start + b) for a, b in split_windows(end - start, capacity, None, lines)]
+        out += [(start + a, start + b) for a, b in tiles(end - start, capacity, lines)]
         start = end
     return out
+
+
+def tiles(n: int, capacity: int, line_ends: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """One paragraph's windows: the whole paragraph when it fits, else balanced tiles cut at line breaks."""
+    return [(0, n)] if n <= capacity else split_windows(n, capacity, None, line_ends)
 
 
 def span_probs(logp_sum: torch.Tensor, n_tokens: int) -> torch.Tensor:
@@ -214,19 +219,34 @@ class IncrementalDocument:
         if candidates is not None and len(candidates) != len(rows):
             raise ValueError(f"{len(candidates)} candidate lists for {len(rows)} indices")
         vocab = self.model.config.vocab_size
+        if candidates is not None:
+            for ids in candidates:
+                self._check_ids(self.model, ids)
         with torch.no_grad():
             if not rows:
                 return torch.zeros(0, vocab) if candidates is None else []
-            # one final LayerNorm for every predecessor row (the state keeps the last layer's output)
-            hidden = [w.hidden(torch.as_tensor([int(p)], device=w.lse.device))[0] for w, p in rows]
+            # one final LayerNorm per window for all its predecessor rows (the state keeps the last
+            # layer's output), then every candidate of every row in one gather and one product
+            by_window: dict[int, tuple[WindowState, list[int]]] = {}
+            for n, (w, _) in enumerate(rows):
+                by_window.setdefault(id(w), (w, []))[1].append(n)
+            order, hidden, lse = [], [], []
+            for w, ns in by_window.values():
+                slots = torch.as_tensor([int(rows[n][1]) for n in ns], device=w.lse.device)
+                order += ns
+                hidden.append(w.hidden(slots))
+                lse.append(w.lse.index_select(0, slots))
+            back = torch.as_tensor(np.argsort(order), device=hidden[0].device)
+            h, lse = torch.cat(hidden).index_select(0, back), torch.cat(lse).index_select(0, back)
+            net = self.model.net
             if candidates is None:
-                return torch.stack([w.net.lm_logits(h) - w.lse[p] for (w, p), h in zip(rows, hidden)]).float().cpu()
-            out = []
-            for (w, p), h, ids in zip(rows, hidden, candidates):
-                self._check_ids(self.model, ids)
-                emb = w.net.decoder.embed_tokens.weight[torch.as_tensor(list(ids), dtype=torch.long, device=h.device)]
-                out.append((emb.to(h.dtype) @ h - w.lse[p]).float().cpu())
-            return out
+                return (net.lm_logits(h) - lse.unsqueeze(1)).float().cpu()
+            sizes = [len(ids) for ids in candidates]
+            owner = torch.as_tensor(np.repeat(np.arange(len(sizes)), sizes), device=h.device)
+            flat = torch.as_tensor([int(t) for ids in candidates for t in ids], dtype=torch.long, device=h.device)
+            emb = net.decoder.embed_tokens.weight.index_select(0, flat).to(h.dtype)
+            scores = (emb * h.index_select(0, owner)).sum(-1) - lse.index_select(0, owner)
+            return list(scores.float().cpu().split(sizes))
 
     def verify(self) -> VerifyResult:
         checks = [w.verify() for w in self.windows]
@@ -324,26 +344,83 @@ class IncrementalDocument:
         cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[len(ids) + 1] * len(fresh.net.layers)))
         return fresh
 
+    def _breaks(self, ids: Sequence[int], before: int | None) -> np.ndarray:
+        """Paragraph-break flags of `ids`, the token before them (None: none) deciding the first."""
+        m = self.model
+        if before is None:
+            return paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids)
+        return paragraph_breaks([before, *ids], m.paragraph_ids, m.newline_end_ids)[1:]
+
     def _apply_paragraphs(self, per_window: dict[int, list[Splice]], cost: Cost) -> list[WindowState]:
-        """Context "paragraph": the windows after the edit are the new text's paragraphs. A window
-        whose new extent is exactly one of them keeps its state (updated incrementally when the edit
-        touched it: its context is its own tokens, wherever it lies); the others are built anew."""
-        new_ids = [apply_splices(w.token_ids(), per_window[i]) if i in per_window else None
-                   for i, w in enumerate(self.windows)]
-        text = [t for w, ids in zip(self.windows, new_ids) for t in (w.token_ids() if ids is None else ids)]
-        bounds = self._split(text)
-        where = {b: k for k, b in enumerate(bounds)}
-        out: list[WindowState | None] = [None] * len(bounds)
-        start = 0
-        for i, (w, ids) in enumerate(zip(self.windows, new_ids)):
-            end = start + (w.n_tokens if ids is None else len(ids))
-            k = where.get((start, end)) if end > start else None
-            if k is not None:
-                if ids is not None:
-                    cost.add(w.apply(per_window[i]))
-                out[k] = w
+        """Context "paragraph": every paragraph break ends a window, and a paragraph that fits one
+        window is exactly one window (a longer one is tiled by windows of at most capacity).
+
+        Only the paragraphs around the edit are looked at: the touched windows and the next one
+        (its first token may now end a paragraph), widened to whole paragraphs. A window that still
+        covers a whole paragraph, or a valid tile of a long one, keeps its state (updated
+        incrementally if touched: its context is its own tokens, wherever it lies); the rest of
+        the region is rebuilt, paragraph by paragraph."""
+        windows = self.windows
+        new = {i: apply_splices(windows[i].token_ids(), sp) for i, sp in per_window.items()}
+        if not new:
+            return windows
+        ids_of = {}
+
+        def ids(i: int) -> list[int]:
+            if i not in ids_of:
+                ids_of[i] = new[i] if i in new else windows[i].token_ids()
+            return ids_of[i]
+
+        def last_token(i: int) -> int | None:  # of window i or, if it is emptied, of the one before
+            while i >= 0 and not ids(i):
+                i -= 1
+            return ids(i)[-1] if i >= 0 else None
+
+        def ends_paragraph(i: int) -> bool:
+            own = ids(i)
+            return bool(own) and bool(self._breaks(own[-2:], last_token(i - 1) if len(own) < 2 else None)[-1])
+
+        lo, hi = min(new), min(max(new) + 1, len(windows) - 1)
+        while lo > 0 and not ends_paragraph(lo - 1):
+            lo -= 1
+        while hi < len(windows) - 1 and not ends_paragraph(hi):
+            hi += 1
+        text = [t for i in range(lo, hi + 1) for t in ids(i)]
+        flags = self._breaks(text, last_token(lo - 1))
+        ends = (np.flatnonzero(flags[:-1]) + 1).tolist() + [len(text)] if text else []
+        extents, at = [], 0  # (start, end, window index) of the region's non-empty windows, in the region's text
+        for i in range(lo, hi + 1):
+            if ids(i):
+                extents.append((at, at + len(ids(i)), i))
+                at += len(ids(i))
+        out, k, start = [], 0, 0
+        for end in ends:  # each paragraph of the region
+            while k < len(extents) and extents[k][1] <= start:
+                k += 1
+            tiles = []
+            while k < len(extents) and extents[k][1] <= end and extents[k][0] >= start:
+                tiles.append(extents[k])
+                k += 1
+            tiled = bool(tiles) and tiles[0][0] == start and tiles[-1][1] == end and all(
+                tiles[j][1] == tiles[j + 1][0] for j in range(len(tiles) - 1))
+            if tiled and (len(tiles) == 1 or end - start > self.capacity):
+                for a, b, i in tiles:  # a whole paragraph, or the tiles of a long one
+                    if b - a > self.capacity:  # a tile that outgrew its window: only it is cut again
+                        out += self._fresh_split(text[a:b], cost)
+                    else:
+                        if i in new:
+                            cost.add(windows[i].apply(per_window[i]))
+                        out.append(windows[i])
+            else:
+                out += self._fresh_split(text[start:end], cost)
             start = end
-        return [w if w is not None else self._fresh(text[a:b], cost) for w, (a, b) in zip(out, bounds)]
+        return windows[:lo] + out + windows[hi + 1 :]
+
+    def _fresh_split(self, ids: Sequence[int], cost: Cost) -> list[WindowState]:
+        """Fresh windows for (part of) one paragraph: one window, or balanced tiles cut at line breaks."""
+        m = self.model
+        lines = np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
+        return [self._fresh(ids[a:b], cost) for a, b in tiles(len(ids), self.capacity, lines)]
 
 
 def _window_of(model: "LoadedModel", ids: Sequence[int]) -> WindowState:

@@ -45,9 +45,8 @@ def _top(scores: dict[str, float]) -> tuple[str, float]:
     return label, scores[label]
 
 
-def word_surprises(text: str, starts: np.ndarray, surprise: np.ndarray, lay: markup.Layout):
-    """(start, end, whole-word surprise) of every prose word whose tokens are its own."""
-    spans = typos.word_tokens(text, starts, len(surprise), list(lay.words(text)))
+def word_surprises(spans, surprise: np.ndarray):
+    """(start, end, whole-word surprise) of words given as (start, end, first token, end token)."""
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     return [(a, b, float(cumulative[j] - cumulative[i])) for a, b, i, j in spans]
 
@@ -65,9 +64,9 @@ def analyse(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
             lay: markup.Layout) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
-    words = word_surprises(text, starts, surprise, lay)
-    findings = detector(doc).examine(text, starts, surprise, [(a, b) for a, b, _ in words], doc.next_token_logprobs)
-    return surprise, words, findings
+    spans = typos.word_tokens(text, starts, len(surprise), list(lay.words(text)))  # prose words with their own tokens
+    findings = detector(doc).examine(text, starts, surprise, spans, doc.next_token_logprobs, resolved=True)
+    return surprise, word_surprises(spans, surprise), findings
 
 
 def tone_blocks(tt: TrackedText, doc: inference.IncrementalDocument, lay: markup.Layout):

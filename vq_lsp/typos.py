@@ -169,16 +169,17 @@ class Detector:
         return [(c, False) for c in close_words(word)]
 
     def examine(self, text: str, starts: Sequence[int], surprise: np.ndarray, words: Iterable[tuple[int, int]],
-                logprobs: Callable, force: bool = False) -> list[WordFinding]:
+                logprobs: Callable, force: bool = False, resolved: bool = False) -> list[WordFinding]:
         """Findings for the suspect words among `words` ((start, end) character spans): every
         non-word with a close dictionary word and every confusable word.
         `logprobs(indices, candidate_ids)` gives the log-probabilities of candidate tokens at
         those token indices (IncrementalDocument.next_token_logprobs). With `force`, every word
         gets a finding (hover, quick fixes), its fixes from one edit away (two for a
-        non-word with nothing closer)."""
+        non-word with nothing closer). `resolved`: `words` are already word_tokens' (start, end,
+        first token, end token) spans."""
         starts = np.asarray(starts)
-        words = list(words)
-        spans = word_tokens(text, starts, len(surprise), words)
+        spans = list(words) if resolved else word_tokens(text, starts, len(surprise), list(words))
+        words = [(a, b) for a, b, *_ in spans] if resolved else list(words)
         uses = Counter(text[a:b].lower() for a, b in words) if not force else Counter()
         cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
         todo = []

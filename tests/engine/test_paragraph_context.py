@@ -30,6 +30,25 @@ def test_split_paragraphs_cuts_after_every_break_and_splits_long_paragraphs():
     assert all(b - a <= 8 for a, b in bounds) and all(a == b0 for (_, b0), (a, _) in zip(bounds, bounds[1:]))
 
 
+def assert_paragraph_windows(doc, model, ids):
+    """Every paragraph break ends a window, no window outgrows its capacity, and a paragraph that
+    fits one window is exactly one window (a longer one may be tiled any way)."""
+    from inference.tokenizer import paragraph_breaks
+
+    assert doc.token_ids == ids
+    cap = model.config.window_tokens - 1
+    bounds = doc.window_bounds
+    assert all(0 < b - a <= cap for a, b in bounds)
+    cuts = {b for _, b in bounds}
+    flags = paragraph_breaks(ids, model.paragraph_ids, model.newline_end_ids)
+    start = 0
+    for end in (np.flatnonzero(flags[:-1]) + 1).tolist() + [len(ids)]:
+        assert end in cuts, f"paragraph [{start}, {end}) does not end a window"
+        if end - start <= cap:
+            assert not any(start < c < end for c in cuts), f"paragraph [{start}, {end}) is cut: {bounds}"
+        start = end
+
+
 @pytest.fixture(scope="module")
 def paragraph_model():
     return inference.load_model(device="cpu", context="paragraph")
@@ -78,15 +97,39 @@ def test_random_edits_with_paragraph_breaks_keep_paragraph_windows_and_exact_cod
             continue
         doc.apply([sp])
         ids = inference.apply_splices(ids, [sp])
-        assert doc.token_ids == ids
-        assert doc.window_bounds == inference.IncrementalDocument._split_for(model, ids)
+        assert_paragraph_windows(doc, model, ids)
         if step % 20 == 19:
             check = doc.verify()
             assert check.codes_equal, check
             assert check.max_abs_diff < 1e-6
     assert kinds["break"] >= 10 and kinds["join"] >= 10
     fresh = inference.IncrementalDocument(model, ids)
-    assert len(fresh.windows) == len(doc.windows)
+    assert_paragraph_windows(fresh, model, ids)
+
+
+def test_a_paragraph_longer_than_a_window_keeps_its_tiles_while_typing(gpt2_tokenizer, rust_book_revisions):
+    """No blank line in 600 tokens: the paragraph is tiled by windows; typing inside a tile updates
+    it incrementally (no rebuild of the whole paragraph), a tile that outgrows its window is cut
+    alone, and the codes stay exact."""
+    model = tiny_model(12, tokenizer=gpt2_tokenizer, vocab_size=50257, window_tokens=96, position_pool=9600)
+    model.context = "paragraph"
+    text = rust_book_revisions[-1].replace("\n\n", "\n")
+    ids = gpt2_tokenizer.encode(text)[:600]
+    doc = inference.IncrementalDocument(model, ids)
+    assert len(doc.windows) >= 7
+    rng = random.Random(4)
+    kept = 0
+    for step in range(80):
+        p = rng.randrange(len(ids))
+        sp = inference.Splice(p, p + (step % 3 == 0), [rng.randrange(50257)] * (1 + (step % 5 == 0)))
+        before = {id(w) for w in doc.windows}
+        doc.apply([sp])
+        ids = inference.apply_splices(ids, [sp])
+        assert_paragraph_windows(doc, model, ids)
+        kept += all(id(w) in before for w in doc.windows)  # every tile updated in place, none rebuilt
+    assert kept >= 75  # only a tile that outgrows its window is cut again
+    check = doc.verify()
+    assert check.codes_equal and check.max_abs_diff < 1e-6
 
 
 def test_state_estimate_follows_the_paragraph_windows(paragraph_model):
