@@ -397,14 +397,14 @@ class IncrementalDocument:
         for end in ends:  # each paragraph of the region
             while k < len(extents) and extents[k][1] <= start:
                 k += 1
-            tiles = []
+            covering = []
             while k < len(extents) and extents[k][1] <= end and extents[k][0] >= start:
-                tiles.append(extents[k])
+                covering.append(extents[k])
                 k += 1
-            tiled = bool(tiles) and tiles[0][0] == start and tiles[-1][1] == end and all(
-                tiles[j][1] == tiles[j + 1][0] for j in range(len(tiles) - 1))
-            if tiled and (len(tiles) == 1 or end - start > self.capacity):
-                for a, b, i in tiles:  # a whole paragraph, or the tiles of a long one
+            tiled = bool(covering) and covering[0][0] == start and covering[-1][1] == end and all(
+                covering[j][1] == covering[j + 1][0] for j in range(len(covering) - 1))
+            if tiled and (len(covering) == 1 or end - start > self.capacity):
+                for a, b, i in covering:  # a whole paragraph, or the tiles of a long one
                     if b - a > self.capacity:  # a tile that outgrew its window: only it is cut again
                         out += self._fresh_split(text[a:b], cost)
                     else:
