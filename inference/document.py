@@ -129,10 +129,9 @@ class IncrementalDocument:
 
     @staticmethod
     def _split_for(m: "LoadedModel", ids: Sequence[int]) -> list[tuple[int, int]]:
-        lines = np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
         breaks = paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids)
         split = split_paragraphs if m.context == "paragraph" else split_windows
-        return split(len(ids), m.config.window_tokens - 1, breaks, lines)
+        return split(len(ids), m.config.window_tokens - 1, breaks, _line_ends(m, ids))
 
     def _window(self, ids: Sequence[int]) -> WindowState:
         return _window_of(self.model, ids)
@@ -418,9 +417,12 @@ class IncrementalDocument:
 
     def _fresh_split(self, ids: Sequence[int], cost: Cost) -> list[WindowState]:
         """Fresh windows for (part of) one paragraph: one window, or balanced tiles cut at line breaks."""
-        m = self.model
-        lines = np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
-        return [self._fresh(ids[a:b], cost) for a, b in tiles(len(ids), self.capacity, lines)]
+        return [self._fresh(ids[a:b], cost) for a, b in tiles(len(ids), self.capacity, _line_ends(self.model, ids))]
+
+
+def _line_ends(m: "LoadedModel", ids: Sequence[int]) -> np.ndarray | None:
+    """Which tokens end a line (a window may be cut after them), or None for a model without a tokenizer."""
+    return np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
 
 
 def _window_of(model: "LoadedModel", ids: Sequence[int]) -> WindowState:
@@ -476,9 +478,9 @@ def estimate_state_bytes(model: "LoadedModel", tokens: int | Sequence[int]) -> i
     if per_slot is None:
         tiny = _window_of(model, [model.config.bos_token_id] * 8)
         per_slot = model._state_bytes_per_slot = tiny.state_bytes() / tiny.alive.numel()
-    if isinstance(tokens, int):
-        cap = model.config.window_tokens - 1
-        sizes = [tokens / max(1, math.ceil(tokens / (0.9 * cap)))] * max(1, math.ceil(tokens / (0.9 * cap)))
+    if isinstance(tokens, int):  # balanced windows filled to 0.9 of capacity, as split_windows cuts them
+        windows = max(1, math.ceil(tokens / (0.9 * (model.config.window_tokens - 1))))
+        sizes = [tokens / windows] * windows
     else:
         sizes = [b - a for a, b in IncrementalDocument._split_for(model, tokens)] if len(tokens) else [0]
     return int(per_slot * sum(max(16, SLACK * (n + 1)) + 1 for n in sizes))  # a BOS row and a spare slot each
