@@ -4,11 +4,13 @@ Layout: rows live in *slots* of preallocated tensors, in no particular order; at
 causal by position value, so slot order never matters and an insertion or deletion moves no
 data. `order` lists the slots in document order (BOS first). Per layer l the state holds the
 layer output x[l + 1] (the input of the first layer is the embedding of the row's token and
-position, recomputed when needed), q, k, v, the attention sum s, its code projections proj (s . c for every
-code) and the codes. A changed key's v mapped to that layout (its head's part of s and its
-projection on the codes of its VQ head) is computed during the update, for the few changed keys
-only: it lets a changed key move every later query's code distances at H x K cost instead of
-K x d, and storing it for every key would cost a quarter of the state.
+position, recomputed when needed), q, k, v, the code projections proj of the attention sum s
+(s . c for every code), an upper bound of |s| per VQ head (the tie guard's scale) and the codes.
+s itself is not kept (a VQ layer's output reads only its codes): it would be two thirds of an
+sp row, and the passes over every affected row would move three times the bytes. A changed
+key's v projected on the codes of its VQ head is computed during the update, for the few changed
+keys only: it lets a changed key move every later query's code distances at H x K cost instead
+of K x d, and storing it for every key would cost a quarter of the state.
 
 An update (one revision) goes layer by layer (DESIGN.md, "The incremental engine"):
   D      dirty rows: their layer input changed (edited, inserted or relabelled at layer 0)
@@ -66,27 +68,32 @@ class LayerConstants:
     """Per-layer codebook views and fused weights the engine needs, computed once per model.
 
     Row layouts of the engine's state (per layer; G segments of width w, a segment lying in one
-    attention head and one VQ head; Kp = K codes with VQ, 0 without):
-      qkv:  q (d) | k (d) | v (d)                                    one fused matmul per dirty row
-      sp:   s^0 (d/h) p^0 (Kp) | s^1 (d/h) p^1 (Kp) | ...            per VQ head j: its chunk of
-                                                                     s and p^j = s^j . codes of j
+    attention head and one VQ head):
+      qkv:  q (d) | k (d) | v (d)                  one fused matmul per dirty row
+      sp:   p^0 (K) | p^1 (K) | ... | u (h)        with VQ: p^j = s^j . codes of VQ head j, and
+                                                   u_j >= |s^j|, the tie guard's scale
+            s (d)                                  without VQ: the layer's attention output
     An update projects its changed keys' v on the codes (vc_g = v_g . codes of g, G x w x K per
-    key), so that one batched product of attention weights with (v_g | vc_g) moves both s and
-    the code projections of every query; a VQ head's p moves by the sum of its segments' part."""
+    key), so that one batched product of attention weights with vc moves the code projections of
+    every query; a VQ head's p moves by the sum of its segments' part. u grows by a bound of
+    |delta s^j| (the triangle inequality, from |weights| and |v| per segment) and is reset to
+    |s^j| whenever a row is recomputed in full: an upper bound only widens the guard."""
 
     def __init__(self, net: VQOPT) -> None:
         cfg = net.config
         heads, h = cfg.num_attention_heads, cfg.vq_heads
-        self.segments = heads * h // math.gcd(heads, h)  # only the MAC accounting counts per segment
+        G = self.segments = heads * h // math.gcd(heads, h)
         d, K = cfg.hidden_size, cfg.vq_codes
-        self.kp = K if cfg.vq else 0
-        cols = h * (d // h + self.kp)  # C: the width of an sp row
+        self.kp = h * K if cfg.vq else 0  # where u starts in an sp row
+        width = self.kp + h if cfg.vq else d  # C: the width of an sp row
+        # |delta s| per segment needs each segment's attention head (None: one segment per head)
+        self.segment_heads = None if G == heads else torch.arange(G) // (G // heads)
         # the block-diagonal move (H m keys x C) costs H m C per affected row, the per-head one m d + d C
-        self.block_keys = d * cols / max(1, heads * cols - d)
+        self.block_keys = d * width / max(1, heads * width - d)
         self.vq_heads_idx = torch.arange(h)
         self.code_sq = []  # (h, K) per layer
         self.code_sq_max = []  # (h,) per layer: the tie guard's code term
-        self.sp_map = []  # (d, C) per layer: s -> its sp row (identity blocks for s, codebooks for p)
+        self.sp_map = []  # (d, C) per layer: s -> its sp row (codebooks for p, zeros for u; the identity without VQ)
         self.sp_map_scaled = []  # the same times the attention scale, exact when it is a power of two
         self.qkv_weight, self.qkv_bias = [], []  # (d, 3d), (3d,) or None
         self.q_scaled = math.log2(cfg.head_dim) % 2 == 0  # hd^-0.5 is a power of two
@@ -107,18 +114,18 @@ class LayerConstants:
         self.head_mask = (dims // cfg.head_dim == torch.arange(heads, device=table.device).unsqueeze(1)
                           ).to(table.dtype).unsqueeze(1)  # (H, 1, d): head h's dims
         dh = d // h
-        identity = torch.zeros(d, h, dh + self.kp, dtype=table.dtype, device=table.device)
-        identity[dims, dims // dh, dims % dh] = 1  # s -> its place in its VQ head's chunk
         for layer in net.layers:
             att = layer.self_attn
-            sp_map = identity.clone()
             cb = layer.vq.codebook.detach()  # (h, K, d/h)
             self.code_sq.append(cb.pow(2).sum(-1))
             self.code_sq_max.append(self.code_sq[-1].max(-1).values)
             if cfg.vq:
+                sp_map = torch.zeros(d, width, dtype=table.dtype, device=table.device)
                 for j in range(h):
-                    sp_map[j * dh : (j + 1) * dh, j, dh:] = cb[j].t()
-            self.sp_map.append(sp_map.view(d, -1))
+                    sp_map[j * dh : (j + 1) * dh, j * K : (j + 1) * K] = cb[j].t()
+            else:
+                sp_map = torch.eye(d, dtype=table.dtype, device=table.device)
+            self.sp_map.append(sp_map)
             self.sp_map_scaled.append(self.sp_map[-1] * cfg.attention_scale if self.scale_exact else None)
             projs = (att.q_proj, att.k_proj, att.v_proj)
             cols = [lin.weight.detach().t() for lin in projs]
@@ -148,6 +155,8 @@ class LayerConstants:
     def to(self, device: torch.device) -> "LayerConstants":
         self.sizing = "exact" if torch.device(device).type == "cpu" else "bucketed"
         self.vq_heads_idx = self.vq_heads_idx.to(device)
+        if self.segment_heads is not None:
+            self.segment_heads = self.segment_heads.to(device)
         return self
 
 
@@ -211,8 +220,16 @@ class WindowState:
     # Row tensors have cap + 1 rows: the last is the trash slot, never alive, which the padded
     # entries of bucketed index lists read and write. See LayerConstants for the row layouts.
     def _per_vq_head(self, t: torch.Tensor) -> torch.Tensor:
-        """sp rows (..., h (d/h + Kp)) -> (..., h, d/h + Kp)."""
-        return t.unflatten(-1, (self.cfg.vq_heads, -1))
+        """sp rows (..., C) -> their code projections per VQ head (..., h, K) (a view)."""
+        return t[..., : self.consts.kp].unflatten(-1, (self.cfg.vq_heads, -1))
+
+    def _bound(self, t: torch.Tensor) -> torch.Tensor:
+        """sp rows (..., C) -> u, the upper bounds of |s^j| per VQ head (..., h) (a view)."""
+        return t[..., self.consts.kp :]
+
+    def _norms(self, s: torch.Tensor) -> torch.Tensor:
+        """|s^j| per VQ head of attention sums (r, d): (r, h), what u is reset to."""
+        return torch.linalg.vector_norm(s.view(s.shape[0], self.cfg.vq_heads, -1), dim=-1)
 
     @property
     def q(self) -> torch.Tensor:
@@ -228,13 +245,9 @@ class WindowState:
         return self.qkv[..., 2 * self.cfg.hidden_size :]
 
     @property
-    def s(self) -> torch.Tensor:
-        return self._per_vq_head(self.sp)[..., : self.cfg.hidden_size // self.cfg.vq_heads].flatten(-2)
-
-    @property
     def proj(self) -> torch.Tensor:
         """Code projections s . c per VQ head: (..., h, K)."""
-        return self._per_vq_head(self.sp)[..., self.cfg.hidden_size // self.cfg.vq_heads :]
+        return self._per_vq_head(self.sp)
 
     @property
     def alive(self) -> torch.Tensor:
@@ -258,7 +271,7 @@ class WindowState:
         dev, dt = p.device, p.dtype
         n = len(rows)
         cap = max(16, int(n * SLACK))
-        L, d, h, Kp = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.kp
+        L, d, h, C = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.sp_map[0].shape[1]
         self.cap = cap
         self.ids_host = np.zeros(cap + 1, dtype=np.int64)
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
@@ -266,7 +279,7 @@ class WindowState:
         self.emb_idx = torch.zeros(cap + 1, 3, dtype=torch.long, device=dev)  # embed_table rows per slot
         self.x = torch.zeros(L, cap + 1, d, dtype=dt, device=dev)  # layer outputs; the last one gives the heads
         self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
-        self.sp = torch.zeros(L, cap + 1, d + h * Kp, dtype=dt, device=dev)
+        self.sp = torch.zeros(L, cap + 1, C, dtype=dt, device=dev)
         self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
         self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
         self.lse = torch.zeros(cap + 1, dtype=dt, device=dev)
@@ -283,6 +296,7 @@ class WindowState:
                 self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
                 torch.mm(tr.s[0], consts.sp_map[l], out=self.sp[l, :n])
                 if cfg.vq:
+                    self._bound(self.sp[l, :n]).copy_(self._norms(tr.s[0]))
                     self.codes[l, :n] = tr.codes[0]
             self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
         self._views()
@@ -697,7 +711,7 @@ class WindowState:
             if not consts.q_scaled:
                 new[:, :d] *= cfg.head_dim ** -0.5
         spA = V.sp.index_select(0, A)
-        sp3 = spA.view(ab1, cfg.vq_heads, -1)  # per VQ head: its chunk of s, then its code projections
+        sp3 = self._per_vq_head(spA) if cfg.vq else None  # per VQ head: the code projections (a, h, K)
         if m:
             old = V.qkv.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
             if C:
@@ -710,7 +724,8 @@ class WindowState:
                 kn, ks = old, ctx.key_deleted
             coef, pk = ks  # +-scale per new / old key (0 for padding), and key positions
             # 2. every affected query against every changed key, all heads in one product; the
-            #    same weights move s and the code projections (linearity in v), into spA in place
+            #    same weights move the code projections (linearity in v), into spA in place, and
+            #    u by a bound of each move's norm
             qh = V.qh.index_select(0, A).transpose(0, 1)  # (H, a, hd)
             kh = kn.narrow(1, d, d).view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
             wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
@@ -718,15 +733,19 @@ class WindowState:
             if m < consts.block_keys:  # few keys: each key's v per head, mapped to sp layout (zeros elsewhere)
                 vbd = torch.mm((vals * consts.head_mask).view(H * m, d), consts.sp_map[l])  # (H m, C)
                 spA.addmm_(wts.transpose(0, 1).reshape(ab1, H * m), vbd)
+                if cfg.vq:
+                    self._bound(spA).add_(self._move_bound(wts, vals))
             else:  # many keys: move s per head, then map the moves to sp layout (K d per row)
                 ds = torch.bmm(wts, vals.view(m, H, -1).transpose(0, 1)).transpose(0, 1).reshape(ab1, d)
                 spA.addmm_(ds, consts.sp_map[l])
+                if cfg.vq:
+                    self._bound(spA).add_(self._norms(ds))
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
         if cfg.vq and m and tcap:
             dist = self._dist(sp3, l)
-            tied = self._tied(l, sp3, dist, dist.amin(-1, keepdim=True), clean)
+            tied = self._tied(l, spA, dist, dist.amin(-1, keepdim=True), clean)
             tv, ti = torch.topk(tied.to(spA.dtype), tcap)
             tloc = torch.where(tv > 0, ti, ctx.tl_t)
 
@@ -744,7 +763,7 @@ class WindowState:
             dist = self._dist(sp3, l)
             codes = dist.argmin(-1)  # (a, h)
             if tied is None and m:
-                tied = self._tied(l, sp3, dist, dist.amin(-1, keepdim=True), clean)
+                tied = self._tied(l, spA, dist, dist.amin(-1, keepdim=True), clean)
             nxt = (codes != V.codes.index_select(0, A)).any(-1)  # a code flipped
         else:
             nxt = ctx.valid_b if m else ctx.zeros
@@ -804,8 +823,18 @@ class WindowState:
         ctx.host_dloc = nl
         return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
 
+    def _move_bound(self, wts: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
+        """Upper bounds of |delta s^j| per affected row and VQ head (a, h) for the moves of `wts`
+        (H, a, m) over keys with values `vals` (m, d): sum over keys of |w| |v| per segment."""
+        consts, h = self.consts, self.cfg.vq_heads
+        G, m, a = consts.segments, vals.shape[0], wts.shape[1]
+        vn = torch.linalg.vector_norm(vals.view(m, G, -1), dim=-1).t().unsqueeze(-1)  # (G, m, 1)
+        w = wts.abs() if consts.segment_heads is None else wts.abs().index_select(0, consts.segment_heads)
+        return torch.bmm(w, vn).view(h, G // h, a).sum(1).t()
+
     def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
-        """sp rows (s^j | p^j per VQ head j) of rows with queries qR (H, r, hd) at positions posR (r, 1), over every key."""
+        """sp rows (p^j per VQ head j, then u = |s^j|) of rows with queries qR (H, r, hd) at
+        positions posR (r, 1), over every key."""
         cfg, consts = self.cfg, self.consts
         r = qR.shape[1]
         mask = V.kpos <= posR  # (r, slots): causal, alive keys only
@@ -817,7 +846,11 @@ class WindowState:
             wR = wR * (mask * cfg.attention_scale)
             sp_map = consts.sp_map[l]
         s = torch.bmm(wR, V.vh).transpose(0, 1).reshape(r, -1)  # (r, d)
-        return torch.mm(s, sp_map)
+        out = torch.mm(s, sp_map)
+        if cfg.vq:
+            norms = self._norms(s)
+            self._bound(out).copy_(norms * cfg.attention_scale if consts.scale_exact else norms)
+        return out
 
     def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
         """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
@@ -847,14 +880,14 @@ class WindowState:
         return x + (torch.addmm(b2, a, w2) if b2 is not None else a @ w2)
 
     def _dist(self, sp3: torch.Tensor, l: int) -> torch.Tensor:
-        """|s - c|^2 - |s|^2 for every VQ head and code of the rows (a, h, d/h + K): (a, h, K)."""
-        return torch.add(self.consts.code_sq[l], sp3[..., self.cfg.hidden_size // self.cfg.vq_heads :], alpha=-2.0)
+        """|s - c|^2 - |s|^2 for every VQ head and code of the rows, from their projections (a, h, K)."""
+        return torch.add(self.consts.code_sq[l], sp3, alpha=-2.0)
 
-    def _tied(self, l: int, sp3, dist, best, clean) -> torch.Tensor:
+    def _tied(self, l: int, spA, dist, best, clean) -> torch.Tensor:
         """Rows (among `clean` ones, None: all) whose best two codes are within the tie guard (bool (a,)):
-        some VQ head has a second code closer than tie_rel * (|s chunk|^2 + max |c|^2)."""
+        some VQ head has a second code closer than tie_rel * (u^2 + max |c|^2), u >= |s chunk|."""
         h = self.cfg.vq_heads
-        norm = torch.linalg.vector_norm(sp3[..., : self.cfg.hidden_size // h], dim=-1, keepdim=True)  # (a, h, 1)
+        norm = self._bound(spA).unsqueeze(-1)  # (a, h, 1)
         thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
         tied = (dist < thr).sum((-2, -1)) > h
         return tied if clean is None else tied & clean

@@ -148,7 +148,7 @@ def test_untouched_rows_are_bit_identical_after_an_edit():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dtype):
     """The first layer's input the engine recomputes (one embedding_bag over a stacked table) is the
-    dense pass's embedding bit for bit, and its s -> state-row map carries s through unchanged."""
+    dense pass's embedding bit for bit, and its s -> state-row map gives the code projections."""
     net = tiny_model(7, dtype=dtype).net
     with torch.no_grad():  # (a fresh model's fine position table is zero: every addition order agrees)
         net.decoder.embed_positions_fine.weight.normal_(0, 0.05)
@@ -164,6 +164,9 @@ def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dty
     bag = model.consts.embed(torch.from_numpy(model.consts.embed_rows(ids, pos)))
     assert torch.equal(bag, model.net.embed(torch.from_numpy(ids), torch.from_numpy(pos)))
     s = torch.randn(9, model.config.hidden_size, dtype=dtype)
-    rows = win._per_vq_head(s @ model.consts.sp_map[0])
-    h = model.config.vq_heads
-    assert torch.equal(rows[..., : model.config.hidden_size // h].flatten(-2), s)
+    rows = s @ model.consts.sp_map[0]
+    h, K = model.config.vq_heads, model.config.vq_codes
+    cb = model.net.layers[0].vq.codebook
+    per_head = torch.stack([s.view(9, h, -1)[:, j] @ cb[j].t() for j in range(h)], 1)  # (9, h, K)
+    torch.testing.assert_close(win._per_vq_head(rows), per_head)
+    assert rows.shape[1] == h * K + h and not rows[:, h * K :].any()  # the |s| bounds are set apart
