@@ -426,7 +426,7 @@ def _line_ends(m: "LoadedModel", ids: Sequence[int]) -> np.ndarray | None:
 
 
 def _window_of(model: "LoadedModel", ids: Sequence[int]) -> WindowState:
-    return WindowState(model.net, model.consts, ids, tie_rel=model.tie_rel)
+    return WindowState(model.net, model.consts, ids, tie_rel=model.tie_rel, tie_growth=model.tie_growth)
 
 
 class DocumentBuilder:

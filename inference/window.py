@@ -209,8 +209,10 @@ class WindowState:
         ids: Sequence[int],
         positions: Sequence[int] | None = None,
         tie_rel: float = 1e-9,
+        tie_growth: float = 0.0,
     ) -> None:
         self.net, self.cfg, self.consts, self.tie_rel = net, net.config, consts, tie_rel
+        self.tie_growth = tie_growth
         self.tie_c = [tie_rel * m.unsqueeze(-1) for m in consts.code_sq_max]  # the tie guard's code term, (h, 1)
         rows = [self.cfg.bos_token_id, *ids]
         pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
@@ -734,12 +736,12 @@ class WindowState:
                 vbd = torch.mm((vals * consts.head_mask).view(H * m, d), consts.sp_map[l])  # (H m, C)
                 spA.addmm_(wts.transpose(0, 1).reshape(ab1, H * m), vbd)
                 if cfg.vq:
-                    self._bound(spA).add_(self._move_bound(wts, vals))
+                    self._widen(spA, self._move_bound(wts, vals))
             else:  # many keys: move s per head, then map the moves to sp layout (K d per row)
                 ds = torch.bmm(wts, vals.view(m, H, -1).transpose(0, 1)).transpose(0, 1).reshape(ab1, d)
                 spA.addmm_(ds, consts.sp_map[l])
                 if cfg.vq:
-                    self._bound(spA).add_(self._norms(ds))
+                    self._widen(spA, self._norms(ds))
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
@@ -822,6 +824,14 @@ class WindowState:
             nl = np.union1d(np.flatnonzero(nxt.numpy()), dl)  # a second read, only after near-ties
         ctx.host_dloc = nl
         return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
+
+    def _widen(self, spA: torch.Tensor, move: torch.Tensor) -> None:
+        """u of moved rows: plus the bound of the move, times 1 + tie_growth (the rounding a row
+        accumulates grows with its moves; a full recomputation resets u to |s|)."""
+        u = self._bound(spA)
+        if self.tie_growth:
+            u.mul_(1.0 + self.tie_growth)
+        u.add_(move)
 
     def _move_bound(self, wts: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
         """Upper bounds of |delta s^j| per affected row and VQ head (a, h) for the moves of `wts`
