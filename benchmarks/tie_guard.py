@@ -2,7 +2,7 @@
 as edits accumulate, against the guard each row gets, and what the guard costs per edit.
 
     python benchmarks/tie_guard.py [--model DIR] [--tokens 2000] [--edits 2000] [--check-every 250]
-        [--guard 1e-4:0 5e-6:5e-4 ...] [--seed 7] [--out benchmarks/results]
+        [--guard 1e-4:0 1e-5:0 1e-5:5e-4 ...] [--seed 7] [--out benchmarks/results]
 
 A guard is `tie_rel:growth` (inference.loading.TIE_GUARD holds the defaults per dtype): a row is
 recomputed in full when two of its codes are within tie_rel * (u^2 + max |c|^2), u being its bound
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=int, default=2000)
     ap.add_argument("--edits", type=int, default=2000)
     ap.add_argument("--check-every", type=int, default=250)
-    ap.add_argument("--guard", nargs="+", default=["1e-4:0", "5e-6:5e-4"])
+    ap.add_argument("--guard", nargs="+", default=["1e-4:0", "1e-5:0", "1e-5:5e-4"])
     ap.add_argument("--seed", type=int, default=7)
     return run_benchmark("tie_guard", ap, argv, run, report)
 

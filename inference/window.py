@@ -86,8 +86,10 @@ class LayerConstants:
         d, K = cfg.hidden_size, cfg.vq_codes
         self.kp = h * K if cfg.vq else 0  # where u starts in an sp row
         width = self.kp + h if cfg.vq else d  # C: the width of an sp row
-        # |delta s| per segment needs each segment's attention head (None: one segment per head)
-        self.segment_heads = None if G == heads else torch.arange(G) // (G // heads)
+        # (G, H h): segment g -> (its attention head, its VQ head), to bound |delta s^j| from |v| per segment
+        seg = torch.arange(G)
+        self.segment_map = torch.zeros(G, heads * h, dtype=net.decoder.embed_tokens.weight.dtype)
+        self.segment_map[seg, seg // (G // heads) * h + seg // (G // h)] = 1
         # the block-diagonal move (H m keys x C) costs H m C per affected row, the per-head one m d + d C
         self.block_keys = d * width / max(1, heads * width - d)
         self.vq_heads_idx = torch.arange(h)
@@ -155,8 +157,7 @@ class LayerConstants:
     def to(self, device: torch.device) -> "LayerConstants":
         self.sizing = "exact" if torch.device(device).type == "cpu" else "bucketed"
         self.vq_heads_idx = self.vq_heads_idx.to(device)
-        if self.segment_heads is not None:
-            self.segment_heads = self.segment_heads.to(device)
+        self.segment_map = self.segment_map.to(device)
         return self
 
 
@@ -734,14 +735,15 @@ class WindowState:
             vals = kn.narrow(1, 2 * d, d)  # (m, d)
             if m < consts.block_keys:  # few keys: each key's v per head, mapped to sp layout (zeros elsewhere)
                 vbd = torch.mm((vals * consts.head_mask).view(H * m, d), consts.sp_map[l])  # (H m, C)
-                spA.addmm_(wts.transpose(0, 1).reshape(ab1, H * m), vbd)
+                wflat = wts.transpose(0, 1).reshape(ab1, H * m)
+                spA.addmm_(wflat, vbd)
                 if cfg.vq:
-                    self._widen(spA, self._move_bound(wts, vals))
+                    self._widen(spA, wflat, vals)
             else:  # many keys: move s per head, then map the moves to sp layout (K d per row)
                 ds = torch.bmm(wts, vals.view(m, H, -1).transpose(0, 1)).transpose(0, 1).reshape(ab1, d)
                 spA.addmm_(ds, consts.sp_map[l])
                 if cfg.vq:
-                    self._widen(spA, self._norms(ds))
+                    self._bound(spA).mul_(1.0 + self.tie_growth).add_(self._norms(ds))
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
@@ -825,22 +827,15 @@ class WindowState:
         ctx.host_dloc = nl
         return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
 
-    def _widen(self, spA: torch.Tensor, move: torch.Tensor) -> None:
-        """u of moved rows: plus the bound of the move, times 1 + tie_growth (the rounding a row
-        accumulates grows with its moves; a full recomputation resets u to |s|)."""
-        u = self._bound(spA)
-        if self.tie_growth:
-            u.mul_(1.0 + self.tie_growth)
-        u.add_(move)
-
-    def _move_bound(self, wts: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
-        """Upper bounds of |delta s^j| per affected row and VQ head (a, h) for the moves of `wts`
-        (H, a, m) over keys with values `vals` (m, d): sum over keys of |w| |v| per segment."""
-        consts, h = self.consts, self.cfg.vq_heads
-        G, m, a = consts.segments, vals.shape[0], wts.shape[1]
-        vn = torch.linalg.vector_norm(vals.view(m, G, -1), dim=-1).t().unsqueeze(-1)  # (G, m, 1)
-        w = wts.abs() if consts.segment_heads is None else wts.abs().index_select(0, consts.segment_heads)
-        return torch.bmm(w, vn).view(h, G // h, a).sum(1).t()
+    def _widen(self, spA: torch.Tensor, wflat: torch.Tensor, vals: torch.Tensor) -> None:
+        """u of the affected rows after a move by weights wflat (a, H m) over keys with values vals
+        (m, d): u (1 + tie_growth) + sum over keys of |w| |v| per segment, a bound of |delta s^j|
+        (the rounding a row accumulates grows with its moves; a full recomputation resets u)."""
+        cfg, consts = self.cfg, self.consts
+        m, H, h = vals.shape[0], cfg.num_attention_heads, cfg.vq_heads
+        vn = torch.linalg.vector_norm(vals.view(m, consts.segments, -1), dim=-1)  # (m, G)
+        per_key = torch.mm(vn, consts.segment_map).view(m, H, h).transpose(0, 1).reshape(H * m, h)
+        self._bound(spA).addmm_(wflat.abs(), per_key, beta=1.0 + self.tie_growth)
 
     def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
         """sp rows (p^j per VQ head j, then u = |s^j|) of rows with queries qR (H, r, hd) at
@@ -858,8 +853,11 @@ class WindowState:
         s = torch.bmm(wR, V.vh).transpose(0, 1).reshape(r, -1)  # (r, d)
         out = torch.mm(s, sp_map)
         if cfg.vq:
-            norms = self._norms(s)
-            self._bound(out).copy_(norms * cfg.attention_scale if consts.scale_exact else norms)
+            u = self._bound(out)
+            if consts.scale_exact:
+                torch.mul(self._norms(s), cfg.attention_scale, out=u)
+            else:
+                torch.linalg.vector_norm(s.view(r, cfg.vq_heads, -1), dim=-1, out=u)
         return out
 
     def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
