@@ -83,7 +83,6 @@ def run(args) -> list[dict]:
 def report(records) -> str:
     rows = []
     for r in records:
-        last = r["checks"][-1] if r["checks"] else {}
         rows.append([str(r["tie_rel"]), str(r["growth"]), f"{r['near_ties'] / len(r['ms']):.1f}",
                      f"{median(r['ms']):.1f}", f"{percentile(r['ms'], 0.9):.1f}", f"{sum(r['ms']) / len(r['ms']):.1f}",
                      " / ".join(f"{c['drift']:.1e}" for c in r["checks"]),

@@ -15,9 +15,10 @@ of K x d, and storing it for every key would cost a quarter of the state.
 An update (one revision) goes layer by layer (DESIGN.md, "The incremental engine"):
   D      dirty rows: their layer input changed (edited, inserted or relabelled at layer 0)
   keys   changed keys: D (new k, v) and D-before-the-edit plus deleted rows (old k, v)
-  clean  queries at or after the first changed key get s and proj moved by the delta of
-         gelu(q.k) v over the changed keys; dirty queries get their whole row recomputed
-  VQ     re-checked for every row whose s moved; a near-tie is recomputed in full first
+  clean  queries at or after the first changed key get proj moved by the delta of
+         gelu(q.k) v over the changed keys (and u by a bound of it); dirty queries get their
+         whole row recomputed
+  VQ     re-checked for every row whose proj moved; a near-tie is recomputed in full first
   next   D plus the rows whose code flipped: their Wo z and FFN are recomputed
 The engine knows nothing about text: token ids and positions only.
 """
@@ -555,7 +556,7 @@ class WindowState:
         else fixed capacities and one host sync at the end.
 
         On overflow (more flipped rows or near-ties than reserved) the state of every layer is
-        still self-consistent: each layer's q, k, v, s, codes match the inputs it was given, and
+        still self-consistent: each layer's q, k, v, proj, codes match the inputs it was given, and
         the rows left out have simply not been propagated yet. A further pass from the first
         layer that overflowed propagates them, exactly like an edit of those rows."""
         L = self.cfg.num_hidden_layers
@@ -593,7 +594,7 @@ class WindowState:
         """Count the real rows and (query, key) pairs of a pass on the host; padding is not counted.
 
         Positions increase along the document, so the keys a row sees are counted by binary
-        search. The identity blocks that carry s through the per-segment code product are not counted."""
+        search. The bound u's few numbers per row are not counted (like LayerNorms)."""
         cfg, host = self.cfg, ctx.host
         d, K, G = cfg.hidden_size, cfg.vq_codes, self.consts.segments
         A, a, tl = host["A"], host["a"], ctx.tl
