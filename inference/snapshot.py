@@ -109,7 +109,8 @@ def fingerprint(model: "LoadedModel") -> str:
         return cached[1]
     h = hashlib.sha256()
     h.update(json.dumps({"format": FORMAT_VERSION, "config": model.config.to_dict(), "dtype": str(model.dtype),
-                         "device": model.device.type, "tie_rel": model.tie_rel, "tie_growth": model.tie_growth, "context": model.context,
+                         "device": model.device.type, "tie_rel": model.tie_rel, "tie_growth": model.tie_growth,
+                         "context": model.context,
                          "layout": reference_layout(model)}, sort_keys=True).encode())
     for name, t in model.net.state_dict().items():
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())

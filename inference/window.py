@@ -86,7 +86,7 @@ class LayerConstants:
         G = self.segments = heads * h // math.gcd(heads, h)
         d, K = cfg.hidden_size, cfg.vq_codes
         self.kp = h * K if cfg.vq else 0  # where u starts in an sp row
-        width = self.kp + h if cfg.vq else d  # C: the width of an sp row
+        width = self.sp_width = self.kp + h if cfg.vq else d  # C: the width of an sp row
         # (G, H h): segment g -> (its attention head, its VQ head), to bound |delta s^j| from |v| per segment
         seg = torch.arange(G)
         self.segment_map = torch.zeros(G, heads * h, dtype=net.decoder.embed_tokens.weight.dtype)
@@ -231,9 +231,9 @@ class WindowState:
         """sp rows (..., C) -> u, the upper bounds of |s^j| per VQ head (..., h) (a view)."""
         return t[..., self.consts.kp :]
 
-    def _norms(self, s: torch.Tensor) -> torch.Tensor:
+    def _norms(self, s: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """|s^j| per VQ head of attention sums (r, d): (r, h), what u is reset to."""
-        return torch.linalg.vector_norm(s.view(s.shape[0], self.cfg.vq_heads, -1), dim=-1)
+        return torch.linalg.vector_norm(s.view(s.shape[0], self.cfg.vq_heads, -1), dim=-1, out=out)
 
     @property
     def q(self) -> torch.Tensor:
@@ -275,7 +275,7 @@ class WindowState:
         dev, dt = p.device, p.dtype
         n = len(rows)
         cap = max(16, int(n * SLACK))
-        L, d, h, C = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.sp_map[0].shape[1]
+        L, d, h, C = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.sp_width
         self.cap = cap
         self.ids_host = np.zeros(cap + 1, dtype=np.int64)
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
@@ -855,10 +855,10 @@ class WindowState:
         out = torch.mm(s, sp_map)
         if cfg.vq:
             u = self._bound(out)
-            if consts.scale_exact:
+            if consts.scale_exact:  # s is unscaled here (the scale is in sp_map_scaled)
                 torch.mul(self._norms(s), cfg.attention_scale, out=u)
             else:
-                torch.linalg.vector_norm(s.view(r, cfg.vq_heads, -1), dim=-1, out=u)
+                self._norms(s, out=u)
         return out
 
     def _fix_ties(self, ctx: _Edit, l: int, uloc: torch.Tensor, cost: Cost) -> torch.Tensor:
