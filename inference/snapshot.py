@@ -42,7 +42,7 @@ from .window import WindowState
 if TYPE_CHECKING:
     from .loading import LoadedModel
 
-FORMAT_VERSION = 2  # 2: sp rows hold the code projections and |s| bounds, not s
+FORMAT_VERSION = 3  # 2: sp rows hold the code projections and |s| bounds, not s; 3: no inner layer outputs
 MAGIC = b"VQSNAP\r\n"
 _HEADER = struct.Struct("<QI")  # metadata length, metadata CRC-32
 MAX_META_BYTES = 256 * 2**20

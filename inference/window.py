@@ -2,11 +2,12 @@
 
 Layout: rows live in *slots* of preallocated tensors, in no particular order; attention is
 causal by position value, so slot order never matters and an insertion or deletion moves no
-data. `order` lists the slots in document order (BOS first). Per layer l the state holds the
-layer output x[l + 1] (the input of the first layer is the embedding of the row's token and
-position, recomputed when needed), q, k, v, the code projections proj of the attention sum s
-(s . c for every code), an upper bound of |s| per VQ head (the tie guard's scale) and the codes.
-s itself is not kept (a VQ layer's output reads only its codes): it would be two thirds of an
+data. `order` lists the slots in document order (BOS first). Per layer l the state holds q, k,
+v, the code projections proj of the attention sum s (s . c for every code), an upper bound of
+|s| per VQ head (the tie guard's scale) and the codes; and the last layer's output (the heads
+read it). A layer's input is not kept: it is the embedding of the row's token and position,
+then each earlier layer's output projection and FFN of the row's code (no attention: the codes
+carry it), recomputed for the few rows that need it (a quarter of the state). s itself is not kept (a VQ layer's output reads only its codes): it would be two thirds of an
 sp row, and the passes over every affected row would move three times the bytes. A changed
 key's v projected on the codes of its VQ head is computed during the update, for the few changed
 keys only: it lets a changed key move every later query's code distances at H x K cost instead
@@ -281,7 +282,7 @@ class WindowState:
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
         self.kpos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)  # pos where alive, FAR elsewhere (for masks)
         self.emb_idx = torch.zeros(cap + 1, 3, dtype=torch.long, device=dev)  # embed_table rows per slot
-        self.x = torch.zeros(L, cap + 1, d, dtype=dt, device=dev)  # layer outputs; the last one gives the heads
+        self.x_last = torch.zeros(cap + 1, d, dtype=dt, device=dev)  # the last layer's output: the heads read it
         self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
         self.sp = torch.zeros(L, cap + 1, C, dtype=dt, device=dev)
         self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
@@ -295,8 +296,8 @@ class WindowState:
         self.kpos[:n] = pos_t.to(dt)
         with torch.no_grad():
             out = self._dense(torch.from_numpy(rows).to(dev), pos_t)
+            self.x_last[:n] = out.layer_outputs[-1][0]
             for l, tr in enumerate(out.traces):
-                self.x[l, :n] = out.layer_outputs[l][0]
                 self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
                 torch.mm(tr.s[0], consts.sp_map[l], out=self.sp[l, :n])
                 if cfg.vq:
@@ -314,13 +315,13 @@ class WindowState:
 
     def _views(self) -> None:
         """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
-        d, H = self.cfg.hidden_size, self.cfg.num_attention_heads
+        d, H, L = self.cfg.hidden_size, self.cfg.num_attention_heads, self.cfg.num_hidden_layers
         n = self.cap + 1
         self.layer_views = []
-        for l in range(self.cfg.num_hidden_layers):
+        for l in range(L):
             t = self.qkv[l]
             self.layer_views.append(_Edit(
-                qkv=t, sp=self.sp[l], codes=self.codes[l], x=self.x[l - 1] if l else None, x_next=self.x[l],
+                qkv=t, sp=self.sp[l], codes=self.codes[l], x_next=self.x_last if l == L - 1 else None,
                 kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
                 vh=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),  # every value, head-major (H, n, hd)
                 qh=t[:, :d].view(n, H, d // H), kpos=self.kpos))  # (n, H, hd)
@@ -330,15 +331,24 @@ class WindowState:
             return self.consts.dense(ids, pos)
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
 
-    def _layer_input(self, V, rows: torch.Tensor) -> torch.Tensor:
-        """Input rows of a layer: the previous layer's output, or for the first layer the embedding."""
-        if V.x is not None:
-            return V.x.index_select(0, rows)
-        return self.consts.embed(self.emb_idx.index_select(0, rows))
+    def _layer_input(self, l: int, rows: torch.Tensor) -> torch.Tensor:
+        """Input rows of layer l, from the rows' embedding and their codes at the earlier layers (the
+        same finish as the pass that wrote them: l output projections and FFNs per row, no attention).
+        An update needs it only for rows whose code flipped at layer l without being dirty there."""
+        x = self.consts.embed(self.emb_idx.index_select(0, rows))
+        if l and not self.cfg.vq:  # without codes a layer's output needs its attention: never asked (see _layer)
+            raise RuntimeError("a model without VQ keeps no inner layer input")
+        for j in range(l):
+            x = self._finish(j, self.net.layers[j], x, self._code_vectors(j, self.codes[j].index_select(0, rows)))
+        return x
+
+    def _code_vectors(self, l: int, codes: torch.Tensor) -> torch.Tensor:
+        """A VQ layer's output before its projection: each VQ head's code vector, concatenated (r, d)."""
+        return self.net.layers[l].vq.codebook[self.consts.vq_heads_idx, codes].flatten(-2)
 
     def hidden(self, slots: torch.Tensor) -> torch.Tensor:
         """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads."""
-        return self.net.decoder.final_layer_norm(self.x[-1].index_select(0, slots))
+        return self.net.decoder.final_layer_norm(self.x_last.index_select(0, slots))
 
     def _fill_heads(self, slots: torch.Tensor, hidden: torch.Tensor, cls_logits: torch.Tensor) -> None:
         self.cls_logp[slots] = torch.log_softmax(cls_logits, -1)
@@ -391,7 +401,7 @@ class WindowState:
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
         for name, dim in (("kpos", 0), ("emb_idx", 0), ("cls_logp", 0), ("lse", 0),
-                          ("x", 1), ("qkv", 1), ("sp", 1), ("codes", 1)):
+                          ("x_last", 0), ("qkv", 1), ("sp", 1), ("codes", 1)):
             t = getattr(self, name)
             shape = list(t.shape)
             shape[dim] = cap + 1 - old
@@ -496,7 +506,7 @@ class WindowState:
         ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, [tl],
                                                 self.consts.embed_rows(self.ids_host[touched], self.pos_host[touched]).ravel()])).to(dev)
         flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio, self.pos_host[touched],
-                                                np.full(nd, FAR)])).to(dev, self.x.dtype)
+                                                np.full(nd, FAR)])).to(dev, self.kpos.dtype)
         A_t, dloc, moved = ints[:ab1], ints[ab1:ab1 + nl], ints[ab1 + nl:ab1 + nl + nt + nd]
         deleted_t = moved[nt:]
         rest = ints[ab1 + nl + nt + nd:]
@@ -510,7 +520,7 @@ class WindowState:
                     key_src=key_src, posA_col=posA.unsqueeze(1),
                     host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
                     zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
-                    tl_t=tl_t, zero=torch.zeros((), dtype=self.x.dtype, device=dev), empty=A_t[:0])
+                    tl_t=tl_t, zero=torch.zeros((), dtype=self.kpos.dtype, device=dev), empty=A_t[:0])
         if nt:
             self.emb_idx.index_put_((moved[:nt],), touched_emb)
         finals = []
@@ -520,7 +530,7 @@ class WindowState:
         rows = np.unique(np.concatenate(finals)) if finals else np.zeros(0, dtype=np.int64)
         if len(rows):  # the heads of the rows whose last-layer output changed, exactly those
             slots = torch.from_numpy(rows).to(dev)
-            hidden, logits = net.heads(self.x[L - 1].index_select(0, slots))
+            hidden, logits = net.heads(self.x_last.index_select(0, slots))
             self._fill_heads(slots, hidden, logits)
             cost.incremental_macs += len(rows) * head_row_macs(cfg)
         self.free += deleted
@@ -630,7 +640,12 @@ class WindowState:
                 macs += int(np.searchsorted(alive_pos, pos[A[fl]], side="right").sum()) * 2 * d
             if cfg.vq:
                 macs += len(fl) * K * d  # code distances of the rows recomputed in full
-            macs += len(nl) * (d * d + 2 * d * cfg.ffn_dim)
+            finish = d * d + 2 * d * cfg.ffn_dim
+            macs += len(nl) * finish
+            # inputs recomputed from codes: l finishes per row (exact sizes: the next rows that were
+            # not dirty; padded: every next row; and a resumed pass's first dirty rows)
+            inputs = (len(nl) if rec["inputs"] is None else rec["inputs"]) + (dirty if rec["dirty_inputs"] else 0)
+            macs += inputs * l * finish
             cost.incremental_macs += macs
             if l == cfg.num_hidden_layers - 1:
                 finals.append(A[nl])
@@ -710,7 +725,8 @@ class WindowState:
         # 1. q|k|v of the dirty rows: one fused matmul; the old k|v of every changed key
         if C:
             b = consts.qkv_bias[l]
-            a_in = layer.self_attn_layer_norm(carried[1] if carried is not None else self._layer_input(V, dv))
+            x_dirty = carried[1] if carried is not None else self._layer_input(l, dv)  # their input
+            a_in = layer.self_attn_layer_norm(x_dirty)
             new = torch.addmm(b, a_in, consts.qkv_weight[l]) if b is not None else a_in @ consts.qkv_weight[l]
             if not consts.q_scaled:
                 new[:, :d] *= cfg.head_dim ** -0.5
@@ -786,20 +802,34 @@ class WindowState:
             nloc = torch.where(nv > 0, ni, ctx.tl_t)
             ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
 
-        # 6. codes, output projection and FFN of the next layer's rows
+        # 6. codes, output projection and FFN of the next layer's rows. Their input: the dirty rows'
+        #    from step 1; the others' (their code flipped) recomputed from their codes. Exact sizes
+        #    list the dirty rows first; padded sets are in no known order, so every input is recomputed.
         dvn = A.index_select(0, nloc)
         if cfg.vq:
             codes = codes.index_select(0, nloc)
             V.codes.index_put_((dvn,), codes)
-            z = layer.vq.codebook[consts.vq_heads_idx, codes].flatten(-2)
+            z = self._code_vectors(l, codes)
         else:
             z = spA.index_select(0, nloc)
-        out = self._finish(l, layer, self._layer_input(V, dvn), z)
-        V.x_next.index_put_((dvn,), out)
+        if exact:
+            inputs = len(nloc) - C  # rows whose input is recomputed
+            x_in = x_dirty if C and not inputs else self._layer_input(l, dvn[C:])
+            x_in = torch.cat([x_dirty, x_in]) if C and inputs else x_in
+        elif cfg.vq or not C or l == 0:
+            inputs = None  # every next row
+            x_in = self._layer_input(l, dvn)
+        else:  # without VQ every next row after the first layer is a dirty row: the same inputs, realigned
+            inputs = 0
+            x_in = x_dirty.new_zeros(ab1, d).index_put_((dloc,), x_dirty).index_select(0, nloc)
+        out = self._finish(l, layer, x_in, z)
+        if V.x_next is not None:
+            V.x_next.index_put_((dvn,), out)
         ctx.carry = (dvn, out)
 
         ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "block": m < consts.block_keys,
-                            "with_deleted": with_deleted,
+                            "with_deleted": with_deleted, "inputs": inputs,
+                            "dirty_inputs": bool(C) and carried is None,
                             "sets": host_sets if ncap is None else [dloc, R if R is not None else dloc, nloc]})
         ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
                         "nxt": nxt, "nloc": nloc}
@@ -812,7 +842,7 @@ class WindowState:
         layer's row sets on the host: dirty, recomputed in full, next)."""
         flags = (torch.stack([nxt, tied]) if tied is not None else nxt.unsqueeze(0)).numpy()
         dl = ctx.host_dloc
-        nl = np.union1d(np.flatnonzero(flags[0]), dl)  # flipped rows and the dirty rows
+        nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(flags[0]), dl)])  # the dirty rows, then flipped ones
         ties = np.setdiff1d(np.flatnonzero(flags[1]), dl) if tied is not None else dl[:0]
         tloc = None
         if len(ties):
@@ -824,7 +854,7 @@ class WindowState:
             fresh = self._dist(self._per_vq_head(spT), l).argmin(-1)
             codes.index_put_((tloc,), fresh)
             nxt = nxt.index_put((tloc,), (fresh != V.codes.index_select(0, rows)).any(-1))
-            nl = np.union1d(np.flatnonzero(nxt.numpy()), dl)  # a second read, only after near-ties
+            nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(nxt.numpy()), dl)])  # a second read, only after near-ties
         ctx.host_dloc = nl
         return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
 
@@ -915,6 +945,6 @@ class WindowState:
         diffs = [
             (out.hidden[0] - self.hidden(order)).abs().max(),
             (torch.log_softmax(out.cls_logits[0], -1) - self.cls_logp[order]).abs().max(),
-            (out.layer_outputs[-1][0] - self.x[-1, order]).abs().max(),
+            (out.layer_outputs[-1][0] - self.x_last[order]).abs().max(),
         ]
         return WindowCheck(mismatched == 0, mismatched, float(max(diffs)))

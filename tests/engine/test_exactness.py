@@ -157,7 +157,7 @@ def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dty
     (win,) = doc.windows
     order = torch.tensor(win.order)
     ids, pos = torch.from_numpy(win.ids_host[win.order]), torch.from_numpy(win.pos_host[win.order])
-    assert torch.equal(win._layer_input(win.layer_views[0], order), model.net.embed(ids, pos))
+    assert torch.equal(win._layer_input(0, order), model.net.embed(ids, pos))
     rng = np.random.default_rng(0)  # and anywhere in the vocabulary and the position pool
     ids = rng.integers(0, model.config.vocab_size, 5000)
     pos = rng.integers(0, model.config.position_pool, 5000)
@@ -170,3 +170,25 @@ def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dty
     per_head = torch.stack([s.view(9, h, -1)[:, j] @ cb[j].t() for j in range(h)], 1)  # (9, h, K)
     torch.testing.assert_close(win._per_vq_head(rows), per_head)
     assert rows.shape[1] == h * K + h and not rows[:, h * K :].any()  # the |s| bounds are set apart
+
+
+@SIZINGS
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_inner_layer_inputs_recomputed_from_codes_match_the_dense_pass(sizing, dtype):
+    """The state keeps no inner layer output: an update recomputes a layer's input from the row's
+    embedding and its codes at the earlier layers. After edits, that input is the dense pass's layer
+    output at every layer, for every row, within the outputs' tolerance."""
+    model = tiny_model(3, dtype=dtype, sizing=sizing)
+    doc = inference.IncrementalDocument(model, _random_ids(5, 90))
+    for seed in range(12):
+        rng = random.Random(seed)
+        at = rng.randrange(doc.n_tokens)
+        doc.apply([Splice(at, at + rng.randrange(2), _random_ids(seed, rng.randrange(1, 4)))])
+    _assert_exact(doc)
+    (win,) = doc.windows
+    order = torch.tensor(win.order)
+    with torch.no_grad():
+        out = model.net(torch.from_numpy(win.ids_host[win.order])[None], torch.from_numpy(win.pos_host[win.order])[None],
+                        collect=True)
+        for l in range(1, model.config.num_hidden_layers):
+            torch.testing.assert_close(win._layer_input(l, order), out.layer_outputs[l - 1][0], rtol=0, atol=TOL[dtype])
