@@ -14,13 +14,13 @@ from .config import VQOPTConfig
 from .costs import Cost, dense_macs
 from .diff import apply_splices, diff
 from .document import DocumentBuilder, EditResult, IncrementalDocument, VerifyResult, estimate_state_bytes
-from .loading import CONTEXTS, DEFAULT_MODEL_DIR, LoadedModel, load_model, pick_device
+from .loading import CONTEXTS, DEFAULT_MODEL_DIR, LAYOUTS, LoadedModel, load_model, pick_device
 from .model import VQOPT
 from .tokenizer import Tokenizer
 from .window import Splice
 
 __all__ = [
-    "CONTEXTS", "Cost", "DEFAULT_MODEL_DIR", "DocumentBuilder", "estimate_state_bytes", "EditResult", "IncrementalDocument", "LoadedModel", "ModelLoadError", "Splice",
+    "CONTEXTS", "LAYOUTS", "Cost", "DEFAULT_MODEL_DIR", "DocumentBuilder", "estimate_state_bytes", "EditResult", "IncrementalDocument", "LoadedModel", "ModelLoadError", "Splice",
     "Tokenizer", "VQOPT", "VQOPTConfig", "VerifyResult", "apply_splices", "dense_macs", "diff", "load_hf_opt",
     "load_model", "load_model_folder", "pick_device", "save_model_folder",
 ]

@@ -18,7 +18,7 @@ from .config import VQOPTConfig
 from .model import VQOPT
 from .paths import resolve_model
 from .tokenizer import Tokenizer
-from .window import LayerConstants
+from .window import LAYOUTS, LayerConstants
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 # The tie guard per dtype, (tie_rel, growth): a row is recomputed in full when two of its codes
@@ -51,14 +51,18 @@ class LoadedModel:
     card: dict = field(default_factory=dict)
     path: Path | None = None
     context: str = "window"  # see CONTEXTS
+    layout: str = "lean"  # see LAYOUTS: what a document's state keeps per row
 
     def __post_init__(self) -> None:
         if self.context not in CONTEXTS:
             raise ValueError(f"context must be one of {list(CONTEXTS)}, got {self.context!r}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {self.layout!r}")
         self.net.eval().requires_grad_(False)
         p = next(self.net.parameters())
         self.device, self.dtype = p.device, p.dtype
         self.consts = LayerConstants(self.net).to(self.device)
+        self.consts.keep_outputs = self.layout == "full"
         self.tie_rel, self.tie_growth = TIE_GUARD.get(self.dtype, (1e-3, 0.0))
         tok = self.tokenizer
         self.paragraph_ids = tok.paragraph_break_ids if tok is not None else frozenset()
@@ -80,15 +84,16 @@ class LoadedModel:
 
     @classmethod
     def from_net(cls, net: VQOPT, tokenizer: Tokenizer | None = None, *, device=None, dtype=torch.float64,
-                 card: dict | None = None, context: str = "window") -> "LoadedModel":
-        return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {}, context=context)
+                 card: dict | None = None, context: str = "window", layout: str = "lean") -> "LoadedModel":
+        return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {}, context=context, layout=layout)
 
 
 def load_model(path: str | os.PathLike | None = None, device=None,
-               dtype: torch.dtype | str = torch.float64, dense: str = "torch", context: str = "window") -> LoadedModel:
+               dtype: torch.dtype | str = torch.float64, dense: str = "torch", context: str = "window",
+               layout: str = "lean") -> LoadedModel:
     """Load a model folder, or a model installed under that name (paths.py); None means the default
     model bundled in the package. dtype: a torch dtype or a name from PRECISIONS; dense: the
-    backend of full passes (see LoadedModel.use_dense); context: see CONTEXTS."""
+    backend of full passes (see LoadedModel.use_dense); context: see CONTEXTS; layout: see LAYOUTS."""
     if context not in CONTEXTS:
         raise ValueError(f"context must be one of {list(CONTEXTS)}, got {context!r}")
     if isinstance(dtype, str):
@@ -108,7 +113,7 @@ def load_model(path: str | os.PathLike | None = None, device=None,
         raise ModelLoadError(f"{tok_path}: cannot be read ({e})") from None
     if tokenizer.vocab_size > net.config.vocab_size:
         raise ModelLoadError(f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {net.config.vocab_size}")
-    model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card, context=context)
+    model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card, context=context, layout=layout)
     model.path = folder
     if dense != "torch":
         model.use_dense(dense, torch.get_num_threads())

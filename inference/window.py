@@ -4,10 +4,11 @@ Layout: rows live in *slots* of preallocated tensors, in no particular order; at
 causal by position value, so slot order never matters and an insertion or deletion moves no
 data. `order` lists the slots in document order (BOS first). Per layer l the state holds q, k,
 v, the code projections proj of the attention sum s (s . c for every code), an upper bound of
-|s| per VQ head (the tie guard's scale) and the codes; and the last layer's output (the heads
-read it). A layer's input is not kept: it is the embedding of the row's token and position,
-then each earlier layer's output projection and FFN of the row's code (no attention: the codes
-carry it), recomputed for the few rows that need it (a quarter of the state). s itself is not kept (a VQ layer's output reads only its codes): it would be two thirds of an
+|s| per VQ head (the tie guard's scale) and the codes; per row, what the heads read off its last
+layer's output: the class log-probabilities and the surprise of the next token. Layer outputs
+are not kept: a row's is its embedding, then each layer's output projection and FFN of the row's
+code (no attention: the codes carry it), recomputed for the few rows that need it (they would be
+a third of the state). s itself is not kept (a VQ layer's output reads only its codes): it would be two thirds of an
 sp row, and the passes over every affected row would move three times the bytes. A changed
 key's v projected on the codes of its VQ head is computed during the update, for the few changed
 keys only: it lets a changed key move every later query's code distances at H x K cost instead
@@ -105,6 +106,7 @@ class LayerConstants:
         self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
         self.dense = None  # the full pass builds and verify run, (ids, positions) -> ForwardOutput; None: torch's
         self.sizing = "exact"  # see SIZINGS; `to` picks by device
+        self.keep_outputs = False  # see LAYOUTS: "full" keeps every layer's output
         # the layer-0 input as one bag per row: coarse[p // r + 2] + fine[p % r], then + token, the
         # same two additions in the same order as VQOPT.embed (exact), from one stacked table
         dec = net.decoder
@@ -187,6 +189,11 @@ GROWTH = {"cpu": (1.2, 1), "cuda": (4, 2)}
 # full arithmetic. "bucketed": shapes padded to buckets, one host read per pass; on a GPU a read
 # stalls the pipeline and padding is nearly free. LayerConstants.sizing picks per model (by device).
 SIZINGS = ("exact", "bucketed")
+# What a window keeps per row. "lean" (the default): no layer output; a row's is recomputed from
+# its embedding and codes when needed (the predecessors of edited tokens, riding the first pass;
+# rows whose code flips without their input changing: l layer finishes each at layer l). "full":
+# every layer's output too, d numbers per layer per row (a quarter more state), no recomputation.
+LAYOUTS = ("lean", "full")
 
 
 class _Edit:
@@ -282,12 +289,13 @@ class WindowState:
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
         self.kpos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)  # pos where alive, FAR elsewhere (for masks)
         self.emb_idx = torch.zeros(cap + 1, 3, dtype=torch.long, device=dev)  # embed_table rows per slot
-        self.x_last = torch.zeros(cap + 1, d, dtype=dt, device=dev)  # the last layer's output: the heads read it
         self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
         self.sp = torch.zeros(L, cap + 1, C, dtype=dt, device=dev)
         self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
         self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)  # per-token class log-probabilities
-        self.lse = torch.zeros(cap + 1, dtype=dt, device=dev)
+        self.nll = torch.zeros(cap + 1, dtype=dt, device=dev)  # -log p(token | its predecessor), per token's slot
+        # layer outputs: kept with the "full" layout (and without VQ, where an output needs its attention)
+        self.x = torch.zeros(L, cap + 1, d, dtype=dt, device=dev) if consts.keep_outputs or not cfg.vq else None
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
         self.ids_host[:n], self.pos_host[:n] = rows, pos
@@ -296,14 +304,16 @@ class WindowState:
         self.kpos[:n] = pos_t.to(dt)
         with torch.no_grad():
             out = self._dense(torch.from_numpy(rows).to(dev), pos_t)
-            self.x_last[:n] = out.layer_outputs[-1][0]
             for l, tr in enumerate(out.traces):
                 self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
                 torch.mm(tr.s[0], consts.sp_map[l], out=self.sp[l, :n])
                 if cfg.vq:
                     self._bound(self.sp[l, :n]).copy_(self._norms(tr.s[0]))
                     self.codes[l, :n] = tr.codes[0]
-            self._fill_heads(torch.arange(n, device=dev), out.hidden[0], out.cls_logits[0])
+            self._fill_heads(np.arange(n), out.hidden[0], out.cls_logits[0])
+            if self.x is not None:
+                for l, x in enumerate(out.layer_outputs):
+                    self.x[l, :n] = x[0]
         self._views()
         self._total()
 
@@ -321,7 +331,7 @@ class WindowState:
         for l in range(L):
             t = self.qkv[l]
             self.layer_views.append(_Edit(
-                qkv=t, sp=self.sp[l], codes=self.codes[l], x_next=self.x_last if l == L - 1 else None,
+                qkv=t, sp=self.sp[l], codes=self.codes[l],
                 kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
                 vh=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),  # every value, head-major (H, n, hd)
                 qh=t[:, :d].view(n, H, d // H), kpos=self.kpos))  # (n, H, hd)
@@ -335,9 +345,9 @@ class WindowState:
         """Input rows of layer l, from the rows' embedding and their codes at the earlier layers (the
         same finish as the pass that wrote them: l output projections and FFNs per row, no attention).
         An update needs it only for rows whose code flipped at layer l without being dirty there."""
+        if l and self.x is not None:  # the full layout keeps them
+            return self.x[l - 1].index_select(0, rows)
         x = self.consts.embed(self.emb_idx.index_select(0, rows))
-        if l and not self.cfg.vq:  # without codes a layer's output needs its attention: never asked (see _layer)
-            raise RuntimeError("a model without VQ keeps no inner layer input")
         for j in range(l):
             x = self._finish(j, self.net.layers[j], x, self._code_vectors(j, self.codes[j].index_select(0, rows)))
         return x
@@ -347,15 +357,32 @@ class WindowState:
         return self.net.layers[l].vq.codebook[self.consts.vq_heads_idx, codes].flatten(-2)
 
     def hidden(self, slots: torch.Tensor) -> torch.Tensor:
-        """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads."""
-        return self.net.decoder.final_layer_norm(self.x_last.index_select(0, slots))
+        """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads,
+        recomputed from their codes (L layer finishes per row)."""
+        return self.net.decoder.final_layer_norm(self._layer_input(self.cfg.num_hidden_layers, slots))
 
-    def _fill_heads(self, slots: torch.Tensor, hidden: torch.Tensor, cls_logits: torch.Tensor) -> None:
-        self.cls_logp[slots] = torch.log_softmax(cls_logits, -1)
-        # LM log-sum-exp in chunks of rows: (rows x vocab) logits for a whole window would be the
-        # largest temporary of a build (2048 x 8192 float64 = 128 MiB, several times over).
-        for a in range(0, len(slots), LSE_CHUNK_ROWS):
-            self.lse[slots[a:a + LSE_CHUNK_ROWS]] = torch.logsumexp(self.net.lm_logits(hidden[a:a + LSE_CHUNK_ROWS]), -1)
+    def _successors(self) -> np.ndarray:
+        """Each slot's next row in document order (the trash slot for the last row and dead slots)."""
+        succ = np.full(self.cap + 1, self.trash, dtype=np.int64)
+        succ[self.order[:-1]] = self.order[1:]
+        return succ
+
+    def _fill_heads(self, slots: np.ndarray, hidden: torch.Tensor, cls_logits: torch.Tensor) -> None:
+        """The heads of rows (host slots) from their final hidden states: class log-probabilities,
+        and the surprise of each row's successor token (the last row's goes to the trash slot)."""
+        succ = self._successors()[slots]
+        both = torch.from_numpy(np.stack([slots, succ, self.ids_host[succ]])).to(hidden.device)
+        self.cls_logp.index_put_((both[0],), torch.log_softmax(cls_logits, -1))
+        self.nll.index_put_((both[1],), self._next_nll(hidden, both[2]))
+
+    def _next_nll(self, hidden: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
+        """-log p(next_ids[i] | hidden[i]). LM logits in chunks of rows: (rows x vocab) for a whole
+        window would be the largest temporary of a build (2048 x 8192 float64 = 128 MiB, several times over)."""
+        parts = []
+        for a in range(0, len(next_ids), LSE_CHUNK_ROWS):
+            logits = self.net.lm_logits(hidden[a:a + LSE_CHUNK_ROWS])
+            parts.append(torch.logsumexp(logits, -1) - logits.gather(1, next_ids[a:a + LSE_CHUNK_ROWS, None]).squeeze(1))
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
 
     # ----------------------------------------------------------------- reading
     @property
@@ -375,11 +402,8 @@ class WindowState:
         return torch.tensor(self.order[1 + start : 1 + end], dtype=torch.long, device=self.kpos.device)
 
     def surprise(self, start: int, end: int) -> torch.Tensor:
-        """-log p(token | prefix) for tokens [start, end), from each predecessor's stored state."""
-        prev = torch.tensor(self.order[start:end], dtype=torch.long, device=self.kpos.device)
-        ids = torch.from_numpy(self.ids_host[self.order[1 + start : 1 + end]]).to(prev.device)
-        emb = self.net.decoder.embed_tokens.weight[ids]  # (m, d)
-        return self.lse[prev] - (self.hidden(prev) * emb).sum(-1)
+        """-log p(token | prefix) for tokens [start, end), as the update left them."""
+        return self.nll.index_select(0, self.token_slots(start, end))
 
     def dense_macs(self) -> int:
         return dense_macs(self.cfg, len(self.order))
@@ -400,9 +424,11 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        for name, dim in (("kpos", 0), ("emb_idx", 0), ("cls_logp", 0), ("lse", 0),
-                          ("x_last", 0), ("qkv", 1), ("sp", 1), ("codes", 1)):
+        for name, dim in (("kpos", 0), ("emb_idx", 0), ("cls_logp", 0),
+                          ("nll", 0), ("x", 1), ("qkv", 1), ("sp", 1), ("codes", 1)):
             t = getattr(self, name)
+            if t is None:
+                continue
             shape = list(t.shape)
             shape[dim] = cap + 1 - old
             pad = t.new_full(shape, FAR) if name == "kpos" else t.new_zeros(shape)
@@ -524,18 +550,52 @@ class WindowState:
         if nt:
             self.emb_idx.index_put_((moved[:nt],), touched_emb)
         finals = []
+        # rows whose last-layer output the heads need although it may not change: the predecessors
+        # of tokens with a new predecessor or id (their surprise). They ride along the first pass.
+        riders = self._stale_predecessors(np.asarray(old_order, dtype=np.int64), np.asarray(inserted + changed, dtype=np.int64))
+        ctx.riders = torch.from_numpy(riders).to(dev) if len(riders) and a and self.x is None else None
+        rode, ctx.rider_x = ctx.riders is not None, None
         if a:  # (none: only the last rows were deleted, and no row sees a changed key)
             caps = None if exact else self._capacities(0, max(1, nt), ab1 - 1)
             self._pass(ctx, 0, dloc, caps, cost, True, {}, finals)
-        rows = np.unique(np.concatenate(finals)) if finals else np.zeros(0, dtype=np.int64)
-        if len(rows):  # the heads of the rows whose last-layer output changed, exactly those
-            slots = torch.from_numpy(rows).to(dev)
-            hidden, logits = net.heads(self.x_last.index_select(0, slots))
-            self._fill_heads(slots, hidden, logits)
-            cost.incremental_macs += len(rows) * head_row_macs(cfg)
+        self._update_heads(finals, riders, ctx.rider_x if rode else None, cost)
         self.free += deleted
         self._total()
         return cost
+
+    def _stale_predecessors(self, old_order: np.ndarray, edited: np.ndarray) -> np.ndarray:
+        """Slots whose successor token is new, has a new id, or follows a new predecessor: the
+        surprise of that successor must be recomputed from their output."""
+        order = np.asarray(self.order, dtype=np.int64)
+        prev_old = np.full(self.cap + 1, -1, dtype=np.int64)
+        prev_old[old_order[1:]] = old_order[:-1]
+        stale = (prev_old[order[1:]] != order[:-1]) | np.isin(order[1:], edited)
+        return order[:-1][stale]
+
+    def _update_heads(self, finals: list, riders: np.ndarray, rider_x, cost: Cost) -> None:
+        """Heads of the rows whose last-layer output changed (each pass's last layer gave it, a later
+        pass's winning) and of the riders (their output from the first pass, or recomputed from their
+        codes when none ran): class log-probabilities and the next token's surprise."""
+        cfg, L = self.cfg, self.cfg.num_hidden_layers
+        slots = np.concatenate([f[0] for f in finals]) if finals else np.zeros(0, dtype=np.int64)
+        outs = [torch.cat([f[1] for f in finals]) if len(finals) > 1 else finals[0][1]] if finals else []
+        if len(finals) > 1 or (slots == self.trash).any():  # padded, or several passes: the last output per row
+            last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
+            last = last[slots[last] != self.trash]
+            slots, outs = slots[last], [outs[0].index_select(0, torch.from_numpy(last).to(outs[0].device))]
+        new = ~np.isin(riders, slots)  # (a rider whose output changed anyway is among the pass's rows)
+        need = riders[new]
+        if len(need) and rider_x is None:  # no pass ran, or without VQ: from the kept output
+            outs.append(self._layer_input(L, torch.from_numpy(need).to(self.kpos.device)))
+            if self.x is None:
+                cost.incremental_macs += len(need) * L * (cfg.hidden_size ** 2 + 2 * cfg.hidden_size * cfg.ffn_dim)
+        elif len(need):
+            outs.append(rider_x if new.all() else rider_x.index_select(0, torch.from_numpy(np.flatnonzero(new)).to(rider_x.device)))
+        if outs:
+            rows = np.concatenate([slots, need])
+            hidden, logits = self.net.heads(torch.cat(outs) if len(outs) > 1 else outs[0])
+            self._fill_heads(rows, hidden, logits)
+            cost.incremental_macs += len(rows) * head_row_macs(cfg)
 
     def _capacities(self, first: int, rows: int, ab: int) -> list[tuple[int, int]]:
         """Padded (dirty rows, near-tie rows) per layer first..L for a pass starting with `rows` rows.
@@ -575,8 +635,13 @@ class WindowState:
             full, nxt = extras.get(l, (None, None))
             tcap, ncap = (0, None) if caps is None else (caps[l][1], caps[l + 1][0])
             dloc = self._layer(l, self.net.layers[l], ctx, dloc, tcap, ncap, with_deleted, full, nxt)
+        if ctx.riders is not None:  # they rode this pass (the first) through every layer
+            cost.incremental_macs += len(ctx.riders) * L * (self.cfg.hidden_size ** 2 + 2 * self.cfg.hidden_size * self.cfg.ffn_dim)
+            ctx.riders = None
         if caps is None:  # exact sizes: the host read every set already
-            self._account(ctx, [rec["sets"] for rec in ctx.records], first, cost, finals)
+            sets = [rec["sets"] for rec in ctx.records]
+            self._account(ctx, sets, first, cost)
+            finals.append((ctx.host["A"][sets[-1][2]], ctx.carry[1]))  # the last layer's rows and outputs
             return
         # padded: the counts and every row set in one read, for overflow and the host's exact accounting
         parts = [torch.stack(ctx.counts)] + [t for rec in ctx.records for t in rec["sets"]]
@@ -596,11 +661,12 @@ class WindowState:
             rec["n_tied"], rec["n_next"] = n_tied, n_next
             if overflow is None and (n_next > rec["ncap"] or n_tied > rec["tcap"]):
                 overflow = i
-        self._account(ctx, sets, first, cost, finals)
+        self._account(ctx, sets, first, cost)
+        finals.append((ctx.host["A"][sets[-1][2]], ctx.carry[1]))
         if overflow is not None:
             self._resume(ctx, first + overflow, cost, finals)
 
-    def _account(self, ctx: _Edit, sets, first: int, cost: Cost, finals: list) -> None:
+    def _account(self, ctx: _Edit, sets, first: int, cost: Cost) -> None:
         """Count the real rows and (query, key) pairs of a pass on the host; padding is not counted.
 
         Positions increase along the document, so the keys a row sees are counted by binary
@@ -647,8 +713,6 @@ class WindowState:
             inputs = (len(nl) if rec["inputs"] is None else rec["inputs"]) + (dirty if rec["dirty_inputs"] else 0)
             macs += inputs * l * finish
             cost.incremental_macs += macs
-            if l == cfg.num_hidden_layers - 1:
-                finals.append(A[nl])
 
     def _resume(self, ctx: _Edit, first: int, cost: Cost, finals: list) -> None:
         """Propagate what a pass left out from layer `first` on: near-ties it had no room to check
@@ -802,34 +866,38 @@ class WindowState:
             nloc = torch.where(nv > 0, ni, ctx.tl_t)
             ctx.counts += [tied.sum(dtype=score.dtype) if tied is not None else ctx.zero, score.sum()]
 
-        # 6. codes, output projection and FFN of the next layer's rows. Their input: the dirty rows'
-        #    from step 1; the others' (their code flipped) recomputed from their codes. Exact sizes
-        #    list the dirty rows first; padded sets are in no known order, so every input is recomputed.
+        # 6. codes, output projection and FFN of the next layer's rows. Their input: kept (full layout),
+        #    or the dirty rows' from step 1 and the others' (their code flipped) recomputed from their
+        #    codes. Exact sizes list the dirty rows first; padded sets are in no known order, so every
+        #    input is recomputed.
         dvn = A.index_select(0, nloc)
+        riders = ctx.riders
         if cfg.vq:
             codes = codes.index_select(0, nloc)
             V.codes.index_put_((dvn,), codes)
-            z = self._code_vectors(l, codes)
+            z = self._code_vectors(l, codes if riders is None else torch.cat([codes, V.codes.index_select(0, riders)]))
         else:
             z = spA.index_select(0, nloc)
-        if exact:
+        kept = self.x is not None
+        if exact and not kept:
             inputs = len(nloc) - C  # rows whose input is recomputed
             x_in = x_dirty if C and not inputs else self._layer_input(l, dvn[C:])
             x_in = torch.cat([x_dirty, x_in]) if C and inputs else x_in
-        elif cfg.vq or not C or l == 0:
-            inputs = None  # every next row
+        else:
+            inputs = 0 if kept or not l else None  # None: every next row
             x_in = self._layer_input(l, dvn)
-        else:  # without VQ every next row after the first layer is a dirty row: the same inputs, realigned
-            inputs = 0
-            x_in = x_dirty.new_zeros(ab1, d).index_put_((dloc,), x_dirty).index_select(0, nloc)
+        if riders is not None:  # the riders' layer outputs, from their codes, in the same batched finish
+            x_in = torch.cat([x_in, ctx.rider_x if l else self._layer_input(0, riders)])
         out = self._finish(l, layer, x_in, z)
-        if V.x_next is not None:
-            V.x_next.index_put_((dvn,), out)
+        if riders is not None:
+            out, ctx.rider_x = out[: len(nloc)], out[len(nloc):]
+        if kept:
+            self.x[l].index_put_((dvn,), out)
         ctx.carry = (dvn, out)
 
         ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "block": m < consts.block_keys,
                             "with_deleted": with_deleted, "inputs": inputs,
-                            "dirty_inputs": bool(C) and carried is None,
+                            "dirty_inputs": bool(C) and carried is None and not kept,
                             "sets": host_sets if ncap is None else [dloc, R if R is not None else dloc, nloc]})
         ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
                         "nxt": nxt, "nloc": nloc}
@@ -945,6 +1013,7 @@ class WindowState:
         diffs = [
             (out.hidden[0] - self.hidden(order)).abs().max(),
             (torch.log_softmax(out.cls_logits[0], -1) - self.cls_logp[order]).abs().max(),
-            (out.layer_outputs[-1][0] - self.x_last[order]).abs().max(),
+            (self._next_nll(out.hidden[0, :-1], ids[1:]) - self.nll[order[1:]]).abs().max() if len(order) > 1
+            else out.hidden.new_zeros(()),
         ]
         return WindowCheck(mismatched == 0, mismatched, float(max(diffs)))

@@ -38,12 +38,13 @@ def seed_codebooks(net: inference.VQOPT, seed: int = 0, rows: int = 96) -> infer
 
 
 def tiny_model(seed: int = 0, tokenizer=None, dtype=torch.float64, sizing: str | None = None,
-               **overrides) -> inference.LoadedModel:
+               layout: str = "lean", **overrides) -> inference.LoadedModel:
     """A small random VQ-OPT; `sizing` forces how updates size their row sets (inference.window.SIZINGS):
-    the CPU default is "exact", and "bucketed", the CUDA path, is tested on the CPU through it."""
+    the CPU default is "exact", and "bucketed", the CUDA path, is tested on the CPU through it;
+    `layout`: what a state keeps (inference.LAYOUTS)."""
     torch.manual_seed(seed)
     net = seed_codebooks(inference.VQOPT(tiny_config(**overrides)), seed)
-    model = inference.LoadedModel.from_net(net, tokenizer, device="cpu", dtype=dtype)
+    model = inference.LoadedModel.from_net(net, tokenizer, device="cpu", dtype=dtype, layout=layout)
     if sizing is not None:
         model.consts.sizing = sizing
     return model

@@ -38,8 +38,9 @@ def test_replace_last_token_by_hand():
                 + 3 * 2 * d  # its full attention row over BOS, token 0 and itself
                 + K * d  # its code distances
                 + d * d + 2 * d * f  # out projection and FFN
-                + d * (V + 2))  # LM and classification heads
-    assert cost.incremental_macs == expected == 536
+                + d * (V + 2)  # LM and classification heads
+                + d * d + 2 * d * f + d * (V + 2))  # token 0's output from its codes and its heads: the new token's surprise
+    assert cost.incremental_macs == expected == 784
     assert cost.dirty_per_layer == [1]
     assert cost.dense_macs == 1464
 
@@ -52,6 +53,7 @@ def test_replace_first_token_by_hand():
                 + 2 * (2 * d + G * K)  # the clean later row: remove the old key, add the new one (s and proj)
                 + 2 * 2 * d + K * d  # the dirty row's full attention (BOS and itself) and its distances
                 + d * d + 2 * d * f  # out projection and FFN of the dirty row (the clean one cannot flip)
-                + d * (V + 2))
-    assert cost.incremental_macs == expected == 560
+                + d * (V + 2)
+                + d * d + 2 * d * f + d * (V + 2))  # BOS's output from its codes and its heads: the new token's surprise
+    assert cost.incremental_macs == expected == 808
     assert doc.verify().codes_equal

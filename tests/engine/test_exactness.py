@@ -100,16 +100,19 @@ def test_random_edit_sequences_stay_exact(sizing, edits):
 
 
 @SIZINGS
-@pytest.mark.parametrize("vq_heads, dtype", [(1, torch.float64), (2, torch.float64), (4, torch.float64),
-                                             (2, torch.float32), (4, torch.float32)])
-def test_fixed_long_sequence_with_storms_relabels_and_stays_exact(vq_heads, dtype, sizing):
+@pytest.mark.parametrize("vq_heads, dtype, layout", [(1, torch.float64, "lean"), (2, torch.float64, "lean"),
+                                                     (4, torch.float64, "lean"), (2, torch.float32, "lean"),
+                                                     (4, torch.float32, "lean"), (2, torch.float64, "full"),
+                                                     (2, torch.float32, "full")])
+def test_fixed_long_sequence_with_storms_relabels_and_stays_exact(vq_heads, dtype, layout, sizing):
     """float32 is the serving dtype: its codes must equal a float32 dense pass after every edit too
-    (the tie guard recomputes the rows whose two best codes are within its rounding)."""
+    (the tie guard recomputes the rows whose two best codes are within its rounding). Both state
+    layouts: layer outputs recomputed from codes (lean) or kept (full)."""
     rng = random.Random(vq_heads)
     kinds = ["insert", "delete", "replace", "storm", "front", "back", "multi"]
     edits = [(rng.choice(kinds), rng.random(), rng.randint(1, 4), rng.randrange(2**31)) for _ in range(120)]
     edits.insert(60, ("shrink", 0.0, 1, 5))
-    _, stats = _run(tiny_model(vq_heads, vq_heads=vq_heads, dtype=dtype, sizing=sizing), edits)
+    _, stats = _run(tiny_model(vq_heads, vq_heads=vq_heads, dtype=dtype, sizing=sizing, layout=layout), edits)
     assert stats["edits"] >= 200
     assert stats["relabelled"] > 0  # the storms really exhausted gaps
 
@@ -174,11 +177,12 @@ def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dty
 
 @SIZINGS
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_inner_layer_inputs_recomputed_from_codes_match_the_dense_pass(sizing, dtype):
-    """The state keeps no inner layer output: an update recomputes a layer's input from the row's
-    embedding and its codes at the earlier layers. After edits, that input is the dense pass's layer
+@pytest.mark.parametrize("layout", inference.LAYOUTS)
+def test_layer_outputs_recomputed_or_kept_match_the_dense_pass(sizing, dtype, layout):
+    """The lean state keeps no layer output: an update recomputes a layer's input (and the heads'
+    input) from the row's embedding and its codes at the earlier layers; the full one keeps them. After edits, that input is the dense pass's layer
     output at every layer, for every row, within the outputs' tolerance."""
-    model = tiny_model(3, dtype=dtype, sizing=sizing)
+    model = tiny_model(3, dtype=dtype, sizing=sizing, layout=layout)
     doc = inference.IncrementalDocument(model, _random_ids(5, 90))
     for seed in range(12):
         rng = random.Random(seed)
@@ -190,5 +194,5 @@ def test_inner_layer_inputs_recomputed_from_codes_match_the_dense_pass(sizing, d
     with torch.no_grad():
         out = model.net(torch.from_numpy(win.ids_host[win.order])[None], torch.from_numpy(win.pos_host[win.order])[None],
                         collect=True)
-        for l in range(1, model.config.num_hidden_layers):
+        for l in range(1, model.config.num_hidden_layers + 1):  # (the last: what the heads read)
             torch.testing.assert_close(win._layer_input(l, order), out.layer_outputs[l - 1][0], rtol=0, atol=TOL[dtype])

@@ -143,7 +143,7 @@ def test_data_sharing_memory_with_a_window_tensor_is_refused(model, tmp_path):
     w.mixed = [big_tensor(w)[0], torch.ones(2)]
     with pytest.raises(SnapshotError, match=r"windows\[0\]\.mixed\[0\]: shares memory with a window tensor"):
         write(doc, tmp_path / "s")
-    w.mixed = [w.x_last, torch.ones(2)]  # the window's own tensor, aliased inside other data
+    w.mixed = [w.nll, torch.ones(2)]  # the window's own tensor, aliased inside other data
     with pytest.raises(SnapshotError, match="shares memory"):
         write(doc, tmp_path / "s")
 

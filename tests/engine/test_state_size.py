@@ -1,6 +1,6 @@
 """What an engine state holds: per slot, exactly the tensors the update reads and nothing that can
-be recomputed cheaply (a changed key's vc, a layer's input: the embedding and the earlier layers'
-code outputs, the final LayerNorm) and nothing the update does not read (s itself: codes decide a layer's output), in the
+be recomputed cheaply (a changed key's vc, a layer's output: the embedding and the layers' code
+outputs) and nothing the update does not read (s itself: codes decide a layer's output), in the
 model's dtype; and room for at most SLACK times its rows."""
 
 import pytest
@@ -13,14 +13,16 @@ from .helpers import tiny_model
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_bytes_per_slot_follow_the_lean_layout(dtype):
-    model = tiny_model(0, dtype=dtype)
+@pytest.mark.parametrize("layout", inference.LAYOUTS)
+def test_bytes_per_slot_follow_the_layout(dtype, layout):
+    model = tiny_model(0, dtype=dtype, layout=layout)
     cfg = model.config
     L, d, h, K = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, cfg.vq_codes
     doc = inference.IncrementalDocument(model, list(range(4, 100)))
     (win,) = doc.windows
     e = torch.empty((), dtype=dtype).element_size()
-    floats = L * (3 * d + h * K + h) + d + cfg.num_labels + 2  # q|k|v, p and |s| bound per VQ head; the last layer's output, class log-probs, lse, key position
+    floats = L * (3 * d + h * K + h) + cfg.num_labels + 2  # q|k|v, p and |s| bound per VQ head; class log-probs, surprise, key position
+    floats += L * d if layout == "full" else 0  # every layer's output
     ints = L * h + 3 + 2  # codes, the three embedding rows on the device; token id and position on the host
     assert win.state_bytes() == (floats * e + ints * 8) * (win.cap + 1) + cfg.num_labels * e  # + the window total
     assert win.cap <= SLACK * len(win.order) + 1
