@@ -1,7 +1,7 @@
 """Single-token edits at several document lengths: what each edit dispatches and how long it takes.
 
     python benchmarks/single_token.py [MODEL_DIR] [--lengths 500 2000 8000] [--edits 40]
-        [--dtype float64 float32] [--sizing exact bucketed] [--context window paragraph]
+        [--dtype float64 float32] [--sizing exact bucketed] [--context window paragraph] [--layout lean full]
         [--threads 1] [--out benchmarks/results]
 
 Data: the newest revision of held-out PEPs (../shared/data/eval/python_peps.jsonl.gz), used only
@@ -9,6 +9,8 @@ to have real tokens, cut to each length. The same seeded sequence of single-toke
 (replace, insert, delete in turn, at random places) is applied once per row-set sizing:
   exact     the CPU default: the host reads each layer's next rows (one read per layer), no padding
   bucketed  the CUDA path: shapes padded to buckets, one read per pass (forced here on the CPU)
+and per state layout (--layout): lean (the default: no layer outputs kept) or full (kept), with
+the state's bytes per token after the edits.
 Per edit: dispatched torch ops, launches (ops that are not views: about one kernel each on CUDA)
 and host syncs (.item(), nonzero, tolist, numpy ...), counted by benchmarks.common.DispatchCounter
 on an untimed twin document fed the same edits; and wall clock of the timed document. Beside
@@ -78,8 +80,9 @@ def edited_window(doc, splice) -> list[int]:
     return doc.windows[-1].token_ids()
 
 
-def run(model, ids, edits, sizing: str, edited_dense: bool = False) -> dict:
+def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str = "lean") -> dict:
     model.consts.sizing = sizing
+    model.consts.keep_outputs = layout == "full"  # (read when a document is built)
     timed_doc = inference.IncrementalDocument(model, ids)
     twin = inference.IncrementalDocument(model, ids)
     for sp in edits[:WARMUP]:
@@ -96,7 +99,8 @@ def run(model, ids, edits, sizing: str, edited_dense: bool = False) -> dict:
             twin.apply([sp])
         counts.append((c.ops, c.launches, c.syncs))
     ops, launches, syncs = ([c[i] for c in counts] for i in range(3))
-    return {"sizing": sizing, "ms": [t * 1e3 for t in times], "ops": ops, "launches": launches, "syncs": syncs,
+    return {"sizing": sizing, "layout": layout, "state_bytes_per_token": timed_doc.state_bytes() / timed_doc.n_tokens,
+            "ms": [t * 1e3 for t in times], "ops": ops, "launches": launches, "syncs": syncs,
             "edited_window_dense_ms": window_ms, "windows": len(timed_doc.windows),
             "exact": timed_doc.verify().codes_equal and twin.verify().codes_equal}
 
@@ -110,6 +114,8 @@ def main() -> None:
     ap.add_argument("--dtype", nargs="+", choices=list(PRECISIONS), default=["float64", "float32"])
     ap.add_argument("--sizing", nargs="+", choices=inference.window.SIZINGS, default=list(inference.window.SIZINGS))
     ap.add_argument("--context", nargs="+", choices=inference.CONTEXTS, default=["window"])
+    ap.add_argument("--layout", nargs="+", choices=inference.LAYOUTS, default=["lean"],
+                    help="state layouts to compare (inference.LAYOUTS; default lean, the default)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default=None)
     ap.add_argument("--seed", type=int, default=5)
@@ -128,12 +134,12 @@ def main() -> None:
                 edits = edit_sequence(n, a.edits + WARMUP, model.tokenizer.vocab_size, a.seed)
                 doc = inference.IncrementalDocument(model, ids)
                 dense = median([dense_ms(model, doc) for _ in range(3)])
-                for sizing in sizings:
-                    r = run(model, ids, edits, sizing, edited_dense=contexts)
+                for sizing, layout in [(s, lay) for s in sizings for lay in a.layout]:
+                    r = run(model, ids, edits, sizing, edited_dense=contexts, layout=layout)
                     r.update(dtype=dtype, tokens=n, dense_ms=dense, context=context, device=str(model.device))
                     records.append(r)
                     p50 = median(r["ms"])
-                    row = [dtype, str(n), sizing, f"{median(r['ops']):.0f}", f"{median(r['launches']):.0f}",
+                    row = [dtype, str(n), sizing, layout, f"{r['state_bytes_per_token']:,.0f}", f"{median(r['ops']):.0f}", f"{median(r['launches']):.0f}",
                            f"{median(r['syncs']):.0f} (max {max(r['syncs'])})", f"{p50:.1f}",
                            f"{percentile(r['ms'], 0.9):.1f}", f"{dense:.1f}", f"{dense / p50:.1f}x"]
                     if contexts:
@@ -147,7 +153,7 @@ def main() -> None:
         "pass over every window of the document, median of 3",
         "",
         markdown_table((["context", "windows"] if contexts else [])
-                       + ["dtype", "tokens", "sizing", "ops", "launches", "host syncs", "p50 ms", "p90 ms",
+                       + ["dtype", "tokens", "sizing", "layout", "state B/token", "ops", "launches", "host syncs", "p50 ms", "p90 ms",
                           "dense pass ms", "dense / p50"]
                        + (["edited window's dense pass, p50 ms", "that / p50"] if contexts else [])
                        + ["codes equal"], rows), ""])

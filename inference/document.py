@@ -199,9 +199,10 @@ class IncrementalDocument:
     def next_token_logprobs(self, indices: Sequence[int], candidates: Sequence[Sequence[int]] | None = None):
         """log p(v | prefix) at each token index: what the model expected there.
 
-        Read-only, from each predecessor's stored final hidden state and log-sum-exp (the same
-        numbers `surprise` reads), so alternatives to a written token (a typo's likely fixes)
-        cost a dot product each, not a forward pass. Without `candidates`: the whole vocabulary,
+        Read-only, from each predecessor's final hidden state (recomputed from its codes with the
+        lean state layout, kept with the full one) and the LM head over it, as the update computes
+        the surprise `surprise` reads: alternatives to a written token (a typo's likely fixes)
+        cost a few rows' layer finishes and logits, not a forward pass. Without `candidates`: the whole vocabulary,
         a (len(indices), vocab) tensor. With `candidates` (token ids per index): only those, a
         list of 1-D tensors, which is all a caller weighing a few alternatives needs.
         """
@@ -224,27 +225,27 @@ class IncrementalDocument:
         with torch.no_grad():
             if not rows:
                 return torch.zeros(0, vocab) if candidates is None else []
-            # one final LayerNorm per window for all its predecessor rows (the state keeps the last
-            # layer's output), then every candidate of every row in one gather and one product
+            # the predecessor rows' final hidden states, per window (recomputed from their codes, or
+            # kept: WindowState.hidden), then their LM logits; every candidate of every row in one gather
             by_window: dict[int, tuple[WindowState, list[int]]] = {}
             for n, (w, _) in enumerate(rows):
                 by_window.setdefault(id(w), (w, []))[1].append(n)
-            order, hidden, lse = [], [], []
+            order, hidden = [], []
             for w, ns in by_window.values():
-                slots = torch.as_tensor([int(rows[n][1]) for n in ns], device=w.lse.device)
+                slots = torch.as_tensor([int(rows[n][1]) for n in ns], device=w.kpos.device)
                 order += ns
                 hidden.append(w.hidden(slots))
-                lse.append(w.lse.index_select(0, slots))
             back = torch.as_tensor(np.argsort(order), device=hidden[0].device)
-            h, lse = torch.cat(hidden).index_select(0, back), torch.cat(lse).index_select(0, back)
+            h = torch.cat(hidden).index_select(0, back)
             net = self.model.net
+            logits = net.lm_logits(h)
+            lse = torch.logsumexp(logits, -1)
             if candidates is None:
-                return (net.lm_logits(h) - lse.unsqueeze(1)).float().cpu()
+                return (logits - lse.unsqueeze(1)).float().cpu()
             sizes = [len(ids) for ids in candidates]
             owner = torch.as_tensor(np.repeat(np.arange(len(sizes)), sizes), device=h.device)
             flat = torch.as_tensor([int(t) for ids in candidates for t in ids], dtype=torch.long, device=h.device)
-            emb = net.decoder.embed_tokens.weight.index_select(0, flat).to(h.dtype)
-            scores = (emb * h.index_select(0, owner)).sum(-1) - lse.index_select(0, owner)
+            scores = logits[owner, flat] - lse.index_select(0, owner)
             return list(scores.float().cpu().split(sizes))
 
     def verify(self) -> VerifyResult:

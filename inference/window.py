@@ -177,7 +177,7 @@ def bucket(n: int) -> int:
 
 
 LSE_CHUNK_ROWS = 256
-SLACK = 1.125  # a window allocates room for this many times its rows, and grows by this factor
+SLACK = 1.0625  # a window allocates room for this many times its rows, and grows by this factor (+ 16 rows)
 TIE_ROWS = 8  # near-tie rows a layer reserves a full recomputation for, when the dtype's tie guard is loose
 FAR = float("inf")  # key position of a slot that is not alive: no query sees it
 # Room a pass reserves for the next layer's rows: c -> ceil(c * growth + add), bucketed. On a CPU

@@ -257,6 +257,9 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
                     help="what a token sees: window (default: the text before it in its window, up to "
                          "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
                          "on the text before it)")
+    ap.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
+                    help="what a document's state keeps: lean (default: layer outputs recomputed from the codes when "
+                         "an edit needs them, about a fifth less memory) or full (every layer's output: faster edits)")
     ap.add_argument("--ray", nargs="?", const="local", type=argtypes.ray_address, metavar="ADDRESS",
                     help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
                          "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
@@ -315,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.threads:
             torch.set_num_threads(args.threads)
         revisions = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
-        load = dict(dtype=args.precision, dense=args.dense, context=args.context)
+        load = dict(dtype=args.precision, dense=args.dense, context=args.context, layout=args.state_layout)
         model = inference.load_model(args.model, device=args.device, **load)
         surprise = {} if args.surprise_threshold is None else {"surprise": True,
                                                                 "surprise_threshold": args.surprise_threshold}

@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="engine dtype: float32 (default, serving) or float64 (verification mode)")
         q.add_argument("--context", choices=("window", "paragraph"), **(keep or {"default": "window"}),
                        help="what a token sees: window (default) or paragraph (only its own paragraph)")
+        q.add_argument("--state-layout", choices=("lean", "full"), **(keep or {"default": "lean"}),
+                       help="what a document's state keeps: lean (default, less memory) or full (faster edits)")
         q.add_argument("--threads", type=_checked("threads"), **(keep or {"default": 1}),
                        help="torch threads, 1 to 1024 (default 1)")
         q.add_argument("--log-level", type=_checked("log_level"), **(keep or {"default": "WARNING"}), metavar="LEVEL",
@@ -81,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     from .server import build
 
     defaults = dataclasses.replace(Settings(), model_path=args.model, device=args.device, threads=args.threads,
-                                   precision=args.precision, context=args.context)
+                                   precision=args.precision, context=args.context,
+                                   state_layout=args.state_layout)
     server = build(defaults)
     code = server.start_io()
     if not server.engine_finished():  # an engine job nobody waits for any more: do not wait for it either

@@ -419,8 +419,8 @@ class VQServer(LanguageServer):
         if new.threads != old.threads:
             await self.on_engine(torch.set_num_threads, new.threads)
         if not initial:
-            if (new.model_path, new.device, new.precision, new.context) != (old.model_path, old.device, old.precision,
-                                                                             old.context):
+            if (new.model_path, new.device, new.precision, new.context, new.state_layout) != (
+                    old.model_path, old.device, old.precision, old.context, old.state_layout):
                 await self.load_model()
             elif new != old:
                 self.refresh_all("settings")

@@ -67,6 +67,10 @@ class Settings:
         "What a token sees: window (the text before it in its window of up to 2,048 tokens, the paper's setting) "
         "or paragraph (only its own paragraph: a paragraph's tone never depends on the text before it, and an "
         "edit's work stays inside its paragraph).", choices=("window", "paragraph")))
+    state_layout: str = field(default="lean", metadata=_meta(
+        "What a document's engine state keeps per token: lean (no layer outputs, recomputed from the codes when an "
+        "edit needs them: about a fifth less memory, more documents stay live) or full (every layer's output: "
+        "faster edits).", choices=("lean", "full")))
     threads: int = field(default=1, metadata=_meta(
         "torch.set_num_threads for the server process (1 avoids spin-waiting on busy machines).", 1, 256))
     file_types: tuple[str, ...] = field(default=(

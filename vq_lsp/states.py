@@ -114,7 +114,8 @@ class Documents:
         s = self.settings
         torch.set_num_threads(s.threads)
         try:
-            self.model = inference.load_model(s.model_path, device=s.device, dtype=s.precision, context=s.context)
+            self.model = inference.load_model(s.model_path, device=s.device, dtype=s.precision, context=s.context,
+                                              layout=s.state_layout)
         except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
             self.model, self.model_error = None, f"cannot load the model: {e}"
             raise inference.ModelLoadError(self.model_error) from None

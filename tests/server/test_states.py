@@ -32,7 +32,7 @@ def test_a_burst_of_changes_is_one_engine_update(docs, gpt2):
 
 
 def test_memory_budget_drops_least_recently_used(docs):
-    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 30)
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
     docs.process_now("mem://a", [("open", 1, "plaintext", text)])
     one = docs.states["mem://a"].bytes()
@@ -98,7 +98,7 @@ def test_settings_rechoose_hints_without_engine_work(docs):
 
 
 def test_a_document_over_the_whole_budget_gets_one_message_and_no_state(docs):
-    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 30)
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.0)
     try:
         out = docs.process_now("mem://big", [("open", 1, "plaintext", text)])
