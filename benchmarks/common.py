@@ -81,11 +81,11 @@ def run_benchmark(name: str, parser, argv: list[str], run, report) -> int:
     return 0
 
 
-def load_for_window(model_dir, window: int, device, dtype):
+def load_for_window(model_dir, window: int, device, dtype, layout: str = "full"):
     """Load a model and let it serve `window` tokens (same weights; the benchmark's window)."""
     import inference
 
-    model = inference.load_model(model_dir, device=device, dtype=dtype)
+    model = inference.load_model(model_dir, device=device, dtype=dtype, layout=layout)
     if model.config.window_tokens != window:
         model.net.config = model.config.replace(window_tokens=window)
     return model

@@ -241,7 +241,7 @@ def measure_pairs(job: dict) -> dict[str, list[Sample]]:
     """Run the three scenarios on job["pairs"] ((index, old, new, timed) tuples) in this process."""
     torch.set_num_threads(job["threads"])
     torch.manual_seed(job["seed"])
-    model = load_for_window(job["model_dir"], 2048, job["device"], job["dtype"])
+    model = load_for_window(job["model_dir"], 2048, job["device"], job["dtype"], job["layout"])
     if job.get("imdb"):
         return {"imdb": imdb_context_check(model, job["root"], job["imdb"], job["seed"])}
     bench = Bench(model, softmax_twin(model.config, model.device, job["dtype"]))
@@ -261,7 +261,7 @@ def run_all(chosen, args, dtype, root: Path) -> tuple[dict[str, list[Sample]], d
     """Pairs in small strided chunks (plus the IMDB check) over --workers processes; merged results."""
     from tqdm import tqdm
 
-    base = {"model_dir": args.model_dir, "device": args.device, "dtype": dtype, "seed": args.seed,
+    base = {"model_dir": args.model_dir, "device": args.device, "dtype": dtype, "seed": args.seed, "layout": args.layout,
             "threads": args.threads or (1 if args.workers > 1 else torch.get_num_threads())}
     indexed = [(i, o, n, i < args.timed_pairs) for i, (o, n) in enumerate(chosen)]
     chunks = max(1, min(len(indexed), 20 * args.workers))
@@ -302,6 +302,8 @@ def main() -> None:
     ap.add_argument("--device", type=argtypes.device, default=None)
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     ap.add_argument("--threads", type=argtypes.threads, default=None)
+    ap.add_argument("--layout", choices=["lean", "full"], default="full",
+                    help="the engine's state layout (inference.LAYOUTS; default full, load_model's default)")
     args = ap.parse_args()
     require("paper_table.py", "transformers", why="the prefix-KV baseline is a transformers OPT")
     plots = can_plot("paper_table.py")
@@ -319,7 +321,7 @@ def main() -> None:
         f"{what} vs {b}" for b in ("dense", "prefix-KV", "paragraph cache") for what in ("MACs", "time")]
     table = markdown_table(header, summarise(results))
     lines = [f"model: {model.path}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of 1536-2048 tokens, "
-             f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  workers: {args.workers} "
+             f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  layout: {args.layout}  workers: {args.workers} "
              f"(threads each: {args.threads or (1 if args.workers > 1 else torch.get_num_threads())})",
              "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper; "
              "time medians over the timed edits", "", table]

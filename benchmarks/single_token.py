@@ -9,8 +9,8 @@ to have real tokens, cut to each length. The same seeded sequence of single-toke
 (replace, insert, delete in turn, at random places) is applied once per row-set sizing:
   exact     the CPU default: the host reads each layer's next rows (one read per layer), no padding
   bucketed  the CUDA path: shapes padded to buckets, one read per pass (forced here on the CPU)
-and per state layout (--layout): lean (the default: no layer outputs kept) or full (kept), with
-the state's bytes per token after the edits.
+and per state layout (--layout): full (load_model's default: layer outputs kept) or lean (the
+server's default: recomputed from the codes), with the state's bytes per token after the edits.
 Per edit: dispatched torch ops, launches (ops that are not views: about one kernel each on CUDA)
 and host syncs (.item(), nonzero, tolist, numpy ...), counted by benchmarks.common.DispatchCounter
 on an untimed twin document fed the same edits; and wall clock of the timed document. Beside
@@ -80,7 +80,7 @@ def edited_window(doc, splice) -> list[int]:
     return doc.windows[-1].token_ids()
 
 
-def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str = "lean") -> dict:
+def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str = "full") -> dict:
     model.consts.sizing = sizing
     model.consts.keep_outputs = layout == "full"  # (read when a document is built)
     timed_doc = inference.IncrementalDocument(model, ids)
@@ -114,8 +114,8 @@ def main() -> None:
     ap.add_argument("--dtype", nargs="+", choices=list(PRECISIONS), default=["float64", "float32"])
     ap.add_argument("--sizing", nargs="+", choices=inference.window.SIZINGS, default=list(inference.window.SIZINGS))
     ap.add_argument("--context", nargs="+", choices=inference.CONTEXTS, default=["window"])
-    ap.add_argument("--layout", nargs="+", choices=inference.LAYOUTS, default=["lean"],
-                    help="state layouts to compare (inference.LAYOUTS; default lean, the default)")
+    ap.add_argument("--layout", nargs="+", choices=inference.LAYOUTS, default=["full"],
+                    help="state layouts to compare (inference.LAYOUTS; default full, load_model's default)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default=None)
     ap.add_argument("--seed", type=int, default=5)

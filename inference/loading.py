@@ -51,7 +51,7 @@ class LoadedModel:
     card: dict = field(default_factory=dict)
     path: Path | None = None
     context: str = "window"  # see CONTEXTS
-    layout: str = "lean"  # see LAYOUTS: what a document's state keeps per row
+    layout: str = "full"  # see LAYOUTS: what a document's state keeps per row (the server serves "lean")
 
     def __post_init__(self) -> None:
         if self.context not in CONTEXTS:
@@ -84,13 +84,13 @@ class LoadedModel:
 
     @classmethod
     def from_net(cls, net: VQOPT, tokenizer: Tokenizer | None = None, *, device=None, dtype=torch.float64,
-                 card: dict | None = None, context: str = "window", layout: str = "lean") -> "LoadedModel":
+                 card: dict | None = None, context: str = "window", layout: str = "full") -> "LoadedModel":
         return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {}, context=context, layout=layout)
 
 
 def load_model(path: str | os.PathLike | None = None, device=None,
                dtype: torch.dtype | str = torch.float64, dense: str = "torch", context: str = "window",
-               layout: str = "lean") -> LoadedModel:
+               layout: str = "full") -> LoadedModel:
     """Load a model folder, or a model installed under that name (paths.py); None means the default
     model bundled in the package. dtype: a torch dtype or a name from PRECISIONS; dense: the
     backend of full passes (see LoadedModel.use_dense); context: see CONTEXTS; layout: see LAYOUTS."""

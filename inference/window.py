@@ -189,9 +189,10 @@ GROWTH = {"cpu": (1.2, 1), "cuda": (4, 2)}
 # full arithmetic. "bucketed": shapes padded to buckets, one host read per pass; on a GPU a read
 # stalls the pipeline and padding is nearly free. LayerConstants.sizing picks per model (by device).
 SIZINGS = ("exact", "bucketed")
-# What a window keeps per row. "lean" (the default): no layer output; a row's is recomputed from
-# its embedding and codes when needed (the predecessors of edited tokens, riding the first pass;
-# rows whose code flips without their input changing: l layer finishes each at layer l). "full":
+# What a window keeps per row. "lean" (the server's default: many open documents): no layer
+# output; a row's is recomputed from its embedding and codes when needed (the predecessors of
+# edited tokens, riding the first pass; rows whose code flips without their input changing: l
+# layer finishes each at layer l). "full" (load_model's and `vq-lsp score`'s default: speed):
 # every layer's output too, d numbers per layer per row (a quarter more state), no recomputation.
 LAYOUTS = ("lean", "full")
 

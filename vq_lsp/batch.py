@@ -257,9 +257,9 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
                     help="what a token sees: window (default: the text before it in its window, up to "
                          "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
                          "on the text before it)")
-    ap.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
-                    help="what a document's state keeps: lean (default: layer outputs recomputed from the codes when "
-                         "an edit needs them, about a fifth less memory) or full (every layer's output: faster edits)")
+    ap.add_argument("--state-layout", choices=inference.LAYOUTS, default="full",
+                    help="what a document's state keeps: full (default: every layer's output, faster edits) or lean "
+                         "(layer outputs recomputed from the codes when an edit needs them: about a fifth less memory)")
     ap.add_argument("--ray", nargs="?", const="local", type=argtypes.ray_address, metavar="ADDRESS",
                     help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
                          "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
