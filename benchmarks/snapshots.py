@@ -1,7 +1,8 @@
 """Restore from a snapshot vs rebuild: the engine state of a 2,000-token document, side by side.
 
     python benchmarks/snapshots.py [--model PATH] [--tokens 2000] [--repeats 5] [--threads 1]
-                                   [--precisions float32 float64] [--out benchmarks/results/snapshots.md]
+                                   [--precisions float32 float64] [--state-layout lean|full]
+                                   [--out benchmarks/results/snapshots.md]
 
 The document is the start of a Rust book chapter (the revisions data), cut to --tokens tokens.
 Rebuild: `IncrementalDocument(model, ids)`, the dense pass the server runs for a document it
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads for both (default 1)")
     p.add_argument("--precisions", nargs="+", choices=["float32", "float64"], default=["float32", "float64"],
                    help="engine precisions to measure, one row each (the server serves float32 by default)")
+    p.add_argument("--state-layout", choices=["lean", "full"], default="lean",
+                   help="the engine state's layout (default lean: the server's, which writes the snapshots)")
     p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
     p.add_argument("--out", help="also write the table (with the command) to this markdown file")
     args = p.parse_args(argv)
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, runs, exact = [], [], True
     mib = 2**20
     for precision in args.precisions:
-        model = inference.load_model(args.model, device="cpu", dtype=getattr(torch, precision))
+        model = inference.load_model(args.model, device="cpu", dtype=getattr(torch, precision), layout=args.state_layout)
         ids = document_ids(model, data_dir(args.data), args.tokens)
         r = measure(model, ids, args.repeats)
         rb, rs = statistics.median(r["rebuild"]), statistics.median(r["restore"])
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         ["precision", "tokens", "windows", "state MiB", "snapshot MiB", "rebuild s", "restore s", "restore speedup",
          "write s", "fingerprint s", "exact (verify, scores, surprise)"], rows)
     name = args.model or "bundled"
-    text = (f"Model {name}, {args.threads} torch thread(s), median of {args.repeats} alternating runs (restore "
+    text = (f"Model {name}, {args.state_layout} state layout, {args.threads} torch thread(s), median of {args.repeats} alternating runs (restore "
             f"from the page cache); the fingerprint is hashed once per model load. Machine load average "
             f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n\n{table}\n\n"
             + "\n".join(runs) + "\n")

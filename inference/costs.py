@@ -22,8 +22,7 @@ def causal_pairs(n: int) -> int:
 
 def row_macs(cfg: VQOPTConfig) -> int:
     """Per-row work of one layer outside attention: q, k, v, out projections and the FFN."""
-    d = cfg.hidden_size
-    return 4 * d * d + 2 * d * cfg.ffn_dim
+    return 3 * cfg.hidden_size ** 2 + finish_row_macs(cfg)
 
 
 def vq_row_macs(cfg: VQOPTConfig) -> int:
@@ -34,6 +33,11 @@ def vq_row_macs(cfg: VQOPTConfig) -> int:
 def head_row_macs(cfg: VQOPTConfig) -> int:
     """LM head (for surprise) plus classification head, per row."""
     return cfg.hidden_size * (cfg.vocab_size + cfg.num_labels)
+
+
+def finish_row_macs(cfg: VQOPTConfig) -> int:
+    """A layer's output projection and FFN, per row: what a row's layer output costs given its code."""
+    return cfg.hidden_size * cfg.hidden_size + 2 * cfg.hidden_size * cfg.ffn_dim
 
 
 def dense_macs(cfg: VQOPTConfig, n: int) -> int:

@@ -5,10 +5,11 @@ causal by position value, so slot order never matters and an insertion or deleti
 data. `order` lists the slots in document order (BOS first). Per layer l the state holds q, k,
 v, the code projections proj of the attention sum s (s . c for every code), an upper bound of
 |s| per VQ head (the tie guard's scale) and the codes; per row, what the heads read off its last
-layer's output: the class log-probabilities and the surprise of the next token. Layer outputs
-are not kept: a row's is its embedding, then each layer's output projection and FFN of the row's
-code (no attention: the codes carry it), recomputed for the few rows that need it (they would be
-a third of the state). s itself is not kept (a VQ layer's output reads only its codes): it would be two thirds of an
+layer's output: the class log-probabilities and the surprise of the next token. The layer
+outputs are kept only with the "full" layout (LAYOUTS): a row's is its embedding, then each
+layer's output projection and FFN of the row's code (no attention: the codes carry it), which the
+"lean" layout recomputes for the few rows that need it (they would be a fifth of the state).
+s itself is not kept (a VQ layer's output reads only its codes): it would be two thirds of an
 sp row, and the passes over every affected row would move three times the bytes. A changed
 key's v projected on the codes of its VQ head is computed during the update, for the few changed
 keys only: it lets a changed key move every later query's code distances at H x K cost instead
@@ -36,7 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .costs import Cost, dense_macs, head_row_macs
+from .costs import Cost, dense_macs, finish_row_macs, head_row_macs
 from .kernels import position_rows
 from .model import VQOPT
 from .positions import NEW, assign_positions, spread_positions
@@ -343,9 +344,10 @@ class WindowState:
         return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
 
     def _layer_input(self, l: int, rows: torch.Tensor) -> torch.Tensor:
-        """Input rows of layer l, from the rows' embedding and their codes at the earlier layers (the
-        same finish as the pass that wrote them: l output projections and FFNs per row, no attention).
-        An update needs it only for rows whose code flipped at layer l without being dirty there."""
+        """Input rows of layer l (l = L: the last layer's output): kept (full layout), or from the
+        rows' embedding and their codes at the earlier layers, the same finish as the pass that wrote
+        them (l output projections and FFNs per row, no attention). An update needs it only for rows
+        whose code flipped at layer l without being dirty there."""
         if l and self.x is not None:  # the full layout keeps them
             return self.x[l - 1].index_select(0, rows)
         x = self.consts.embed(self.emb_idx.index_select(0, rows))
@@ -358,8 +360,8 @@ class WindowState:
         return self.net.layers[l].vq.codebook[self.consts.vq_heads_idx, codes].flatten(-2)
 
     def hidden(self, slots: torch.Tensor) -> torch.Tensor:
-        """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads,
-        recomputed from their codes (L layer finishes per row)."""
+        """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads
+        (lean layout: recomputed from their codes, L layer finishes per row)."""
         return self.net.decoder.final_layer_norm(self._layer_input(self.cfg.num_hidden_layers, slots))
 
     def _successors(self) -> np.ndarray:
@@ -455,7 +457,7 @@ class WindowState:
 
     def _apply(self, splices: Sequence[Splice]) -> Cost:
         """Host bookkeeping (order, positions, the affected rows A), then the batched layer passes."""
-        cfg, net = self.cfg, self.net
+        cfg = self.cfg
         dev = self.kpos.device
         L = cfg.num_hidden_layers
         old_order = self.order
@@ -586,10 +588,10 @@ class WindowState:
             slots, outs = slots[last], [outs[0].index_select(0, torch.from_numpy(last).to(outs[0].device))]
         new = ~np.isin(riders, slots)  # (a rider whose output changed anyway is among the pass's rows)
         need = riders[new]
-        if len(need) and rider_x is None:  # no pass ran, or without VQ: from the kept output
+        if len(need) and rider_x is None:  # kept outputs (full layout), or no pass ran: recomputed
             outs.append(self._layer_input(L, torch.from_numpy(need).to(self.kpos.device)))
             if self.x is None:
-                cost.incremental_macs += len(need) * L * (cfg.hidden_size ** 2 + 2 * cfg.hidden_size * cfg.ffn_dim)
+                cost.incremental_macs += len(need) * L * finish_row_macs(cfg)
         elif len(need):
             outs.append(rider_x if new.all() else rider_x.index_select(0, torch.from_numpy(np.flatnonzero(new)).to(rider_x.device)))
         if outs:
@@ -637,7 +639,7 @@ class WindowState:
             tcap, ncap = (0, None) if caps is None else (caps[l][1], caps[l + 1][0])
             dloc = self._layer(l, self.net.layers[l], ctx, dloc, tcap, ncap, with_deleted, full, nxt)
         if ctx.riders is not None:  # they rode this pass (the first) through every layer
-            cost.incremental_macs += len(ctx.riders) * L * (self.cfg.hidden_size ** 2 + 2 * self.cfg.hidden_size * self.cfg.ffn_dim)
+            cost.incremental_macs += len(ctx.riders) * L * finish_row_macs(self.cfg)
             ctx.riders = None
         if caps is None:  # exact sizes: the host read every set already
             sets = [rec["sets"] for rec in ctx.records]
@@ -707,7 +709,7 @@ class WindowState:
                 macs += int(np.searchsorted(alive_pos, pos[A[fl]], side="right").sum()) * 2 * d
             if cfg.vq:
                 macs += len(fl) * K * d  # code distances of the rows recomputed in full
-            finish = d * d + 2 * d * cfg.ffn_dim
+            finish = finish_row_macs(cfg)
             macs += len(nl) * finish
             # inputs recomputed from codes: l finishes per row (exact sizes: the next rows that were
             # not dirty; padded: every next row; and a resumed pass's first dirty rows)
