@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-mb", type=float, default=1024.0, help="memoryBudgetMb (the server's default: 1024)")
     p.add_argument("--precision", choices=("float32", "float64"), default="float32",
                    help="the server's precision setting (default float32, the server's default)")
-    p.add_argument("--state-layout", choices=("lean", "full"), default="lean",
+    p.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
                    help="the server's stateLayout setting (default lean, the server's default)")
     p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
     p.add_argument("--out", help="also write the output (with the command) to this markdown file")

@@ -302,7 +302,7 @@ def main() -> None:
     ap.add_argument("--device", type=argtypes.device, default=None)
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     ap.add_argument("--threads", type=argtypes.threads, default=None)
-    ap.add_argument("--layout", choices=["lean", "full"], default="full",
+    ap.add_argument("--layout", choices=inference.LAYOUTS, default="full",
                     help="the engine's state layout (inference.LAYOUTS; default full, load_model's default)")
     args = ap.parse_args()
     require("paper_table.py", "transformers", why="the prefix-KV baseline is a transformers OPT")

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads for both (default 1)")
     p.add_argument("--precisions", nargs="+", choices=["float32", "float64"], default=["float32", "float64"],
                    help="engine precisions to measure, one row each (the server serves float32 by default)")
-    p.add_argument("--state-layout", choices=["lean", "full"], default="lean",
+    p.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
                    help="the engine state's layout (default lean: the server's, which writes the snapshots)")
     p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
     p.add_argument("--out", help="also write the table (with the command) to this markdown file")

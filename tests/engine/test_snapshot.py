@@ -204,6 +204,10 @@ def test_another_model_or_other_tokens_do_not_match(model, stored):
         snapshot.read_document(other, path, key)
     as_f32 = inference.LoadedModel.from_net(copy.deepcopy(model.net), dtype=torch.float32)  # same weights, other dtype
     assert snapshot.fingerprint(as_f32) != snapshot.fingerprint(model)
+    full = inference.LoadedModel.from_net(copy.deepcopy(model.net), dtype=model.dtype, layout="full")  # other layout
+    assert model.layout == "lean" and snapshot.fingerprint(full) != snapshot.fingerprint(model)
+    with pytest.raises(SnapshotError, match="different model"):
+        snapshot.read_document(full, path, key)
     with pytest.raises(SnapshotError, match="key mismatch"):
         snapshot.read_document(model, path, snapshot.document_key(model, doc.token_ids[1:]))
     with pytest.raises(SnapshotError, match="tokens differ"):

@@ -134,3 +134,15 @@ def test_hints_move_through_pending_changes(docs):
             assert chars(old, text, [0, 24, 25]) == chars(new, new_text, starts)
     finally:
         docs.settings = Settings(model_path=docs.settings.model_path)
+
+
+@pytest.mark.parametrize("layout, keeps_outputs", [(None, False), ("lean", False), ("full", True)])
+def test_the_state_layout_setting_reaches_the_engine(model_dir, layout, keeps_outputs):
+    """stateLayout: lean (the default) keeps no layer outputs, full keeps them; both verify."""
+    extra = {} if layout is None else {"state_layout": layout}
+    d = Documents(Settings(model_path=str(model_dir), device="cpu", **extra))
+    d.load_model()
+    d.process_now("mem://layout", [("open", 1, "plaintext", "A fine film.\n\nI hated the ending.")])
+    doc = d.states["mem://layout"].doc
+    assert all((w.x is not None) == keeps_outputs for w in doc.windows)
+    assert doc.verify().codes_equal
