@@ -80,20 +80,17 @@ class LayerConstants:
     An update projects its changed keys' v on the codes (vc_g = v_g . codes of g, G x w x K per
     key), so that one batched product of attention weights with vc moves the code projections of
     every query; a VQ head's p moves by the sum of its segments' part. u grows by a bound of
-    |delta s^j| (the triangle inequality, from |weights| and |v| per segment) and is reset to
+    |delta s^j| (the triangle inequality, from |weights| and the norm of each key's v within each
+    attention head and VQ head) and is reset to
     |s^j| whenever a row is recomputed in full: an upper bound only widens the guard."""
 
     def __init__(self, net: VQOPT) -> None:
         cfg = net.config
         heads, h = cfg.num_attention_heads, cfg.vq_heads
-        G = self.segments = heads * h // math.gcd(heads, h)
+        self.segments = heads * h // math.gcd(heads, h)
         d, K = cfg.hidden_size, cfg.vq_codes
         self.kp = h * K if cfg.vq else 0  # where u starts in an sp row
         width = self.sp_width = self.kp + h if cfg.vq else d  # C: the width of an sp row
-        # (G, H h): segment g -> (its attention head, its VQ head), to bound |delta s^j| from |v| per segment
-        seg = torch.arange(G)
-        self.segment_map = torch.zeros(G, heads * h, dtype=net.decoder.embed_tokens.weight.dtype)
-        self.segment_map[seg, seg // (G // heads) * h + seg // (G // h)] = 1
         # the block-diagonal move (H m keys x C) costs H m C per affected row, the per-head one m d + d C
         self.block_keys = d * width / max(1, heads * width - d)
         self.vq_heads_idx = torch.arange(h)
@@ -162,7 +159,6 @@ class LayerConstants:
     def to(self, device: torch.device) -> "LayerConstants":
         self.sizing = "exact" if torch.device(device).type == "cpu" else "bucketed"
         self.vq_heads_idx = self.vq_heads_idx.to(device)
-        self.segment_map = self.segment_map.to(device)
         return self
 
 
@@ -236,6 +232,11 @@ class WindowState:
     def _per_vq_head(self, t: torch.Tensor) -> torch.Tensor:
         """sp rows (..., C) -> their code projections per VQ head (..., h, K) (a view)."""
         return t[..., : self.consts.kp].unflatten(-1, (self.cfg.vq_heads, -1))
+
+    def _split_sp(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """sp rows (r, C) -> (their code projections per VQ head (r, h, K), u (r, h)) (views)."""
+        p, u = t.split([self.consts.kp, self.cfg.vq_heads], -1)
+        return p.view(t.shape[0], self.cfg.vq_heads, -1), u
 
     def _bound(self, t: torch.Tensor) -> torch.Tensor:
         """sp rows (..., C) -> u, the upper bounds of |s^j| per VQ head (..., h) (a view)."""
@@ -336,7 +337,8 @@ class WindowState:
                 qkv=t, sp=self.sp[l], codes=self.codes[l],
                 kh=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),  # every key, head-major (H, hd, n)
                 vh=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),  # every value, head-major (H, n, hd)
-                qh=t[:, :d].view(n, H, d // H), kpos=self.kpos))  # (n, H, hd)
+                qhT=t[:, :d].view(n, H, d // H).transpose(0, 1),  # every query, head-major (H, n, hd)
+                x=None if self.x is None else self.x[l], kpos=self.kpos))  # the layer's outputs (full layout)
 
     def _dense(self, ids: torch.Tensor, pos: torch.Tensor):
         if self.consts.dense is not None:  # another backend (inference/onnx_dense.py) where it was measured faster
@@ -349,7 +351,7 @@ class WindowState:
         them (l output projections and FFNs per row, no attention). An update needs it only for rows
         whose code flipped at layer l without being dirty there."""
         if l and self.x is not None:  # the full layout keeps them
-            return self.x[l - 1].index_select(0, rows)
+            return self.layer_views[l - 1].x.index_select(0, rows)
         x = self.consts.embed(self.emb_idx.index_select(0, rows))
         for j in range(l):
             x = self._finish(j, self.net.layers[j], x, self._code_vectors(j, self.codes[j].index_select(0, rows)))
@@ -374,18 +376,18 @@ class WindowState:
         """The heads of rows (host slots) from their final hidden states: class log-probabilities,
         and the surprise of each row's successor token (the last row's goes to the trash slot)."""
         succ = self._successors()[slots]
-        both = torch.from_numpy(np.stack([slots, succ, self.ids_host[succ]])).to(hidden.device)
-        self.cls_logp.index_put_((both[0],), torch.log_softmax(cls_logits, -1))
-        self.nll.index_put_((both[1],), self._next_nll(hidden, both[2]))
+        rows, succ, next_ids = torch.from_numpy(np.stack([slots, succ, self.ids_host[succ]])).to(hidden.device).unbind()
+        self.cls_logp.index_put_((rows,), torch.log_softmax(cls_logits, -1))
+        self.nll.index_put_((succ,), self._next_nll(hidden, next_ids))
 
     def _next_nll(self, hidden: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
         """-log p(next_ids[i] | hidden[i]). LM logits in chunks of rows: (rows x vocab) for a whole
         window would be the largest temporary of a build (2048 x 8192 float64 = 128 MiB, several times over)."""
-        parts = []
-        for a in range(0, len(next_ids), LSE_CHUNK_ROWS):
-            logits = self.net.lm_logits(hidden[a:a + LSE_CHUNK_ROWS])
-            parts.append(torch.logsumexp(logits, -1) - logits.gather(1, next_ids[a:a + LSE_CHUNK_ROWS, None]).squeeze(1))
-        return torch.cat(parts) if len(parts) > 1 else parts[0]
+        if len(next_ids) > LSE_CHUNK_ROWS:
+            return torch.cat([self._next_nll(hidden[a:a + LSE_CHUNK_ROWS], next_ids[a:a + LSE_CHUNK_ROWS])
+                              for a in range(0, len(next_ids), LSE_CHUNK_ROWS)])
+        logits = self.net.lm_logits(hidden)
+        return torch.logsumexp(logits, -1) - logits.gather(1, next_ids.unsqueeze(1)).squeeze(1)
 
     # ----------------------------------------------------------------- reading
     @property
@@ -525,33 +527,30 @@ class WindowState:
         valid[:a] = 1.0
         prio = valid * 1.0
         prio[loc0[:nt]] = 1.0 + 2.0 ** -20  # edited rows first: a capped next set never drops them
-        # per changed key, by local index: new keys [0, ab1), old keys [ab1, 2 ab1), then deleted
-        coef = np.concatenate([valid * scale, -(valid * ~is_new[A]) * scale, np.full(nd, -scale)])
-        kpos = np.concatenate([self.pos_host[A], pos_old[A], pos_old[deleted_a]])
-        n_src = 2 * ab1 + nd
+        # per changed key, by local index: new keys [0, ab1) and old keys [ab1, 2 ab1) of the rows
+        # of A (key_dirty), then the deleted rows' keys (key_deleted): +-scale (0 for padding), position
+        key_dirty = np.concatenate([valid * scale, -(valid * ~is_new[A]) * scale, self.pos_host[A], pos_old[A]])
+        key_deleted = np.concatenate([np.full(nd, -scale), pos_old[deleted_a]])
 
-        # one host-to-device copy each for every index and for every float table of the update
+        # one host-to-device copy for every index and one for every float table of the update, split
         nl = len(loc0)
-        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, [tl],
-                                                self.consts.embed_rows(self.ids_host[touched], self.pos_host[touched]).ravel()])).to(dev)
-        flts = torch.from_numpy(np.concatenate([coef, kpos, self.pos_host[A], valid, prio, self.pos_host[touched],
-                                                np.full(nd, FAR)])).to(dev, self.kpos.dtype)
-        A_t, dloc, moved = ints[:ab1], ints[ab1:ab1 + nl], ints[ab1 + nl:ab1 + nl + nt + nd]
-        deleted_t = moved[nt:]
-        rest = ints[ab1 + nl + nt + nd:]
-        tl_t, touched_emb = rest[0], rest[1:].view(nt, 3)  # the trash entry; embed_table rows of edited rows
-        key_src = flts[: 2 * n_src].view(2, n_src)  # coef and position of every possible changed key
-        key_dirty, key_deleted = key_src[:, : 2 * ab1].view(2, 2, ab1), key_src[:, 2 * ab1 :]
-        posA, valid_t, prio_t, moved_pos = flts[2 * n_src:].split([ab1, ab1, ab1, nt + nd])
+        emb = self.consts.embed_rows(self.ids_host[touched], self.pos_host[touched]).ravel()
+        ints = torch.from_numpy(np.concatenate([A, loc0, touched, deleted_a, [tl], emb])).to(dev)
+        A_t, dloc, moved, tl_t, touched_emb = ints.split([ab1, nl, nt + nd, 1, 3 * nt])
+        flts = torch.from_numpy(np.concatenate([key_dirty, key_deleted, self.pos_host[A], valid, prio,
+                                                self.pos_host[touched], np.full(nd, FAR)])).to(dev, self.kpos.dtype)
+        key_dirty, key_deleted, posA, valid_t, prio_t, moved_pos = flts.split([4 * ab1, 2 * nd, ab1, ab1, ab1, nt + nd])
+        touched_t, deleted_t = moved.split([nt, nd])
         self.kpos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
-        ctx = _Edit(A=A_t, ab=ab1 - 1, tl=tl, host_dloc=loc0, valid=valid_t, prio=prio_t, deleted=deleted_t, key_dirty=key_dirty,
-                    key_deleted=key_deleted,
-                    key_src=key_src, posA_col=posA.unsqueeze(1),
-                    host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr),
-                    zeros=torch.zeros(ab1, dtype=torch.bool, device=dev), valid_b=valid_t > 0,
-                    tl_t=tl_t, zero=torch.zeros((), dtype=self.kpos.dtype, device=dev), empty=A_t[:0])
+        ctx = _Edit(A=A_t, ab=ab1 - 1, tl=tl, tl_t=tl_t, host_dloc=loc0, valid=valid_t, prio=prio_t, deleted=deleted_t,
+                    key_dirty=key_dirty.view(2, 2, ab1), key_deleted=key_deleted.view(2, nd), posA_col=posA.unsqueeze(1),
+                    dv0=touched_t if exact else None,  # exact sizes: A[dloc] is the edited rows, in order
+                    host=dict(A=A, a=a, is_new=is_new, pos_old=pos_old, deleted=deleted_a, order=order_arr))
+        if not exact or not cfg.vq:  # tables of the padded path (and of models without VQ)
+            ctx.zeros, ctx.valid_b = torch.zeros(ab1, dtype=torch.bool, device=dev), valid_t > 0
+            ctx.zero, ctx.empty = torch.zeros((), dtype=self.kpos.dtype, device=dev), A_t[:0]
         if nt:
-            self.emb_idx.index_put_((moved[:nt],), touched_emb)
+            self.emb_idx.index_put_((touched_t,), touched_emb.view(nt, 3))
         finals = []
         # rows whose last-layer output the heads need although it may not change: the predecessors
         # of tokens with a new predecessor or id (their surprise). They ride along the first pass.
@@ -785,7 +784,7 @@ class WindowState:
         carried = ctx.carry if C else None  # the previous layer's next rows and their outputs
         ctx.carry = None
         if C:
-            dv = carried[0] if carried is not None else A.index_select(0, dloc)
+            dv = carried[0] if carried is not None else ctx.dv0 if ctx.dv0 is not None else A.index_select(0, dloc)
         # near-ties are looked for among rows not recomputed in full (exact sizes: the host drops those)
         clean = None if exact else ctx.valid_b.index_fill(0, dloc, False) if C else ctx.valid_b
 
@@ -798,7 +797,7 @@ class WindowState:
             if not consts.q_scaled:
                 new[:, :d] *= cfg.head_dim ** -0.5
         spA = V.sp.index_select(0, A)
-        sp3 = self._per_vq_head(spA) if cfg.vq else None  # per VQ head: the code projections (a, h, K)
+        sp3, uA = self._split_sp(spA) if cfg.vq else (None, None)  # code projections (a, h, K), bounds u (a, h)
         if m:
             old = V.qkv.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
             if C:
@@ -813,27 +812,27 @@ class WindowState:
             # 2. every affected query against every changed key, all heads in one product; the
             #    same weights move the code projections (linearity in v), into spA in place, and
             #    u by a bound of each move's norm
-            qh = V.qh.index_select(0, A).transpose(0, 1)  # (H, a, hd)
-            kh = kn.narrow(1, d, d).view(m, H, -1).permute(1, 2, 0)  # (H, hd, m)
+            qh = V.qhT.index_select(1, A)  # (H, a, hd)
+            kh = kn.as_strided((H, d // H, m), (d // H, 1, kn.stride(0)), kn.storage_offset() + d)  # keys (H, hd, m)
             wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
             vals = kn.narrow(1, 2 * d, d)  # (m, d)
             if m < consts.block_keys:  # few keys: each key's v per head, mapped to sp layout (zeros elsewhere)
-                vbd = torch.mm((vals * consts.head_mask).view(H * m, d), consts.sp_map[l])  # (H m, C)
+                vb = (vals * consts.head_mask).view(H * m, d)  # each key's v per head, zeros elsewhere
                 wflat = wts.transpose(0, 1).reshape(ab1, H * m)
-                spA.addmm_(wflat, vbd)
+                spA.addmm_(wflat, torch.mm(vb, consts.sp_map[l]))  # (H m, C) maps them to sp layout
                 if cfg.vq:
-                    self._widen(spA, wflat, vals)
+                    self._widen(uA, wflat, vb)
             else:  # many keys: move s per head, then map the moves to sp layout (K d per row)
                 ds = torch.bmm(wts, vals.view(m, H, -1).transpose(0, 1)).transpose(0, 1).reshape(ab1, d)
                 spA.addmm_(ds, consts.sp_map[l])
                 if cfg.vq:
-                    self._bound(spA).mul_(1.0 + self.tie_growth).add_(self._norms(ds))
+                    uA.mul_(1.0 + self.tie_growth).add_(self._norms(ds))
 
         # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
         tied, tloc = None, None
         if cfg.vq and m and tcap:
             dist = self._dist(sp3, l)
-            tied = self._tied(l, spA, dist, dist.amin(-1, keepdim=True), clean)
+            tied = self._tied(l, uA, dist, dist.amin(-1, keepdim=True), clean)
             tv, ti = torch.topk(tied.to(spA.dtype), tcap)
             tloc = torch.where(tv > 0, ti, ctx.tl_t)
 
@@ -841,7 +840,7 @@ class WindowState:
         parts = [p for p in (dloc if C else None, tloc, extra_full) if p is not None]
         R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
         if R is not None:
-            qR = V.qh.index_select(0, dv if R is dloc else A.index_select(0, R)).transpose(0, 1)  # (H, r, hd)
+            qR = V.qhT.index_select(1, dv if R is dloc else A.index_select(0, R))  # (H, r, hd)
             spA.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
         V.sp.index_put_((A,), spA)
 
@@ -851,7 +850,7 @@ class WindowState:
             dist = self._dist(sp3, l)
             codes = dist.argmin(-1)  # (a, h)
             if tied is None and m:
-                tied = self._tied(l, spA, dist, dist.amin(-1, keepdim=True), clean)
+                tied = self._tied(l, uA, dist, dist.amin(-1, keepdim=True), clean)
             nxt = (codes != V.codes.index_select(0, A)).any(-1)  # a code flipped
         else:
             nxt = ctx.valid_b if m else ctx.zeros
@@ -895,15 +894,16 @@ class WindowState:
         if riders is not None:
             out, ctx.rider_x = out[: len(nloc)], out[len(nloc):]
         if kept:
-            self.x[l].index_put_((dvn,), out)
+            V.x.index_put_((dvn,), out)
         ctx.carry = (dvn, out)
 
         ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "block": m < consts.block_keys,
                             "with_deleted": with_deleted, "inputs": inputs,
                             "dirty_inputs": bool(C) and carried is None and not kept,
                             "sets": host_sets if ncap is None else [dloc, R if R is not None else dloc, nloc]})
-        ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
-                        "nxt": nxt, "nloc": nloc}
+        if ncap is not None:  # what a resumed pass needs (padded sizes)
+            ctx.saved[l] = {"tied": tied if tied is not None else ctx.zeros, "tloc": tloc if tloc is not None else ctx.empty,
+                            "nxt": nxt, "nloc": nloc}
         return nloc
 
     def _read_sets(self, l: int, ctx: _Edit, nxt: torch.Tensor, tied, codes):
@@ -911,16 +911,15 @@ class WindowState:
         the moved rows (rare) are recomputed in full here, as a dense pass computes them, and join
         the next rows if their code changed. Returns (next rows, near-tie rows or None, the
         layer's row sets on the host: dirty, recomputed in full, next)."""
-        flags = (torch.stack([nxt, tied]) if tied is not None else nxt.unsqueeze(0)).numpy()
         dl = ctx.host_dloc
-        nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(flags[0]), dl)])  # the dirty rows, then flipped ones
-        ties = np.setdiff1d(np.flatnonzero(flags[1]), dl) if tied is not None else dl[:0]
+        nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(nxt.numpy()), dl)])  # the dirty rows, then flipped ones
+        ties = np.setdiff1d(np.flatnonzero(tied.numpy()), dl) if tied is not None else dl[:0]
         tloc = None
         if len(ties):
             V, A = self.layer_views[l], ctx.A
             tloc = torch.from_numpy(ties)
             rows = A.index_select(0, tloc)
-            spT = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, tloc))
+            spT = self._full_rows(l, V, V.qhT.index_select(1, rows), ctx.posA_col.index_select(0, tloc))
             V.sp.index_put_((rows,), spT)
             fresh = self._dist(self._per_vq_head(spT), l).argmin(-1)
             codes.index_put_((tloc,), fresh)
@@ -929,15 +928,14 @@ class WindowState:
         ctx.host_dloc = nl
         return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
 
-    def _widen(self, spA: torch.Tensor, wflat: torch.Tensor, vals: torch.Tensor) -> None:
-        """u of the affected rows after a move by weights wflat (a, H m) over keys with values vals
-        (m, d): u (1 + tie_growth) + sum over keys of |w| |v| per segment, a bound of |delta s^j|
-        (the rounding a row accumulates grows with its moves; a full recomputation resets u)."""
-        cfg, consts = self.cfg, self.consts
-        m, H, h = vals.shape[0], cfg.num_attention_heads, cfg.vq_heads
-        vn = torch.linalg.vector_norm(vals.view(m, consts.segments, -1), dim=-1)  # (m, G)
-        per_key = torch.mm(vn, consts.segment_map).view(m, H, h).transpose(0, 1).reshape(H * m, h)
-        self._bound(spA).addmm_(wflat.abs(), per_key, beta=1.0 + self.tie_growth)
+    def _widen(self, u: torch.Tensor, wflat: torch.Tensor, vb: torch.Tensor) -> None:
+        """u of the affected rows after a move by weights wflat (a, H m) over keys whose values per
+        attention head are vb (H m, d): u (1 + tie_growth) + sum over keys and heads of |w| times
+        the norm of v's part in the head and VQ head j, a bound of |delta s^j| (the rounding a row
+        accumulates grows with its moves; a full recomputation resets u)."""
+        h = self.cfg.vq_heads
+        per_key = torch.linalg.vector_norm(vb.view(vb.shape[0], h, -1), dim=-1)  # (H m, h)
+        u.addmm_(wflat.abs(), per_key, beta=1.0 + self.tie_growth)
 
     def _full_rows(self, l: int, V, qR: torch.Tensor, posR: torch.Tensor) -> torch.Tensor:
         """sp rows (p^j per VQ head j, then u = |s^j|) of rows with queries qR (H, r, hd) at
@@ -967,7 +965,7 @@ class WindowState:
         returns the local mask of those whose code changed (their output must be propagated)."""
         cfg, V, A = self.cfg, self.layer_views[l], ctx.A
         rows = A.index_select(0, uloc)
-        spR = self._full_rows(l, V, V.qh.index_select(0, rows).transpose(0, 1), ctx.posA_col.index_select(0, uloc))
+        spR = self._full_rows(l, V, V.qhT.index_select(1, rows), ctx.posA_col.index_select(0, uloc))
         V.sp.index_put_((rows,), spR)
         codes = self._dist(self._per_vq_head(spR), l).argmin(-1)
         changed = (codes != V.codes.index_select(0, rows)).any(-1) & ctx.valid_b.index_select(0, uloc)
@@ -993,11 +991,11 @@ class WindowState:
         """|s - c|^2 - |s|^2 for every VQ head and code of the rows, from their projections (a, h, K)."""
         return torch.add(self.consts.code_sq[l], sp3, alpha=-2.0)
 
-    def _tied(self, l: int, spA, dist, best, clean) -> torch.Tensor:
+    def _tied(self, l: int, u, dist, best, clean) -> torch.Tensor:
         """Rows (among `clean` ones, None: all) whose best two codes are within the tie guard (bool (a,)):
         some VQ head has a second code closer than tie_rel * (u^2 + max |c|^2), u >= |s chunk|."""
         h = self.cfg.vq_heads
-        norm = self._bound(spA).unsqueeze(-1)  # (a, h, 1)
+        norm = u.unsqueeze(-1)  # (a, h, 1)
         thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
         tied = (dist < thr).sum((-2, -1)) > h
         return tied if clean is None else tied & clean
