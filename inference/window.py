@@ -911,9 +911,10 @@ class WindowState:
         the moved rows (rare) are recomputed in full here, as a dense pass computes them, and join
         the next rows if their code changed. Returns (next rows, near-tie rows or None, the
         layer's row sets on the host: dirty, recomputed in full, next)."""
+        flags = (torch.stack([nxt, tied]) if tied is not None else nxt.unsqueeze(0)).numpy()  # one read
         dl = ctx.host_dloc
-        nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(nxt.numpy()), dl)])  # the dirty rows, then flipped ones
-        ties = np.setdiff1d(np.flatnonzero(tied.numpy()), dl) if tied is not None else dl[:0]
+        nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(flags[0]), dl)])  # the dirty rows, then flipped ones
+        ties = np.setdiff1d(np.flatnonzero(flags[1]), dl) if tied is not None else dl[:0]
         tloc = None
         if len(ties):
             V, A = self.layer_views[l], ctx.A
