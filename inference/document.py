@@ -164,8 +164,7 @@ class IncrementalDocument:
     @property
     def scores(self) -> dict[str, float]:
         """Class probabilities of the whole document, from each window's kept total (see span_scores)."""
-        totals = [w.cls_total for w in self.windows]
-        total = totals[0] if len(totals) == 1 else torch.stack(totals).sum(0)
+        total = torch.stack([w.cls_total for w in self.windows]).sum(0)
         return dict(zip(self.model.config.labels, span_probs(total, self.n_tokens).tolist()))
 
     def dense_macs(self) -> int:
