@@ -238,7 +238,7 @@ class IncrementalDocument:
             back = torch.as_tensor(np.argsort(order), device=hidden[0].device)
             h = torch.cat(hidden).index_select(0, back)
             net = self.model.net
-            logits = net.lm_logits(h)
+            logits = net.lm_logits_rows(h)
             lse = torch.logsumexp(logits, -1)
             if candidates is None:
                 return (logits - lse.unsqueeze(1)).float().cpu()

@@ -387,7 +387,7 @@ class WindowState:
         if len(next_ids) > LSE_CHUNK_ROWS:
             return torch.cat([self._next_nll(hidden[a:a + LSE_CHUNK_ROWS], next_ids[a:a + LSE_CHUNK_ROWS])
                               for a in range(0, len(next_ids), LSE_CHUNK_ROWS)])
-        logits = self.net.lm_logits(hidden)
+        logits = self.net.lm_logits_rows(hidden)
         return torch.logsumexp(logits, -1) - logits.gather(1, next_ids.unsqueeze(1)).squeeze(1)
 
     # ----------------------------------------------------------------- reading
