@@ -237,8 +237,7 @@ class IncrementalDocument:
                 hidden.append(w.hidden(slots))
             back = torch.as_tensor(np.argsort(order), device=hidden[0].device)
             h = torch.cat(hidden).index_select(0, back)
-            net = self.model.net
-            logits = net.lm_logits_rows(h)
+            logits = self.model.consts.lm_logits(h)
             lse = torch.logsumexp(logits, -1)
             if candidates is None:
                 return (logits - lse.unsqueeze(1)).float().cpu()

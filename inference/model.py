@@ -146,17 +146,6 @@ class VQOPT(nn.Module):
         """Next-token logits from final hidden states; the head is tied to the token embeddings."""
         return F.linear(hidden, self.decoder.embed_tokens.weight)  # (..., V)
 
-    def lm_logits_rows(self, hidden: torch.Tensor) -> torch.Tensor:
-        """lm_logits of a few rows (r, d), as the engine asks for them after an edit. On the CPU in
-        float64, MKL's product for 2 to 63 rows runs 2 to 3x slower when r is not a multiple of 4
-        (15 rows: 6 to 10 ms, the same rows padded to 16: 3 to 4 ms; d=256, 8,192 words, one
-        thread), so such rows are padded with zero rows, whose logits are dropped."""
-        r = hidden.shape[0]
-        pad = -r % 4 if 1 < r < 64 and hidden.dtype == torch.float64 and hidden.device.type == "cpu" else 0
-        if not pad:
-            return self.lm_logits(hidden)
-        return self.lm_logits(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])])).narrow(0, 0, r)
-
     def heads(self, x_last: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Final LayerNorm and the classification head: (hidden, cls_logits)."""
         hidden = self.decoder.final_layer_norm(x_last)
