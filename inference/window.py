@@ -111,7 +111,7 @@ class LayerConstants:
         self.position_repeat = cfg.position_repeat
         self.embed_offsets = (dec.embed_positions.weight.shape[0],
                               dec.embed_positions.weight.shape[0] + dec.embed_positions_fine.weight.shape[0])
-        self.lm_weight, self._lm_weight_t = dec.embed_tokens.weight, None  # the tied LM head (see lm_logits)
+        self.lm_weight, self._lm_weight_t = dec.embed_tokens.weight.detach(), None  # the tied LM head (see lm_logits)
         self.embed_table = torch.cat([dec.embed_positions.weight, dec.embed_positions_fine.weight,
                                       dec.embed_tokens.weight]).detach()
         table = self.embed_table
