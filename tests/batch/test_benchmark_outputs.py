@@ -69,3 +69,15 @@ def test_one_percentile_function():
     assert typing_replay.pct is common.percentile
     assert [common.percentile([5, 1, 3, 2], q) for q in (0, 0.5, 0.95, 1)] == [1, 3, 5, 5]
     assert common.p95(list(range(101))) == 95
+
+
+def test_lm_head_rows_reports_every_form_and_their_agreement(tmp_path):
+    from benchmarks import lm_head_rows
+
+    assert lm_head_rows.main(["--calls", "4", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "lm_head_rows.json").read_text())
+    assert [r["dtype"] for r in rows] == ["float32", "float64"]
+    for r in rows:
+        assert set(r["mean_ms"]) == {"F.linear", "transposed copy", "padded F.linear", "engine"}
+        assert r["max_abs_diff"] < (1e-4 if r["dtype"] == "float32" else 1e-10)
+    assert "engine" in (tmp_path / "lm_head_rows.md").read_text()
