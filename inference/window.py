@@ -183,6 +183,12 @@ class LayerConstants:
         return self
 
 
+def gelu_(x: torch.Tensor) -> torch.Tensor:
+    """F.gelu in place (the same kernel, the same numbers): attention weights are the update's
+    largest temporaries."""
+    return torch.ops.aten.gelu_(x)
+
+
 def bucket(n: int) -> int:
     """Padded size for n rows: 0, or the next of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (2^k and 3 * 2^(k-1)).
 
@@ -837,7 +843,8 @@ class WindowState:
             #    u by a bound of each move's norm
             qh = V.qh.index_select(0, A).transpose(0, 1)  # (H, a, hd) (gathering whole rows is 3x faster than per head)
             kh = kn.as_strided((H, d // H, m), (d // H, 1, kn.stride(0)), kn.storage_offset() + d)  # keys (H, hd, m)
-            wts = F.gelu(torch.bmm(qh, kh)) * ((pk <= ctx.posA_col) * coef)  # (H, a, m)
+            wts = torch.bmm(qh, kh)  # (H, a, m), then weighted in place: a fresh (H, a, m) temporary per op
+            gelu_(wts).mul_((pk <= ctx.posA_col) * coef)  # costs page faults on a CPU (3x for a = 1,500, m = 60)
             vals = kn.narrow(1, 2 * d, d)  # (m, d)
             if m < consts.block_keys:  # few keys: each key's v per head, mapped to sp layout (zeros elsewhere)
                 vb = (vals * consts.head_mask).view(H * m, d)  # each key's v per head, zeros elsewhere
@@ -967,12 +974,12 @@ class WindowState:
         cfg, consts = self.cfg, self.consts
         r = qR.shape[1]
         mask = V.kpos <= posR  # (r, slots): causal, alive keys only
-        wR = F.gelu(torch.bmm(qR, V.kh))
+        wR = gelu_(torch.bmm(qR, V.kh))  # (H, r, slots), weighted in place (see _layer)
         if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the map
-            wR = wR * mask
+            wR.mul_(mask)
             sp_map = consts.sp_map_scaled[l]
         else:
-            wR = wR * (mask * cfg.attention_scale)
+            wR.mul_(mask * cfg.attention_scale)
             sp_map = consts.sp_map[l]
         s = torch.bmm(wR, V.vh).transpose(0, 1).reshape(r, -1)  # (r, d)
         out = torch.mm(s, sp_map)
