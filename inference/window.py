@@ -248,7 +248,7 @@ class WindowState:
     ) -> None:
         self.net, self.cfg, self.consts, self.tie_rel = net, net.config, consts, tie_rel
         self.tie_growth = tie_growth
-        self.tie_c = [tie_rel * m.unsqueeze(-1) for m in consts.code_sq_max]  # the tie guard's code term, (h, 1)
+        self.tie_c = [tie_rel * m for m in consts.code_sq_max]  # the tie guard's code term, (h,)
         rows = [self.cfg.bos_token_id, *ids]
         pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
         self._build(np.asarray(rows, dtype=np.int64), pos.numpy().astype(np.int64))
@@ -415,8 +415,7 @@ class WindowState:
         if len(next_ids) > LSE_CHUNK_ROWS:
             return torch.cat([self._next_nll(hidden[a:a + LSE_CHUNK_ROWS], next_ids[a:a + LSE_CHUNK_ROWS])
                               for a in range(0, len(next_ids), LSE_CHUNK_ROWS)])
-        logits = self.consts.lm_logits(hidden)
-        return torch.logsumexp(logits, -1) - logits.gather(1, next_ids.unsqueeze(1)).squeeze(1)
+        return F.cross_entropy(self.consts.lm_logits(hidden), next_ids, reduction="none")  # log-sum-exp less the id's logit
 
     # ----------------------------------------------------------------- reading
     @property
@@ -862,7 +861,7 @@ class WindowState:
         tied, tloc = None, None
         if cfg.vq and m and tcap:
             dist = self._dist(sp3, l)
-            tied = self._tied(l, uA, dist, dist.amin(-1, keepdim=True), clean)
+            tied = self._tied(l, uA, dist, dist.amin(-1), clean)
             tv, ti = torch.topk(tied.to(spA.dtype), tcap)
             tloc = torch.where(tv > 0, ti, ctx.tl_t)
 
@@ -878,10 +877,11 @@ class WindowState:
         codes = None
         if cfg.vq:
             dist = self._dist(sp3, l)
-            codes = dist.argmin(-1)  # (a, h)
-            if tied is None and m:
-                tied = self._tied(l, uA, dist, dist.amin(-1, keepdim=True), clean)
-            nxt = (codes != V.codes.index_select(0, A)).any(-1)  # a code flipped
+            best, codes = dist.min(-1)  # (a, h): the first of equal minima, as argmin
+            if tied is None and m:  # (exact sizes: counts, compared on the host)
+                tied = self._tied(l, uA, dist, best, clean, counts=exact)
+            flipped = codes != V.codes.index_select(0, A)
+            nxt = flipped.sum(-1) if exact else flipped.any(-1)  # a code flipped (exact sizes: how many, read with the ties)
         else:
             nxt = ctx.valid_b if m else ctx.zeros
         if C and not exact:  # (exact sizes: the host adds them)
@@ -944,7 +944,7 @@ class WindowState:
         flags = (torch.stack([nxt, tied]) if tied is not None else nxt.unsqueeze(0)).numpy()  # one read
         dl = ctx.host_dloc
         nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(flags[0]), dl)])  # the dirty rows, then flipped ones
-        ties = np.setdiff1d(np.flatnonzero(flags[1]), dl) if tied is not None else dl[:0]
+        ties = np.setdiff1d(np.flatnonzero(flags[1] > self.cfg.vq_heads), dl) if tied is not None else dl[:0]
         tloc = None
         if len(ties):
             V, A = self.layer_views[l], ctx.A
@@ -954,7 +954,7 @@ class WindowState:
             V.sp.index_put_((rows,), spT)
             fresh = self._dist(self._per_vq_head(spT), l).argmin(-1)
             codes.index_put_((tloc,), fresh)
-            nxt = nxt.index_put((tloc,), (fresh != V.codes.index_select(0, rows)).any(-1))
+            nxt = nxt.index_put((tloc,), (fresh != V.codes.index_select(0, rows)).sum(-1))
             nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(nxt.numpy()), dl)])  # a second read, only after near-ties
         ctx.host_dloc = nl
         return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
@@ -1022,13 +1022,16 @@ class WindowState:
         """|s - c|^2 - |s|^2 for every VQ head and code of the rows, from their projections (a, h, K)."""
         return torch.add(self.consts.code_sq[l], sp3, alpha=-2.0)
 
-    def _tied(self, l: int, u, dist, best, clean) -> torch.Tensor:
+    def _tied(self, l: int, u, dist, best, clean, counts: bool = False) -> torch.Tensor:
         """Rows (among `clean` ones, None: all) whose best two codes are within the tie guard (bool (a,)):
-        some VQ head has a second code closer than tie_rel * (u^2 + max |c|^2), u >= |s chunk|."""
-        h = self.cfg.vq_heads
-        norm = u.unsqueeze(-1)  # (a, h, 1)
-        thr = torch.addcmul(best + self.tie_c[l], norm, norm, value=self.tie_rel)
-        tied = (dist < thr).sum((-2, -1)) > h
+        some VQ head has a second code closer than tie_rel * (u^2 + max |c|^2), u >= |s chunk|; best
+        (a, h) is each head's smallest distance. counts: instead, how many codes of the row are within
+        the guard (int (a,)): tied when more than h (each head's best is one)."""
+        thr = torch.addcmul(best + self.tie_c[l], u, u, value=self.tie_rel)  # (a, h)
+        within = (dist < thr.unsqueeze(-1)).sum((-2, -1))
+        if counts:
+            return within
+        tied = within > self.cfg.vq_heads
         return tied if clean is None else tied & clean
 
     # ----------------------------------------------------------------- checking
