@@ -154,8 +154,9 @@ class LayerConstants:
         return np.stack([coarse_row, fine_at + fine_row, tok_at + ids], 1)
 
     def embed(self, rows: torch.Tensor) -> torch.Tensor:
-        """The first layer's input from embed_rows rows (n, 3): VQOPT.embed, bit for bit, in one op."""
-        return F.embedding_bag(rows, self.embed_table, mode="sum")
+        """The first layer's input from embed_rows rows (n, 3): VQOPT.embed, bit for bit: a gather and
+        a sum over the three rows in order (F.embedding_bag adds the same way but dispatches 3 ops)."""
+        return self.embed_table[rows].sum(1)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """VQOPT.lm_logits of the few rows (r, d) an update or a typo lookup asks for, in the form
@@ -169,13 +170,19 @@ class LayerConstants:
             return F.linear(hidden, weight)
         r = hidden.shape[0]
         if hidden.dtype == torch.float64:
-            pad = -r % 4 if 1 < r < 64 else 0
+            pad = self.lm_pad(r, hidden)
             if not pad:
                 return F.linear(hidden, weight)
             return F.linear(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])]), weight).narrow(0, 0, r)
         if self._lm_weight_t is None or self._lm_weight_t.dtype != weight.dtype:
             self._lm_weight_t = weight.t().contiguous()  # (d, V): vocab_size x d numbers more, per model
         return torch.mm(hidden, self._lm_weight_t)
+
+    @staticmethod
+    def lm_pad(rows: int, like: torch.Tensor) -> int:
+        """Rows to add to `rows` for lm_logits' fastest form on like's device and dtype (float64 on the
+        CPU: up to a multiple of 4), so that a caller can pad with rows it can use or discard."""
+        return -rows % 4 if 1 < rows < 64 and like.dtype == torch.float64 and like.device.type == "cpu" else 0
 
     def to(self, device: torch.device) -> "LayerConstants":
         self.sizing = "exact" if torch.device(device).type == "cpu" else "bucketed"
@@ -401,11 +408,14 @@ class WindowState:
         succ[self.order[:-1]] = self.order[1:]
         return succ
 
-    def _fill_heads(self, slots: np.ndarray, hidden: torch.Tensor, cls_logits: torch.Tensor) -> None:
+    def _fill_heads(self, slots: np.ndarray, hidden: torch.Tensor | None = None, cls_logits: torch.Tensor | None = None) -> None:
         """The heads of rows (host slots) from their final hidden states: class log-probabilities,
-        and the surprise of each row's successor token (the last row's goes to the trash slot)."""
+        and the surprise of each row's successor token (the last row's goes to the trash slot).
+        hidden None: from the rows' kept last-layer outputs (full layout), one gather."""
         succ = self._successors()[slots]
-        rows, succ, next_ids = torch.from_numpy(np.stack([slots, succ, self.ids_host[succ]])).to(hidden.device).unbind()
+        rows, succ, next_ids = torch.from_numpy(np.stack([slots, succ, self.ids_host[succ]])).to(self.kpos.device).unbind()
+        if hidden is None:
+            hidden, cls_logits = self.net.heads(self.layer_views[-1].x.index_select(0, rows))
         self.cls_logp.index_put_((rows,), torch.log_softmax(cls_logits, -1))
         self.nll.index_put_((succ,), self._next_nll(hidden, next_ids))
 
@@ -608,6 +618,13 @@ class WindowState:
         codes when none ran): class log-probabilities and the next token's surprise."""
         cfg, L = self.cfg, self.cfg.num_hidden_layers
         slots = np.concatenate([f[0] for f in finals]) if finals else np.zeros(0, dtype=np.int64)
+        if self.x is not None:  # kept outputs: every row's is in the last layer's, read once (padded with
+            rows = np.union1d(slots, riders)  # the trash slot to the row count the LM head runs fastest at)
+            rows = rows[rows != self.trash]
+            if len(rows):
+                cost.incremental_macs += len(rows) * head_row_macs(cfg)
+                self._fill_heads(np.concatenate([rows, np.full(self.consts.lm_pad(len(rows), self.kpos), self.trash)]))
+            return
         outs = [torch.cat([f[1] for f in finals]) if len(finals) > 1 else finals[0][1]] if finals else []
         if len(finals) > 1 or (slots == self.trash).any():  # padded, or several passes: the last output per row
             last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
