@@ -958,10 +958,11 @@ class WindowState:
         the moved rows (rare) are recomputed in full here, as a dense pass computes them, and join
         the next rows if their code changed. Returns (next rows, near-tie rows or None, the
         layer's row sets on the host: dirty, recomputed in full, next)."""
-        flags = (torch.stack([nxt, tied]) if tied is not None else nxt.unsqueeze(0)).numpy()  # one read
+        flags = (torch.stack([nxt, tied]) if tied is not None else nxt.unsqueeze(0)).numpy().copy()  # one read
         dl = ctx.host_dloc
-        nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(flags[0]), dl)])  # the dirty rows, then flipped ones
-        ties = np.setdiff1d(np.flatnonzero(flags[1] > self.cfg.vq_heads), dl) if tied is not None else dl[:0]
+        flags[:, dl] = 0  # the dirty rows (distinct) are listed first, and recomputed in full already
+        nl = np.concatenate([dl, np.flatnonzero(flags[0])])  # the dirty rows, then flipped ones (in order)
+        ties = np.flatnonzero(flags[1] > self.cfg.vq_heads) if tied is not None else dl[:0]
         tloc = None
         if len(ties):
             V, A = self.layer_views[l], ctx.A
@@ -972,7 +973,9 @@ class WindowState:
             fresh = self._dist(self._per_vq_head(spT), l).argmin(-1)
             codes.index_put_((tloc,), fresh)
             nxt = nxt.index_put((tloc,), (fresh != V.codes.index_select(0, rows)).sum(-1))
-            nl = np.concatenate([dl, np.setdiff1d(np.flatnonzero(nxt.numpy()), dl)])  # a second read, only after near-ties
+            flipped = nxt.numpy().copy()  # a second read, only after near-ties
+            flipped[dl] = 0
+            nl = np.concatenate([dl, np.flatnonzero(flipped)])
         ctx.host_dloc = nl
         return torch.from_numpy(nl), tloc, [dl, np.concatenate([dl, ties]), nl]
 
