@@ -160,11 +160,10 @@ class LayerConstants:
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """VQOPT.lm_logits of the few rows (r, d) an update or a typo lookup asks for, in the form
-        this machine's BLAS runs fastest. On the CPU (MKL), one thread, d=256, 8,192 words, rows
-        drawn from 1 to 41 (measured, ad hoc): float32 F.linear 1.60 ms, a product with a transposed
-        copy of the embedding 1.22 ms; float64 F.linear 5.31 ms, that copy 4.33 ms, F.linear with
-        the rows padded to a multiple of 4 3.23 ms (MKL's product for a row count that is not a
-        multiple of 4 runs 2 to 3x slower in float64). The pad rows' logits are dropped."""
+        the CPU's BLAS (MKL) runs fastest, by benchmarks/lm_head_rows.py: float32, a product with a
+        transposed copy of the embedding (10% faster than F.linear); float64, F.linear with the rows
+        padded to a multiple of 4 (33% faster: MKL's float64 product of a row count that is not a
+        multiple of 4 runs 2 to 3x slower). The pad rows' logits are dropped. On a GPU: F.linear."""
         weight = self.lm_weight
         if hidden.device.type != "cpu":
             return F.linear(hidden, weight)
