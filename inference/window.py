@@ -111,7 +111,7 @@ class LayerConstants:
         self.position_repeat = cfg.position_repeat
         self.embed_offsets = (dec.embed_positions.weight.shape[0],
                               dec.embed_positions.weight.shape[0] + dec.embed_positions_fine.weight.shape[0])
-        self.lm_weight, self._lm_weight_t = dec.embed_tokens.weight.detach(), None  # the tied LM head (see lm_logits)
+        self.lm_weight, self.lm_weight_t = dec.embed_tokens.weight.detach(), None  # the tied LM head (see lm_logits)
         self.embed_table = torch.cat([dec.embed_positions.weight, dec.embed_positions_fine.weight,
                                       dec.embed_tokens.weight]).detach()
         table = self.embed_table
@@ -164,18 +164,12 @@ class LayerConstants:
         transposed copy of the embedding (10% faster than F.linear); float64, F.linear with the rows
         padded to a multiple of 4 (33% faster: MKL's float64 product of a row count that is not a
         multiple of 4 runs 2 to 3x slower). The pad rows' logits are dropped. On a GPU: F.linear."""
-        weight = self.lm_weight
-        if hidden.device.type != "cpu":
-            return F.linear(hidden, weight)
-        r = hidden.shape[0]
-        if hidden.dtype == torch.float64:
-            pad = self.lm_pad(r, hidden)
-            if not pad:
-                return F.linear(hidden, weight)
-            return F.linear(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])]), weight).narrow(0, 0, r)
-        if self._lm_weight_t is None or self._lm_weight_t.dtype != weight.dtype:
-            self._lm_weight_t = weight.t().contiguous()  # (d, V): vocab_size x d numbers more, per model
-        return torch.mm(hidden, self._lm_weight_t)
+        if self.lm_weight_t is not None:
+            return torch.mm(hidden, self.lm_weight_t)
+        r, pad = hidden.shape[0], self.lm_pad(hidden.shape[0], hidden)
+        if not pad:
+            return F.linear(hidden, self.lm_weight)
+        return F.linear(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])]), self.lm_weight).narrow(0, 0, r)
 
     @staticmethod
     def lm_pad(rows: int, like: torch.Tensor) -> int:
@@ -184,7 +178,10 @@ class LayerConstants:
         return -rows % 4 if 1 < rows < 64 and like.dtype == torch.float64 and like.device.type == "cpu" else 0
 
     def to(self, device: torch.device) -> "LayerConstants":
-        self.sizing = "exact" if torch.device(device).type == "cpu" else "bucketed"
+        cpu = torch.device(device).type == "cpu"
+        self.sizing = "exact" if cpu else "bucketed"
+        if cpu and self.lm_weight.dtype != torch.float64:  # lm_logits' form there: (d, V), vocab_size x d numbers more
+            self.lm_weight_t = self.lm_weight.t().contiguous()
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
 
