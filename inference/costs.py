@@ -56,6 +56,7 @@ class Cost:
     relabelled: int = 0  # tokens that got a new position (each one made dirty)
     full_respreads: int = 0  # relabellings that had to re-spread a whole window
     near_ties: int = 0  # rows recomputed in full because two codes were nearly tied
+    whole_layers: int = 0  # layers that recomputed every affected row in full (cheaper than moving them)
     seconds: float = 0.0
 
     @property
@@ -72,6 +73,7 @@ class Cost:
         self.relabelled += other.relabelled
         self.full_respreads += other.full_respreads
         self.near_ties += other.near_ties
+        self.whole_layers += other.whole_layers
         self.seconds += other.seconds
 
     def as_dict(self) -> dict:
@@ -83,5 +85,6 @@ class Cost:
             "relabelled": self.relabelled,
             "full_respreads": self.full_respreads,
             "near_ties": self.near_ties,
+            "whole_layers": self.whole_layers,
             "seconds": self.seconds,
         }

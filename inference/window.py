@@ -726,7 +726,10 @@ class WindowState:
             dl, fl, nl = dl[dl != tl], fl[fl != tl], nl[nl != tl]
             dirty = len(dl)
             cost.dirty_per_layer[l] += dirty
-            cost.near_ties += len(fl) - dirty  # near-ties (and a resumed pass's unchecked ones) recomputed in full
+            if rec["whole"]:
+                cost.whole_layers += 1
+            else:  # near-ties (and a resumed pass's unchecked ones) recomputed in full
+                cost.near_ties += len(fl) - dirty
             macs = dirty * 3 * d * d  # q, k, v
             if rec["keys"]:
                 dslots = A[dl]
@@ -837,9 +840,18 @@ class WindowState:
             new = torch.addmm(b, a_in, consts.qkv_weight[l]) if b is not None else a_in @ consts.qkv_weight[l]
             if not consts.q_scaled:
                 new[:, :d] *= cfg.head_dim ** -0.5
-        spA = V.sp.index_select(0, A)
+        # exact sizes: moving every affected row by m changed keys, then recomputing the C dirty ones
+        # over all S slots, costs more than recomputing all of them (a large revision): do that
+        S = V.kh.shape[-1]
+        whole = bool(exact and m and ab1 * m + C * S >= ab1 * S)
+        if whole:
+            if C:
+                V.qkv.index_put_((dv,), new)
+            spA = self._full_rows(l, V, V.qhT[:, A], ctx.posA_col)  # fresh codes and bounds: no near-ties
+        else:
+            spA = V.sp.index_select(0, A)
         sp3, uA = self._split_sp(spA) if cfg.vq else (None, None)  # code projections (a, h, K), bounds u (a, h)
-        if m:
+        if m and not whole:
             old = V.qkv.index_select(0, (torch.cat([dv, ctx.deleted]) if nd else dv) if C else ctx.deleted)
             if C:
                 V.qkv.index_put_((dv,), new)
@@ -880,7 +892,7 @@ class WindowState:
 
         # 4. rows recomputed in full over every key: dirty rows, near-ties, a resumed pass's rows
         parts = [p for p in (dloc if C else None, tloc, extra_full) if p is not None]
-        R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts else None
+        R = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts and not whole else None
         if R is not None:
             qR = V.qhT[:, dv if R is dloc else A.index_select(0, R)]  # (H, r, hd) (index_select along dim 1 would copy all of q)
             spA.index_put_((R,), self._full_rows(l, V, qR, ctx.posA_col.index_select(0, R)))
@@ -891,7 +903,7 @@ class WindowState:
         if cfg.vq:
             dist = self._dist(sp3, l)
             best, codes = dist.min(-1)  # (a, h): the first of equal minima, as argmin
-            if tied is None and m:  # (exact sizes: counts, compared on the host)
+            if tied is None and m and not whole:  # (exact sizes: counts, compared on the host)
                 tied = self._tied(l, uA, dist, best, clean, counts=exact)
             flipped = codes != V.codes.index_select(0, A)
             nxt = flipped.sum(-1) if exact else flipped.any(-1)  # a code flipped (exact sizes: how many, read with the ties)
@@ -940,7 +952,10 @@ class WindowState:
             V.x.index_put_((dvn,), out)
         ctx.carry = (dvn, out)
 
-        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": m, "block": m < consts.block_keys,
+        if whole:  # every row of A recomputed in full, none moved
+            host_sets[1] = np.arange(ab1)
+        ctx.records.append({"tcap": tcap if tied is not None else 0, "ncap": ncap, "keys": 0 if whole else m,
+                            "block": m < consts.block_keys, "whole": whole,
                             "with_deleted": with_deleted, "inputs": inputs,
                             "dirty_inputs": bool(C) and carried is None and not kept,
                             "sets": host_sets if ncap is None else [dloc, R if R is not None else dloc, nloc]})

@@ -117,6 +117,21 @@ def test_fixed_long_sequence_with_storms_relabels_and_stays_exact(vq_heads, dtyp
     assert stats["relabelled"] > 0  # the storms really exhausted gaps
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_large_revision_recomputes_whole_layers_and_stays_exact(dtype):
+    """Where moving every affected row by the changed keys costs more than recomputing them (most
+    rows rewritten), the exact path recomputes the layer's affected rows in full; a small edit moves."""
+    doc = inference.IncrementalDocument(tiny_model(8, dtype=dtype, sizing="exact"), _random_ids(6, 100))
+    small = doc.apply([Splice(50, 51, [7])]).cost
+    assert small.whole_layers == 0
+    _assert_exact(doc)
+    large = doc.apply([Splice(20, 90, _random_ids(7, 70))]).cost
+    assert large.whole_layers > 0 and large.near_ties == 0
+    _assert_exact(doc)
+    doc.apply([Splice(10, 11, [3])])  # and the state it left moves exactly afterwards
+    _assert_exact(doc)
+
+
 def test_small_pool_forces_full_respread_and_stays_exact():
     model = tiny_model(3, position_pool=256, position_repeat=2, window_tokens=128)
     edits = [("storm", 0.5, 4, s) for s in range(8)]
