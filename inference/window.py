@@ -163,13 +163,13 @@ class LayerConstants:
         the CPU's BLAS (MKL) runs fastest, by benchmarks/lm_head_rows.py: float32, a product with a
         transposed copy of the embedding (10% faster than F.linear); float64, F.linear with the rows
         padded to a multiple of 4 (33% faster: MKL's float64 product of a row count that is not a
-        multiple of 4 runs 2 to 3x slower). The pad rows' logits are dropped. On a GPU: F.linear."""
-        if self.lm_weight_t is not None:
-            return torch.mm(hidden, self.lm_weight_t)
+        multiple of 4 runs 2 to 3x slower). The pad rows' logits are dropped. On a GPU: F.linear.
+        (F.linear without bias is mm with the weight's transposed view, which `to` keeps: one op.)"""
+        wt = self.lm_weight_t if self.lm_weight_t is not None else self.lm_weight.t()
         r, pad = hidden.shape[0], self.lm_pad(hidden.shape[0], hidden)
         if not pad:
-            return F.linear(hidden, self.lm_weight)
-        return F.linear(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])]), self.lm_weight).narrow(0, 0, r)
+            return torch.mm(hidden, wt)
+        return torch.mm(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])]), wt).narrow(0, 0, r)
 
     @staticmethod
     def lm_pad(rows: int, like: torch.Tensor) -> int:
@@ -180,8 +180,9 @@ class LayerConstants:
     def to(self, device: torch.device) -> "LayerConstants":
         cpu = torch.device(device).type == "cpu"
         self.sizing = "exact" if cpu else "bucketed"
-        if cpu and self.lm_weight.dtype != torch.float64:  # lm_logits' form there: (d, V), vocab_size x d numbers more
-            self.lm_weight_t = self.lm_weight.t().contiguous()
+        self.lm_weight_t = self.lm_weight.t()  # lm_logits' form: (d, V), a view of the tied embedding
+        if cpu and self.lm_weight.dtype != torch.float64:  # or a copy there, vocab_size x d numbers more
+            self.lm_weight_t = self.lm_weight_t.contiguous()
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
 
