@@ -111,7 +111,8 @@ class LayerConstants:
         self.position_repeat = cfg.position_repeat
         self.embed_offsets = (dec.embed_positions.weight.shape[0],
                               dec.embed_positions.weight.shape[0] + dec.embed_positions_fine.weight.shape[0])
-        self.lm_weight, self.lm_weight_t = dec.embed_tokens.weight.detach(), None  # the tied LM head (see lm_logits)
+        self.lm_weight = dec.embed_tokens.weight.detach()  # the tied LM head (see lm_logits)
+        self.lm_weight_t = self.lm_weight.t()  # its transposed view (a contiguous copy on the CPU in float32: `to`)
         self.embed_table = torch.cat([dec.embed_positions.weight, dec.embed_positions_fine.weight,
                                       dec.embed_tokens.weight]).detach()
         table = self.embed_table
@@ -165,11 +166,10 @@ class LayerConstants:
         padded to a multiple of 4 (33% faster: MKL's float64 product of a row count that is not a
         multiple of 4 runs 2 to 3x slower). The pad rows' logits are dropped. On a GPU: F.linear.
         (F.linear without bias is mm with the weight's transposed view, which `to` keeps: one op.)"""
-        wt = self.lm_weight_t if self.lm_weight_t is not None else self.lm_weight.t()
         r, pad = hidden.shape[0], self.lm_pad(hidden.shape[0], hidden)
         if not pad:
-            return torch.mm(hidden, wt)
-        return torch.mm(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])]), wt).narrow(0, 0, r)
+            return torch.mm(hidden, self.lm_weight_t)
+        return torch.mm(torch.cat([hidden, hidden.new_zeros(pad, hidden.shape[1])]), self.lm_weight_t).narrow(0, 0, r)
 
     @staticmethod
     def lm_pad(rows: int, like: torch.Tensor) -> int:
@@ -180,7 +180,7 @@ class LayerConstants:
     def to(self, device: torch.device) -> "LayerConstants":
         cpu = torch.device(device).type == "cpu"
         self.sizing = "exact" if cpu else "bucketed"
-        self.lm_weight_t = self.lm_weight.t()  # lm_logits' form: (d, V), a view of the tied embedding
+        self.lm_weight_t = self.lm_weight.t()  # lm_logits' form: (d, V), a view of the tied embedding,
         if cpu and self.lm_weight.dtype != torch.float64:  # or a copy there, vocab_size x d numbers more
             self.lm_weight_t = self.lm_weight_t.contiguous()
         self.vq_heads_idx = self.vq_heads_idx.to(device)
