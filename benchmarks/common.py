@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def data_dir(explicit: str | None = None) -> Path:
-    """--data, else $VQ_LSP_DATA, else ../shared/data beside the repository."""
+    """--data, else $VQ_LSP_DATA, else the fallback the test suite uses too (tests/conftest.py)."""
     return Path(explicit or os.environ.get("VQ_LSP_DATA") or REPO.parent / "shared" / "data")
 
 
@@ -72,7 +72,7 @@ def run_benchmark(name: str, parser, argv: list[str], run, report) -> int:
     """The common end of a benchmark's main: --model, --data and --out added to `parser`, the
     arguments parsed (argv kept on them for the report), `run(args)`, then NAME.json + NAME.md."""
     parser.add_argument("--model", help="model folder (default: the bundled model)")
-    parser.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
+    parser.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help=f"folder for {name}.{{md,json}}")
     args = parser.parse_args(argv)
     args.argv = argv
@@ -152,7 +152,7 @@ class DispatchCounter:
             doc.apply(splices)
         c.ops, c.launches, c.syncs
 
-    ops: every op the dispatcher sees (as shared/tools/count_ops.py counts them); launches: those
+    ops: every op the dispatcher sees (a TorchDispatchMode sees them all); launches: those
     that are not views (about one kernel launch each on CUDA); syncs: ops that make the host wait
     for the device (.item(), nonzero, unique, ...; `count_nonzero` is not one), plus the reads that
     bypass the dispatcher (Tensor.tolist, Tensor.numpy), counted by wrapping them while active."""

@@ -1,8 +1,8 @@
 """Per-edit cost of real revisions at a full window: incremental vs dense vs prefix-KV reuse.
 
-    python benchmarks/edit_latency.py MODEL_DIR [--edits 60] [--window 2048]
+    python -m benchmarks.edit_latency MODEL_DIR [--edits 60] [--window 2048]
 
-Consecutive revisions of real documents (../shared/data/revisions/) are cut to one window
+Consecutive revisions of real documents ($VQ_LSP_DATA/revisions/) are cut to one window
 (the first window_tokens - 1 tokens), diffed into Splice lists, and applied in one run to:
   (a) the incremental engine: one IncrementalDocument per document, fed revision after revision;
   (b) a dense pass of the same model over the new revision (what the engine's verify runs);
@@ -12,7 +12,7 @@ Wall time is measured side by side for every edit; MACs are counted with the sam
 (inference.costs). All three run in the same dtype, on the same device and threads.
 
 Per edit and method it also reports what the device is asked to do: dispatched torch ops and
-host syncs (benchmarks.common.DispatchCounter, TorchDispatchMode as in shared/tools/count_ops.py),
+host syncs (benchmarks.common.DispatchCounter, a TorchDispatchMode),
 and on CUDA the kernel launches and GPU-busy time (torch.profiler). These are counted on an
 untimed twin run of the same edit (a second document fed the same revisions, the dense pass and
 the prefix reuse run again), so that counting never slows the timed runs. --json writes every
@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import inference  # noqa: E402
-from benchmarks.common import (DispatchCounter, cuda_profile, data_dir, dense_pass, load_for_window,  # noqa: E402
+import inference
+from benchmarks.common import (DispatchCounter, cuda_profile, data_dir, dense_pass, load_for_window,
                                markdown_table, median, p95, prefix_macs, prefix_reuse_seconds, revision_histories,
                                softmax_twin, timed)
 
@@ -88,7 +85,7 @@ def edit_pairs(model: inference.LoadedModel, root: Path, window: int, limit: int
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir", nargs="?", help="model folder (default: the bundled model)")
-    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA or ../shared/data)")
+    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--edits", type=int, default=60)
     ap.add_argument("--window", type=int, default=2048, help="window length in tokens (BOS included)")
     ap.add_argument("--device", default=None)

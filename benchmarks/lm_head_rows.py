@@ -1,6 +1,6 @@
 """The LM head of the few rows an update changes: which form of the product runs fastest here.
 
-    python benchmarks/lm_head_rows.py [--model DIR] [--dtype float32 float64] [--calls 300]
+    python -m benchmarks.lm_head_rows [--model DIR] [--dtype float32 float64] [--calls 300]
         [--repeats 3] [--threads 1] [--out benchmarks/results]
 
 After an edit the engine computes the next token's surprise for the rows whose last-layer output
@@ -21,15 +21,12 @@ import argparse
 import random
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import inference  # noqa: E402
-from benchmarks.common import markdown_table, run_benchmark  # noqa: E402
+import inference
+from benchmarks.common import markdown_table, run_benchmark
 
 ROW_COUNTS = (1, 2, 3, 5, 7, 9, 12, 15, 17, 22, 30, 41)
 

@@ -1,6 +1,6 @@
 """Memory of many open documents in the real server: state bytes per document and per token.
 
-    python benchmarks/memory_docs.py [--model bundled|test|PATH] [--docs 50] [--tokens 2000] [--budget-mb 1024]
+    python -m benchmarks.memory_docs [--model bundled|test|PATH] [--docs 50] [--tokens 2000] [--budget-mb 1024]
                                      [--precision float32|float64] [--state-layout lean|full]
                                      [--out benchmarks/results/memory_docs.md]
 
@@ -22,13 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table  # noqa: E402
-from tests.reliability import scenarios as sc  # noqa: E402
-from tests.server.lsp_helpers import CONFIG, initialize  # noqa: E402
+import inference
+from benchmarks.common import data_dir, markdown_table
+from tests.reliability import scenarios as sc
+from tests.server.lsp_helpers import CONFIG, initialize
 
 
 async def measure(model_path: Path | None, data: Path, docs: int, tokens: int, budget_mb: float,
@@ -55,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="the server's precision setting (default float32, the server's default)")
     p.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
                    help="the server's stateLayout setting (default lean, the server's default)")
-    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
+    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--out", help="also write the output (with the command) to this markdown file")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
              "peak RSS by phase: " + ", ".join(f"{k} {v / mib:.0f} MiB" for k, v in res.peaks.items())]
     print("\n".join(lines))
     if args.out:
-        Path(args.out).write_text("`python benchmarks/memory_docs.py " + " ".join(argv or sys.argv[1:]) + "`\n\n"
+        Path(args.out).write_text("`python -m benchmarks.memory_docs " + " ".join(argv or sys.argv[1:]) + "`\n\n"
                                   + "\n\n".join(lines) + "\n")
     return 0
 

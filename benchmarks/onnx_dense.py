@@ -1,6 +1,6 @@
 """ONNX Runtime against torch for the engine's dense path: full builds of 500 and 2,000 tokens.
 
-    python benchmarks/onnx_dense.py [--tokens 500 2000] [--threads 1 2] [--docs 3] [--repeats 3]
+    python -m benchmarks.onnx_dense [--tokens 500 2000] [--threads 1 2] [--docs 3] [--repeats 3]
                                     [--model DIR] [--data DIR] [--out benchmarks/results]
 
 On the same token ids, side by side in one run, alternating torch and ORT per repeat:
@@ -30,15 +30,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import torch
 
-import torch  # noqa: E402
-
-import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, revision_histories, run_benchmark  # noqa: E402
-from inference import argtypes  # noqa: E402
-from inference.window import WindowState  # noqa: E402
+import inference
+from benchmarks.common import data_dir, markdown_table, revision_histories, run_benchmark
+from inference import argtypes
+from inference.window import WindowState
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -136,7 +133,7 @@ def run(args) -> dict:
     except OnnxRuntimeMissing as e:
         raise SystemExit(f"onnx_dense.py: error: {e}") from None
     data = data_dir(args.data)
-    results = {"command": "python benchmarks/onnx_dense.py " + " ".join(args.argv), "cpus": os.cpu_count(),
+    results = {"command": "python -m benchmarks.onnx_dense " + " ".join(args.argv), "cpus": os.cpu_count(),
                "machine": platform.processor() or platform.machine(), "torch": torch.__version__,
                "onnxruntime": ort.__version__, "loadavg_start": os.getloadavg(), "rows": [], "unsupported": {}}
     for dname in args.dtypes:

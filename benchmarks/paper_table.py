@@ -1,8 +1,8 @@
 """The paper's Table 2 protocol on real PEP revisions, plus a paragraph-cache baseline.
 
-    python benchmarks/paper_table.py [MODEL_DIR] [--pairs 500] [--seed 0] [--imdb 1000] [--out DIR]
+    python -m benchmarks.paper_table [MODEL_DIR] [--pairs 500] [--seed 0] [--imdb 1000] [--out DIR]
 
-Data: ../shared/data/eval/python_peps.jsonl.gz (evaluation only: nothing is tuned on it).
+Data: $VQ_LSP_DATA/eval/python_peps.jsonl.gz (evaluation only: nothing is tuned on it).
 Consecutive revision pairs whose old and new versions have 1536-2048 tokens (BOS included);
 `--pairs` of them drawn at random (seeded), or all if fewer. Three scenarios, each measured
 side by side in one run on the same model:
@@ -37,15 +37,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import inference  # noqa: E402
-from benchmarks.optional import can_plot, require  # noqa: E402
-from benchmarks.common import (data_dir, dense_pass, load_for_window, markdown_table, median,  # noqa: E402
+import inference
+from benchmarks.optional import can_plot, require
+from benchmarks.common import (data_dir, dense_pass, load_for_window, markdown_table, median,
                                prefix_macs, prefix_reuse_seconds, softmax_twin, timed)
-from inference import Splice, argtypes  # noqa: E402
-from inference.document import span_probs  # noqa: E402
-from inference.tokenizer import paragraph_breaks  # noqa: E402
+from inference import Splice, argtypes
+from inference.document import span_probs
+from inference.tokenizer import paragraph_breaks
 
 BASELINES = ("dense", "prefix", "paragraph")
 SCENARIOS = ("atomic", "first 5%", "entire revision")
@@ -289,7 +287,7 @@ def run_all(chosen, args, dtype, root: Path) -> tuple[dict[str, list[Sample]], d
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir", nargs="?", help="model folder (default: the bundled model)")
-    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA or ../shared/data)")
+    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--pairs", type=argtypes.positive_int, default=500)
     ap.add_argument("--timed-pairs", type=argtypes.non_negative_int, default=100,
                     help="pairs whose baselines are also timed")
@@ -321,7 +319,8 @@ def main() -> None:
         f"{what} vs {b}" for b in ("dense", "prefix-KV", "paragraph cache") for what in ("MACs", "time")]
     table = markdown_table(header, summarise(results))
     lines = [f"model: {model.path}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of 1536-2048 tokens, "
-             f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  layout: {args.layout}  workers: {args.workers} "
+             f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  layout: {args.layout}  "
+             f"workers: {args.workers} "
              f"(threads each: {args.threads or (1 if args.workers > 1 else torch.get_num_threads())})",
              "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper; "
              "time medians over the timed edits", "", table]

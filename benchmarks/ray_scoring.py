@@ -1,7 +1,7 @@
 """`vq-lsp score` in one process against `--ray` with 1 and 2 workers, on the same revisions, in one run.
 
-    python benchmarks/ray_scoring.py [--docs 8] [--revisions 4] [--max-chars 8000] [--workers 1 2] [--model DIR] [--data DIR]
-                                     [--out benchmarks/results]
+    python -m benchmarks.ray_scoring [--docs 8] [--revisions 4] [--max-chars 8000] [--workers 1 2]
+                                     [--model DIR] [--data DIR] [--out benchmarks/results]
 
 The input is the first `--docs` Rust book chapters of `revisions/rust_book_chapters.jsonl.gz` whose
 revisions stay within `--max-chars` characters (one 2,048-token window or so), each with its first
@@ -26,17 +26,14 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import torch
 
-import torch  # noqa: E402
-
-import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, run_benchmark  # noqa: E402
-from inference import argtypes  # noqa: E402
-from vq_lsp import ray_batch  # noqa: E402
-from vq_lsp.batch import BatchScorer  # noqa: E402
-from vq_lsp.settings import DiagnosticSettings  # noqa: E402
+import inference
+from benchmarks.common import data_dir, markdown_table, run_benchmark
+from inference import argtypes
+from vq_lsp import ray_batch
+from vq_lsp.batch import BatchScorer
+from vq_lsp.settings import DiagnosticSettings
 
 
 def corpus(data: Path, docs: int, revisions: int, max_chars: int) -> list[tuple[str, str, str]]:
@@ -68,7 +65,7 @@ def run(args) -> dict:
     revs = corpus(data_dir(args.data), args.docs, args.revisions, args.max_chars)
     docs = len({name for name, _, _ in revs})
     hints = DiagnosticSettings()
-    results = {"command": "python benchmarks/ray_scoring.py " + " ".join(args.argv), "cpus": os.cpu_count(),
+    results = {"command": "python -m benchmarks.ray_scoring " + " ".join(args.argv), "cpus": os.cpu_count(),
                "documents": docs, "revisions": len(revs), "characters": sum(len(t) for _, _, t in revs),
                "loadavg_start": os.getloadavg(), "paths": []}
 
@@ -132,8 +129,8 @@ def report(r: dict) -> str:
         f"`{r['command']}`", "",
         f"{r['documents']} documents, {r['revisions']} revisions ({r['characters']:,} characters, "
         f"{r['paths'][0]['tokens']:,} tokens scored), bundled model, float64, one torch thread per process; "
-        f"{r['cpus']} CPUs, load average {r['loadavg_start'][0]:.2f} at the start and {r['loadavg_end'][0]:.2f} at "
-        f"the end", "",
+        f"{r['cpus']} CPUs, load average {r['loadavg_start'][0]:.2f} at the start and "
+        f"{r['loadavg_end'][0]:.2f} at the end", "",
         markdown_table(["path", "workers", "start-up", "scoring", "documents/s (scoring)", "revisions/s (scoring)",
                         "scoring speed vs single (mean of both)", "CPU time of scoring", "documents/s (end to end)",
                         "rows equal single"], rows)]) + "\n"

@@ -1,6 +1,6 @@
 """Reliability summary (issue 4): run every reliability scenario once and print one table.
 
-    python benchmarks/reliability_summary.py [--data DIR] [--fuzz-examples N] [--out FILE]
+    python -m benchmarks.reliability_summary [--data DIR] [--fuzz-examples N] [--out FILE]
 
 It runs the drivers tests/reliability runs in CI, with the same parameters, each against its
 own real `vq-lsp` process over stdio: the 5,000-edit long session (drift against a full pass
@@ -27,21 +27,16 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import torch
 
-import torch  # noqa: E402
+import inference
+from benchmarks.common import REPO, data_dir, markdown_table
+from tests.reliability import big_opens as bo, faults, scenarios as sc
+from tests.reliability.fuzzing import FuzzStats, check_case, messages, start_session
+from tests.reliability.rawclient import RawClient, encode
+from tests.server.lsp_helpers import CONFIG, initialize
 
-torch.set_num_threads(1)
-
-import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table  # noqa: E402
-from tests.reliability import big_opens as bo, faults, scenarios as sc  # noqa: E402
-from tests.reliability.fuzzing import FuzzStats, check_case, messages, start_session  # noqa: E402
-from tests.reliability.rawclient import RawClient, encode  # noqa: E402
-from tests.server.lsp_helpers import CONFIG, initialize  # noqa: E402
-
-COMMAND = "python benchmarks/reliability_summary.py"
+COMMAND = "python -m benchmarks.reliability_summary"
 
 
 @dataclass
@@ -98,7 +93,8 @@ async def lsp_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
         tally.details["edit storms"] = (
             f"{storm.changes:,} keystrokes in bursts of 50 every 2 ms -> {storm.engine_updates} engine updates, "
             f"{storm.publishes} publishes (in versions that never go back: mid-storm, hints moved through the "
-            f"edits still waiting, at most every 50 ms and only when a hint survives); hover and documentScores sent mid-storm answered "
+            f"edits still waiting, at most every 50 ms and only when a hint survives); hover and documentScores "
+            f"sent mid-storm answered "
             f"mid-storm in at most {max(storm.request_seconds) * 1000:.0f} ms; state exact after each storm")
     tok = inference.Tokenizer.from_file(model_dir / "tokenizer.json")
     docs = sc.chapter_documents(data, tok, sc.MEMORY_DOCS + 1, sc.MEMORY_TOKENS)
@@ -236,7 +232,7 @@ def report(tally: Tally, seconds: float) -> str:
     lines += ["", f"Servers started: {len(RawClient.started) + 3}; crashes: {crashes}.",
               "Model: random weights with the bundled model's 8192-token tokenizer and 256-token windows (the "
               "scenarios measure the server: sync, scheduling, memory, recovery). The bundled model's states: "
-              "`python benchmarks/memory_docs.py` (benchmarks/results/memory_docs.md).",
+              "`python -m benchmarks.memory_docs` (benchmarks/results/memory_docs.md).",
               "Fixed on the way (see the server modules' docstrings): requests with bad params or ids went "
               "unanswered; `Content-Length: 99999999999` killed the server (MemoryError); the exit code was 0 "
               "even without shutdown, and requests after shutdown went unanswered; requests sent during an edit "
@@ -254,12 +250,13 @@ def report(tally: Tally, seconds: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
+    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--fuzz-examples", type=int, default=1000, help="hypothesis cases (CI runs 300)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "reliability_summary.md"))
     p.add_argument("--only", choices=["lsp", "faults", "fuzz", "big-opens"], nargs="+",
                    help="run only these scenario groups (default: all)")
     args = p.parse_args(argv)
+    torch.set_num_threads(1)
     groups = set(args.only or ["lsp", "faults", "fuzz", "big-opens"])
     data = data_dir(args.data)
     tally = Tally()

@@ -1,10 +1,10 @@
 """Single-token edits at several document lengths: what each edit dispatches and how long it takes.
 
-    python benchmarks/single_token.py [MODEL_DIR] [--lengths 500 2000 8000] [--edits 40]
+    python -m benchmarks.single_token [MODEL_DIR] [--lengths 500 2000 8000] [--edits 40]
         [--dtype float64 float32] [--sizing exact bucketed] [--context window paragraph] [--layout lean full]
         [--threads 1] [--out benchmarks/results]
 
-Data: the newest revision of held-out PEPs (../shared/data/eval/python_peps.jsonl.gz), used only
+Data: the newest revision of held-out PEPs ($VQ_LSP_DATA/eval/python_peps.jsonl.gz), used only
 to have real tokens, cut to each length. The same seeded sequence of single-token edits
 (replace, insert, delete in turn, at random places) is applied once per row-set sizing:
   exact     the CPU default: the host reads each layer's next rows (one read per layer), no padding
@@ -30,18 +30,15 @@ import argparse
 import gzip
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import inference  # noqa: E402
-from benchmarks.common import (DispatchCounter, data_dir, dense_pass, markdown_table, median, percentile,  # noqa: E402
+import inference
+from benchmarks.common import (DispatchCounter, data_dir, dense_pass, markdown_table, median, percentile,
                                timed, write_results)
-from inference.loading import PRECISIONS  # noqa: E402
+from inference.loading import PRECISIONS
 
 
 def pep_tokens(model, root: Path, n: int) -> list[int]:
@@ -74,7 +71,7 @@ def dense_ms(model, doc) -> float:
 
 def edited_window(doc, splice) -> list[int]:
     """The tokens of the window holding the edit's first token (or the last window)."""
-    for (a, b), w in zip(doc.window_bounds, doc.windows):
+    for (_, b), w in zip(doc.window_bounds, doc.windows):
         if splice.start < b:
             return w.token_ids()
     return doc.windows[-1].token_ids()
@@ -108,7 +105,7 @@ def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir", nargs="?", help="model folder (default: the bundled model)")
-    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA or ../shared/data)")
+    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--lengths", type=int, nargs="+", default=[500, 2000, 8000])
     ap.add_argument("--edits", type=int, default=40)
     ap.add_argument("--dtype", nargs="+", choices=list(PRECISIONS), default=["float64", "float32"])
@@ -148,7 +145,8 @@ def main() -> None:
                     rows.append(row + ["yes" if r["exact"] else "NO"])
     dev = records[0]["device"] if records else "?"
     text = "\n".join([
-        f"device: {dev}, threads: {a.threads}, {a.edits} single-token edits per row (replace, insert, delete in turn), "
+        f"device: {dev}, threads: {a.threads}, {a.edits} single-token edits per row "
+        "(replace, insert, delete in turn), "
         f"seed {a.seed}, after {WARMUP} untimed ones; ops, launches and syncs are per-edit medians; dense: a full "
         "pass over every window of the document, median of 3",
         "",

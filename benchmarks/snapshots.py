@@ -1,6 +1,6 @@
 """Restore from a snapshot vs rebuild: the engine state of a 2,000-token document, side by side.
 
-    python benchmarks/snapshots.py [--model PATH] [--tokens 2000] [--repeats 5] [--threads 1]
+    python -m benchmarks.snapshots [--model PATH] [--tokens 2000] [--repeats 5] [--threads 1]
                                    [--precisions float32 float64] [--state-layout lean|full]
                                    [--out benchmarks/results/snapshots.md]
 
@@ -27,13 +27,10 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, revision_histories  # noqa: E402
-from inference import snapshot  # noqa: E402
-from vq_lsp.snapshots import SnapshotStore  # noqa: E402
+import inference
+from benchmarks.common import data_dir, markdown_table, revision_histories
+from inference import snapshot
+from vq_lsp.snapshots import SnapshotStore
 
 
 def document_ids(model: inference.LoadedModel, data: Path, tokens: int) -> list[int]:
@@ -82,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="engine precisions to measure, one row each (the server serves float32 by default)")
     p.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
                    help="the engine state's layout (default lean: the server's, which writes the snapshots)")
-    p.add_argument("--data", help="data folder (default $VQ_LSP_DATA or ../shared/data)")
+    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--out", help="also write the table (with the command) to this markdown file")
     args = p.parse_args(argv)
     load_before = os.getloadavg()[0]
@@ -104,13 +101,14 @@ def main(argv: list[str] | None = None) -> int:
         ["precision", "tokens", "windows", "state MiB", "snapshot MiB", "rebuild s", "restore s", "restore speedup",
          "write s", "fingerprint s", "exact (verify, scores, surprise)"], rows)
     name = args.model or "bundled"
-    text = (f"Model {name}, {args.state_layout} state layout, {args.threads} torch thread(s), median of {args.repeats} alternating runs (restore "
+    text = (f"Model {name}, {args.state_layout} state layout, {args.threads} torch thread(s), "
+            f"median of {args.repeats} alternating runs (restore "
             f"from the page cache); the fingerprint is hashed once per model load. Machine load average "
             f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n\n{table}\n\n"
             + "\n".join(runs) + "\n")
     print(text)
     if args.out:
-        command = "python benchmarks/snapshots.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        command = "python -m benchmarks.snapshots " + " ".join(argv if argv is not None else sys.argv[1:])
         Path(args.out).write_text(f"# Snapshot restore vs rebuild\n\n`{command.strip()}`\n\n{text}")
     return 0 if exact else 1
 

@@ -1,7 +1,7 @@
 """The float32 tie guard, calibrated: how far the engine's code distances drift from a dense pass
 as edits accumulate, against the guard each row gets, and what the guard costs per edit.
 
-    python benchmarks/tie_guard.py [--model DIR] [--tokens 2000] [--edits 2000] [--check-every 250]
+    python -m benchmarks.tie_guard [--model DIR] [--tokens 2000] [--edits 2000] [--check-every 250]
         [--guard 1e-4:0 1e-5:0 1e-5:5e-4 ...] [--seed 7] [--out benchmarks/results]
 
 A guard is `tie_rel:growth` (inference.loading.TIE_GUARD holds the defaults per dtype): a row is
@@ -22,15 +22,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import inference  # noqa: E402
-from benchmarks.common import data_dir, markdown_table, median, percentile, run_benchmark  # noqa: E402
-from benchmarks.single_token import edit_sequence, pep_tokens  # noqa: E402
+import inference
+from benchmarks.common import data_dir, markdown_table, median, percentile, run_benchmark
+from benchmarks.single_token import edit_sequence, pep_tokens
 
 
 def drift(model, doc) -> tuple[float, float]:

@@ -1,8 +1,8 @@
 """Live typing: replay real keystroke sessions into the real `vq-lsp` and measure what a writer feels.
 
-    python benchmarks/typing_replay.py --sessions 4 --speed 1 4 --engine incremental full
+    python -m benchmarks.typing_replay --sessions 4 --speed 1 4 --engine incremental full
 
-Each CoAuthor session (../shared/data/typing/, format in ../shared/data/README.md) is a prompt
+Each CoAuthor session ($VQ_LSP_DATA/typing/, format in $VQ_LSP_DATA/README.md) is a prompt
 and a list of timed Quill deltas. --sessions are drawn at random (seeded); with --max-events N
 each replays a window of N consecutive events (--start first, or at a seeded random event: the
 events before it are applied offline and the document is opened with the text they left).
@@ -19,8 +19,8 @@ writer presses the key (0: up to date); content staleness in ms, how long ago th
 sent that the shown hints' content does not yet reflect (hints moved through newer edits state
 the newest version; their `data.version` names the version whose state chose them); and every
 published diagnostic is checked against the text of the version it states (a surprise hint must
-cover the word it quotes, a tone hint a non-blank run inside one paragraph). Per session: server CPU time (user + system of the
-server process, all threads, read from /proc/PID/stat: engine, hints, JSON and pygls all count)
+cover the word it quotes, a tone hint a non-blank run inside one paragraph). Per session: server CPU time
+(user + system of the server process, all threads, read from /proc/PID/stat: engine, hints, JSON and pygls all count)
 from the first keystroke to the final diagnostics, divided by keystrokes and by engine updates
 (`updates` of vqLsp/documentScores). At the end of each replay the server's state must verify
 against a full pass (command vqLsp.verify: codes equal, tokens match its text, no rebuild), be at
@@ -51,9 +51,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.common import REPO, data_dir, markdown_table, percentile  # noqa: E402
+from benchmarks.common import REPO, data_dir, markdown_table, percentile
 
 EMBED = "\ufffc"  # a Quill embed (an image) has length 1; the replay keeps a placeholder character there
 DEFAULT_SESSIONS = "typing/coauthor_sessions.jsonl.gz"
@@ -590,7 +588,7 @@ def write_report(results: dict[str, list[SessionResult]], meta: dict, out: Path)
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions-file", type=Path, help=f"default: DATA/{DEFAULT_SESSIONS} (the dev file)")
-    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA or ../shared/data)")
+    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--sessions", type=int, default=4, help="sessions drawn at random (seeded) from the file")
     ap.add_argument("--speed", type=float, nargs="+", default=[1.0, 4.0], help="pace multipliers (1: as recorded)")
     ap.add_argument("--engine", nargs="+", choices=["incremental", "full"], default=["incremental", "full"])
@@ -619,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     expected = [len(tok.encode(r.final_text)) for r in reps]
     load0, t0 = os.getloadavg(), time.time()
     results = asyncio.run(run(args, reps, expected))
-    meta = {"command": shlex.join(["python", "benchmarks/typing_replay.py", *(sys.argv[1:] if argv is None else argv)]),
+    meta = {"command": shlex.join(["python", "-m", "benchmarks.typing_replay", *(sys.argv[1:] if argv is None else argv)]),
             "sessions_file": str(path), "wall_seconds": time.time() - t0, "loadavg_start": load0,
             "loadavg_end": os.getloadavg(), "cpus": os.cpu_count(), "plots": plots,
             **{k: v for k, v in vars(args).items() if k not in ("out", "sessions_file")}}

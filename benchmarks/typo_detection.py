@@ -3,7 +3,7 @@ compare the server's detector (vq_lsp/typos.py: dictionary + the model's context
 spell checker (pyspellchecker: every word missing from its dictionary) and with the dictionary
 plus close-word rule alone (no model), side by side on the same texts.
 
-Prose: excerpts of the Gutenberg books of the *valid* split in ../shared/data (the bundled
+Prose: excerpts of the Gutenberg books of the *valid* split in $VQ_LSP_DATA (the bundled
 model trained on the train split; eval/ is never read). Books alternate between a tuning split
 (thresholds are chosen there, by best F1) and a report split (every figure in the table).
 Error classes: letter swaps, drops, doubled letters, neighbour-key substitutions (each kept
@@ -11,7 +11,7 @@ only when the result is not a dictionary word: non-word errors), real-word error
 confusion sets the detector knows (their/there, form/from ...), and real-word errors from any
 one-letter edit that happens to spell another word (which no confusion set covers).
 
-    python benchmarks/typo_detection.py [--model DIR] [--books 12] [--excerpts 3]
+    python -m benchmarks.typo_detection [--model DIR] [--books 12] [--excerpts 3]
 
 Writes benchmarks/results/typo_detection.{json,md} and a precision-recall plot (.png) when
 matplotlib is installed.
@@ -31,13 +31,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import inference  # noqa: E402
-from benchmarks import optional  # noqa: E402
-from benchmarks.common import REPO, data_dir  # noqa: E402
-from vq_lsp import hints, markup, typos  # noqa: E402
-from vq_lsp.settings import DiagnosticSettings  # noqa: E402
+import inference
+from benchmarks import optional
+from benchmarks.common import REPO, data_dir
+from vq_lsp import hints, markup, typos
+from vq_lsp.settings import DiagnosticSettings
 
 NON_WORD = ("swap", "drop", "double", "neighbour")
 REAL_WORD = ("confusable", "real-edit")
@@ -261,7 +259,7 @@ def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="model folder (default: the bundled model)")
-    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA or ../shared/data)")
+    ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--books", type=int, default=12, help="valid-split books used (alternating tune/report)")
     ap.add_argument("--excerpts", type=int, default=3, help="excerpts per book")
     ap.add_argument("--chars", type=int, default=6000, help="characters per excerpt (about 1,500 tokens)")
