@@ -1,6 +1,6 @@
 """Live typing: replay real keystroke sessions into the real `vq-lsp` and measure what a writer feels.
 
-    python -m benchmarks.typing_replay --sessions 4 --speed 1 4 --engine incremental full
+    python -m benchmarks.typing_replay --sessions=4 --speed 1 4 --engine incremental full
 
 Each CoAuthor session ($VQ_LSP_DATA/typing/, format in $VQ_LSP_DATA/README.md) is a prompt
 and a list of timed Quill deltas. --sessions are drawn at random (seeded); with --max-events N
