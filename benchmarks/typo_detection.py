@@ -226,8 +226,7 @@ def predictions(model, errors, text):
 def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
     """What choosing hints costs per publish on a ~2,000-token Markdown document (this project's
     README, cut at a paragraph): the Markdown parse alone and all hint material (surprise, words,
-    typo findings, tone blocks), beside what a publish computed before (token surprise and
-    blank-line paragraph scores)."""
+    typo findings, tone blocks), beside token surprise and blank-line paragraph scores alone."""
     from vq_lsp.textsync import TrackedText
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
@@ -246,7 +245,7 @@ def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
             times.append(time.perf_counter() - t0)
         return round(1000 * float(np.median(times)), 2)
 
-    def before():  # what a publish chose hints from before markup and typos: surprise and paragraph scores
+    def before():  # the material without markup and typos: token surprise and paragraph scores
         doc.surprise(0, doc.n_tokens)
         hints.paragraph_scores(tt, doc)
 
@@ -346,8 +345,8 @@ def table(r: dict) -> str:
     lines += ["", f"Errors per class: {counts}.", "",
               f"Per publish on a {c['tokens']}-token Markdown document (medians, 1 thread): Markdown layout "
               f"{c['markdown_layout_ms']} ms, all hint material (surprise, prose words, typo findings, tone) "
-              f"{c['hint_material_ms']} ms, against {c['previous_material_ms']} ms for what a publish computed "
-              f"before this detector (token surprise and blank-line paragraph scores)."]
+              f"{c['hint_material_ms']} ms, against {c['previous_material_ms']} ms for token surprise and "
+              f"blank-line paragraph scores alone."]
     return "\n".join(lines) + "\n"
 
 

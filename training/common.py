@@ -39,7 +39,7 @@ def seed_everything(seed: int) -> None:
 
 
 def set_threads(n: int | None) -> None:
-    """Background jobs share a 2-core machine: they run with one thread unless told otherwise."""
+    """Training jobs run with one thread unless told otherwise, so that several can share a small CPU."""
     if n:
         torch.set_num_threads(n)
         os.environ.setdefault("RAYON_NUM_THREADS", str(n))

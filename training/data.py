@@ -1,6 +1,6 @@
 """Data access for training: streaming readers and fixed-length token chunks.
 
-Why streaming: the Gutenberg subset is 121 MB of text and this pipeline runs on a 2-core CPU,
+Why streaming: the Gutenberg subset is 121 MB of text and this pipeline runs on a small CPU,
 so every stage reads only as much text as it needs (a token budget), never the whole corpus.
 
 The data folder is always passed in (CLI option ``--data`` or env ``VQ_LSP_DATA``); nothing here

@@ -4,8 +4,8 @@ Why this scope: a VQ code depends on the embeddings and on every layer up to and
 last layer's attention and codebook. Everything after that point (the last layer's FFN with its
 LayerNorm, the final LayerNorm and the classification head) changes no code, so fine-tuning it
 leaves the distilled model's locality, flip rate and exactness exactly as they were. End-to-end
-fine-tuning of the VQ body on this CPU budget stayed near chance and eroded locality (session 2
-of the project); the scope here trains a per-token nonlinear reader of the residual stream, which
+fine-tuning of the VQ body on a CPU budget stayed near chance and eroded locality in our runs;
+the scope here trains a per-token nonlinear reader of the residual stream, which
 carries the token itself plus its quantised context.
 
 Why cached features: the frozen part is most of the forward cost, and it is the same in every

@@ -2,12 +2,12 @@
 # Reproduce the bundled default model (inference/default_model/) end to end on a CPU, or the
 # larger-budget model on one GPU:
 #
-#   VQ_LSP_DATA=../shared/data bash training/reproduce_default_model.sh               # CPU recipe
-#   VQ_LSP_DATA=../shared/data RECIPE=gpu bash training/reproduce_default_model.sh    # GPU recipe
+#   VQ_LSP_DATA=/path/to/data bash training/reproduce_default_model.sh               # CPU recipe
+#   VQ_LSP_DATA=/path/to/data RECIPE=gpu bash training/reproduce_default_model.sh    # GPU recipe
 #
 # Every stage is seeded and runs with --resume, so re-running the script after an
 # interruption continues where it stopped. Each stage uses one thread (THREADS); after the
-# teacher, two streams run side by side (a 2-core machine): the main one (distil, fine-tune,
+# teacher, two streams run side by side (two CPU cores): the main one (distil, fine-tune,
 # evaluate) and a side one (the dense comparison row and the locality ablation).
 # Logs: $RUN/<stage>/log.jsonl and $RUN/<stage>.out. Nothing here reads $VQ_LSP_DATA/eval/.
 set -euo pipefail
@@ -38,7 +38,7 @@ EVAL_ARGS="${EVAL_ARGS:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit
 ABLATION_ARGS="${ABLATION_ARGS:---lm-batches 4 --edit-docs 8 --edit-seq 1024}"
 
 # The GPU recipe (one CUDA GPU, bf16 autocast; every stage resumable): the teacher, distillation
-# and plain post-vq fine-tune commands that produced ../shared/models/vq-opt-gpu-2026-11/ (stage
+# and plain post-vq fine-tune commands that produced the GPU checkpoint vq-opt-gpu-2026-11 (stage
 # times on one H100: 68 s, 175 s, 100 + 53 s), plus the v2 fine-tune: writing-style variants and
 # reviews after unrelated text (a table, code, another review), whose tokens are read, not scored.
 GPU_TEACHER="${GPU_TEACHER:---steps 2400 --batch 32 --seq 1024 --lr 1e-3 --warmup 120 --tokens 28000000 --valid-tokens 200000 --ckpt-every 200 --log-every 20}"
