@@ -85,6 +85,11 @@ H.after_startup(function()
   end)
   out.lens_titles = H.lens_titles(buf)
   out.lens_shown = H.virtual_has(buf, lens)
+  from = #out.messages
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  vim.lsp.codelens.run() -- the lens' command: vqLsp.verify
+  wait("the code lens command's answer", function() return H.notified("^vq%-lsp verify:", from) end)
+  out.lens_run_message = H.notified("^vq%-lsp verify:", from)
   step("requests")
 
   -- Replace the settings: surprise hints off, and a mistyped key the server warns about.

@@ -166,6 +166,7 @@ def test_code_lens_shows_the_document_score(run):
     label = max(scores["scores"], key=scores["scores"].get)
     title = f"vq-lsp: {label} {scores['scores'][label]:.2f} (document) · verify"
     assert title in run["lens_titles"] and run["lens_shown"]
+    assert run["lens_run_message"].startswith("vq-lsp verify: the incremental state equals a full pass (max |diff| ")
 
 
 def test_tone_is_a_sign_not_an_underline_by_default(run):

@@ -2,6 +2,8 @@
 --- and the lines of `:VqLspCost`. Kept apart from the client code so that every shape of the
 --- answer's `cost` field (vq_lsp/states.py sets it) has one place that turns it into words.
 ---
+--- The answer of `vqLsp.verify` (the code lens' command) gets one line too.
+---
 --- `cost` is one of: nil (no state built yet), an incremental update (`incremental_macs`, ...),
 --- a full pass (`rebuild_seconds`, `tokens`), a restore from a snapshot (`restore_seconds`,
 --- `tokens`); anything else is listed key by key, never as raw JSON.
@@ -111,6 +113,18 @@ function M.cost(res)
   end
   table.insert(lines, counters(res))
   return table.concat(lines, "\n")
+end
+
+--- One line for the answer of the code lens' command (`vqLsp.verify`), and whether it passed.
+function M.verify(res)
+  local ok = res.codesEqual and res.tokensMatchText and not res.rebuilt
+  local detail = ("max |diff| %.2e, %d mismatched codes, %s"):format(
+    res.maxAbsDiff or 0, res.mismatchedCodes or 0, ms(res.seconds))
+  if ok then
+    return ("vq-lsp verify: the incremental state equals a full pass (%s)."):format(detail), true
+  end
+  local why = not res.tokensMatchText and "its tokens disagree with the text" or "its codes differ from a full pass"
+  return ("vq-lsp verify: %s (%s); the state was rebuilt from the text."):format(why, detail), false
 end
 
 return M

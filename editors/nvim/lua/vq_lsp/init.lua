@@ -85,6 +85,28 @@ local function on_publish(err, result, ctx, config)
   return ret
 end
 
+--- The code lens' command (`vqLsp.verify`, a full pass that checks the incremental state) as a
+--- client command: it runs on the server as before, and its answer is said in one line (Neovim
+--- would drop it). Client:exec_cmd looks here first, so vim.lsp.codelens.run() comes here.
+local function verify_command(command, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if not client then
+    return
+  end
+  local params = { command = command.command, arguments = command.arguments }
+  client:request("workspace/executeCommand", params, function(err, result)
+    if err then
+      vim.notify("vq-lsp verify failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    elseif type(result) == "table" then
+      local text, ok = format.verify(result)
+      vim.notify(text, ok and vim.log.levels.INFO or vim.log.levels.WARN)
+    end
+    if ctx.bufnr and vim.api.nvim_buf_is_loaded(ctx.bufnr) then
+      display.refresh_lens(client, ctx.bufnr)
+    end
+  end, ctx.bufnr)
+end
+
 --- Settings known when the client starts go as initializationOptions too: the server loads the
 --- model they name at once instead of loading its default first.
 local function before_init(params, config)
@@ -119,6 +141,7 @@ function M.base_config()
     root_markers = { ".git" },
     before_init = before_init,
     handlers = { [M.PUBLISH] = on_publish },
+    commands = { [M.VERIFY] = verify_command },
   }
 end
 
