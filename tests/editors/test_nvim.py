@@ -208,6 +208,17 @@ def test_tone_display_lens_keeps_tone_off_the_text(enabled):
     assert not shown["virtual_text"]
 
 
+def test_tone_display_virtual_text_puts_tone_after_the_line(tmp_path, tiny_model_dir):
+    path = f"{VQ_LSP.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    result = drive(ENABLE_DRIVER, tmp_path, tiny_model_dir, PATH=path, VQ_TEST_TONE_DISPLAY="virtual_text")
+    shown = result["shown"]
+    (tone,) = sentiment(result["diagnostics"])
+    assert [v["row"] for v in shown["virtual_text"] if v["hl"] == "DiagnosticVirtualTextInfo"] == [0]
+    assert [v for v in shown["virtual"] if v["row"] == 0 and tone["message"] in v["text"]]
+    assert not [u for u in shown["underline"] if u["hl"] == "DiagnosticUnderlineInfo"]
+    assert not [s for s in shown["sign"] if s["hl"] == "DiagnosticSignInfo"]
+
+
 def lua_eval(expr: str, tmp_path: Path):
     """The JSON value of a Lua expression evaluated with the plugin on the runtimepath (no server)."""
     out = tmp_path / "value.json"
