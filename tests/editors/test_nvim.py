@@ -219,10 +219,14 @@ def test_tone_display_virtual_text_puts_tone_after_the_line(tmp_path, tiny_model
     assert not [s for s in shown["sign"] if s["hl"] == "DiagnosticSignInfo"]
 
 
-def lua_eval(expr: str, tmp_path: Path):
-    """The JSON value of a Lua expression evaluated with the plugin on the runtimepath (no server)."""
+def lua_eval(expr: str, tmp_path: Path, runtimepath: bool = True):
+    """The JSON value of a Lua expression evaluated with the plugin loaded (no server): from the
+    runtimepath, or else only its Lua modules through package.path (no lsp/vq_lsp.lua)."""
     out = tmp_path / "value.json"
-    lua = (f"vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))}); local f = io.open({json.dumps(str(out))}, 'w'); "
+    load = (f"vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))})" if runtimepath else
+            f"package.path = {json.dumps(str(PLUGIN / 'lua' / '?' / 'init.lua'))} .. ';' .. "
+            f"{json.dumps(str(PLUGIN / 'lua' / '?.lua'))} .. ';' .. package.path")
+    lua = (f"{load}; local f = io.open({json.dumps(str(out))}, 'w'); "
            f"f:write(vim.json.encode({expr})); f:close()")
     subprocess.run([nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", "NONE", "--cmd", f"lua {lua}",
                     "+qall!"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True)
@@ -299,3 +303,14 @@ def test_every_filetype_for_a_star_in_file_types(tmp_path):
     got = lua_eval("(function() require('vq_lsp').setup({ cmd = { 'true' }, settings = { fileTypes = { '*' } } }); "
                    "return vim.lsp.config.vq_lsp.filetypes end)()", tmp_path)
     assert {"markdown", "python", "lua", "text"} <= set(got)
+
+
+def test_setup_without_the_lsp_folder_on_the_runtimepath(tmp_path):
+    """A plugin manager that only loads the Lua modules: setup() brings what lsp/vq_lsp.lua would."""
+    lua = ("(function() vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
+           "require('vq_lsp').setup({ cmd = { 'true' } }); local c = vim.lsp.config.vq_lsp; "
+           "return { before_init = type(c.before_init), publish = type(c.handlers['textDocument/publishDiagnostics']),"
+           " verify = type(c.commands['vqLsp.verify']), root = c.root_markers, cmd = c.cmd } end)()")
+    got = lua_eval(lua, tmp_path, runtimepath=False)
+    assert got == {"before_init": "function", "publish": "function", "verify": "function", "root": [".hg"],
+                   "cmd": ["true"]}

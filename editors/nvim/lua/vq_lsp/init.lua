@@ -184,6 +184,15 @@ function M.setup(opts)
     statusline = opts.statusline ~= false,
   }
   local config = { settings = { [M.section] = as_object(opts.settings or {}) }, filetypes = filetypes(opts) }
+  if #vim.api.nvim_get_runtime_file(("lsp/%s.lua"):format(M.name), false) == 0 then
+    -- loaded without its lsp/ folder on the runtimepath: what that file gives comes from here
+    local current = vim.lsp.config[M.name] or {}
+    for key, value in pairs(M.base_config()) do
+      if config[key] == nil and current[key] == nil then
+        config[key] = value
+      end
+    end
+  end
   for _, key in ipairs({ "cmd", "root_markers", "on_attach", "capabilities" }) do
     if opts[key] ~= nil then
       config[key] = opts[key]
