@@ -159,7 +159,7 @@ class VqLsp implements vscode.Disposable {
     }
     // After a start in progress (whose initializationOptions may predate this change). The whole
     // set goes each time: a setting the user removed is sent with its default, never left out.
-    void this.starting.then(() => {
+    const send = () => {
       const client = this.runningClient();
       if (client) {
         void client.sendNotification(DidChangeConfigurationNotification.type, {
@@ -167,7 +167,8 @@ class VqLsp implements vscode.Disposable {
         });
       }
       void this.refreshStatus();
-    });
+    };
+    void this.starting.then(send, send);
   }
 
   private runningClient(): LanguageClient | undefined {
