@@ -278,6 +278,15 @@ def test_tone_display_options_per_choice(tmp_path):
     assert opts["virtual_text"]["virtual_text"] == {"severity": [INFO]}
     assert opts["virtual_text"]["signs"] == {"severity": not_tone}
     assert opts["lens"]["signs"] == {"severity": not_tone} and opts["lens"]["virtual_text"] is False
+    # the user's own display options are kept: only which severities they apply to changes
+    user = "{ underline = false, virtual_text = { prefix = '*' }, signs = { priority = 20, severity = { min = 2 } } }"
+    lua = "{ " + ", ".join(f"{c} = require('vq_lsp.display').namespace_options('{c}', {user})"
+                           for c in ("signs", "virtual_text", "lens")) + " }"
+    opts = lua_eval(lua, tmp_path)
+    assert opts["signs"] == {"underline": False, "virtual_text": {"prefix": "*", "severity": not_tone},
+                             "signs": {"priority": 20}}
+    assert opts["virtual_text"]["virtual_text"] == {"prefix": "*"}
+    assert opts["lens"]["signs"] == {"priority": 20, "severity": not_tone}
 
 
 def test_settings_are_replaced_for_clients_started_later(tmp_path):

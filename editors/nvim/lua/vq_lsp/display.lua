@@ -34,6 +34,16 @@ local function only(value, keep)
   return out
 end
 
+--- A display option on for every severity (with the user's settings for it, if a table).
+local function every(value)
+  if type(value) ~= "table" then
+    return true
+  end
+  local out = vim.deepcopy(value)
+  out.severity = nil
+  return out
+end
+
 --- The per-namespace diagnostic options for a `tone_display` choice (nil: leave Neovim's own).
 function M.namespace_options(tone_display, global)
   global = global or vim.diagnostic.config() or {}
@@ -49,15 +59,9 @@ function M.namespace_options(tone_display, global)
     opts.virtual_lines = only(global.virtual_lines, NOT_TONE)
   end
   if tone_display == "signs" then
-    opts.signs = global.signs ~= false and global.signs ~= nil and vim.deepcopy(global.signs) or true
-    if type(opts.signs) == "table" then
-      opts.signs.severity = nil
-    end
-  elseif tone_display == "virtual_text" then
-    opts.virtual_text = global.virtual_text and vim.deepcopy(global.virtual_text) or { severity = TONE }
-    if type(opts.virtual_text) == "table" and global.virtual_text then
-      opts.virtual_text.severity = nil
-    end
+    opts.signs = every(global.signs)
+  elseif tone_display == "virtual_text" then -- hints keep virtual text only if the user has it on
+    opts.virtual_text = global.virtual_text and every(global.virtual_text) or { severity = TONE }
   end
   return opts
 end
