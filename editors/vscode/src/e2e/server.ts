@@ -116,6 +116,25 @@ async function main(): Promise<Record<string, unknown>> {
       return d !== undefined && d.length > 0 && d.every((x) => x.code !== "surprise");
     });
     out.afterSettings = published.get(2);
+    // The code lens, as VS Code asks for it.
+    out.codeLens = await conn.sendRequest("textDocument/codeLens", { textDocument: { uri } });
+    // Close the document (its state goes to the snapshot cache) and open it again: the state is
+    // restored, and the status bar and the cost command read that answer.
+    await conn.sendNotification("textDocument/didClose", { textDocument: { uri } });
+    const cache = process.env.VQ_LSP_CACHE_DIR;
+    if (cache) {
+      const snapshots = path.join(cache, "snapshots");
+      await waitFor("a snapshot in the cache", () => fs.existsSync(snapshots) && fs.readdirSync(snapshots).length > 0);
+    }
+    const second = "I hated the ending, though it was short.";
+    await conn.sendNotification("textDocument/didOpen", {
+      textDocument: { uri, languageId: "markdown", version: 3, text: `${first}\n\n${second}\n` },
+    });
+    await waitFor("diagnostics of version 3", () => published.has(3));
+    const restored = await conn.sendRequest<h.DocumentScores>(h.DOCUMENT_SCORES, { uri });
+    out.restoredScores = restored;
+    out.restoredStatusTooltip = h.statusTooltip(restored);
+    out.restoredFormatCost = h.formatCost(restored);
     await conn.sendRequest("shutdown");
     await conn.sendNotification("exit");
   } catch (e) {

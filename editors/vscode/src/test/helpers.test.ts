@@ -163,6 +163,47 @@ test("cost statistics: incremental update, full pass, nothing yet", () => {
   assert.equal(h.costSummary({ ...SCORES, cost: null }), "no update yet");
 });
 
+test("cost statistics after a restore from the snapshot cache, and of an unknown shape, read as words", () => {
+  const restored = { ...SCORES, cost: { restore_seconds: 0.1199, tokens: 1712 }, updates: 0, restores: 1 };
+  assert.equal(h.costSummary(restored),
+    "restored from a snapshot: 1712 tokens in 119.9 ms (no incremental update since)");
+  const text = h.formatCost(restored);
+  assert.match(text, /last update: restored from a snapshot: 1712 tokens in 119\.9 ms/);
+  assert.match(text, /updates: 0, rebuilds: 0, restores: 1, evictions: 0/);
+  assert.doesNotMatch(text, /[{}"]/);
+  const other = { ...SCORES, cost: { merged_seconds: 0.123456, windows: [1, 2], parts: { a: 1 } } };
+  assert.equal(h.costSummary(other), "merged seconds 0.1235, parts a 1, windows 1/2");
+  assert.match(h.formatCost({ ...SCORES, restores: undefined }), /restores: 0,/);
+});
+
+/** VS Code's configuration as the extension reads it: a user layer over the package.json defaults. */
+class UserSettings implements h.ConfigReader {
+  readonly user = new Map<string, unknown>();
+  get<T>(key: string): T | undefined {
+    return (this.user.has(key) ? this.user.get(key) : config().get<T>(key)) as T | undefined;
+  }
+}
+
+test("a setting the user removes is sent with its default, never left over; unknown keys are never sent", () => {
+  const keys = h.settingKeys(PACKAGE_JSON);
+  const cfg = new UserSettings();
+  cfg.user.set("diagnostics.toneMinWords", 5);
+  cfg.user.set("diagnostics.tonMinWords", 5); // a mistyped key in settings.json
+  const set = h.serverSettings(keys, cfg, PLACES);
+  assert.equal((set.diagnostics as Record<string, unknown>).toneMinWords, 5);
+  assert.equal("tonMinWords" in (set.diagnostics as Record<string, unknown>), false);
+  cfg.user.delete("diagnostics.toneMinWords");
+  const removed = h.serverSettings(keys, cfg, PLACES);
+  assert.equal((removed.diagnostics as Record<string, unknown>).toneMinWords, 12);
+  assert.deepEqual(removed, h.serverSettings(keys, config(), PLACES)); // the whole set, as with no user settings
+});
+
+test("code lenses are asked for again when a shown document's diagnostics change", () => {
+  assert.equal(h.lensRefreshNeeded(["file:///a.md"], ["file:///b.md", "file:///a.md"]), true);
+  assert.equal(h.lensRefreshNeeded(["file:///c.md"], ["file:///a.md"]), false);
+  assert.equal(h.lensRefreshNeeded([], ["file:///a.md"]), false);
+});
+
 test("verify results read as passed or rebuilt", () => {
   const res: h.VerifyResult = { uri: "file:///a.md", version: 2, codesEqual: true, maxAbsDiff: 0, mismatchedCodes: 0,
     tokensMatchText: true, seconds: 0.004, rebuilt: false };
