@@ -34,8 +34,8 @@ import torch  # noqa: E402
 import inference  # noqa: E402
 from benchmarks.common import data_dir, markdown_table, run_benchmark  # noqa: E402
 from inference import argtypes  # noqa: E402
-from vq_lsp import ray_batch  # noqa: E402
-from vq_lsp.batch import BatchScorer  # noqa: E402
+from vq_lsp.scoring import ray as ray_batch  # noqa: E402
+from vq_lsp.scoring.scorer import BatchScorer  # noqa: E402
 from vq_lsp.settings import DiagnosticSettings  # noqa: E402
 
 

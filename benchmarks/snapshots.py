@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 import inference  # noqa: E402
 from benchmarks.common import data_dir, markdown_table, revision_histories  # noqa: E402
 from inference import snapshot  # noqa: E402
-from vq_lsp.snapshots import SnapshotStore  # noqa: E402
+from vq_lsp.documents.snapshots import SnapshotStore  # noqa: E402
 
 
 def document_ids(model: inference.LoadedModel, data: Path, tokens: int) -> list[int]:

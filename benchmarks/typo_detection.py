@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import inference  # noqa: E402
 from benchmarks import optional  # noqa: E402
 from benchmarks.common import REPO, data_dir  # noqa: E402
-from vq_lsp import hints, markup, typos  # noqa: E402
+from vq_lsp.hints import markup, typos  # noqa: E402
+from vq_lsp.hints import material as hints  # noqa: E402
 from vq_lsp.settings import DiagnosticSettings  # noqa: E402
 
 NON_WORD = ("swap", "drop", "double", "neighbour")
@@ -230,7 +231,7 @@ def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
     README, cut at a paragraph): the Markdown parse alone and all hint material (surprise, words,
     typo findings, tone blocks), beside what a publish computed before (token surprise and
     blank-line paragraph scores)."""
-    from vq_lsp.textsync import TrackedText
+    from vq_lsp.documents.textsync import TrackedText
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ids, offsets = model.tokenizer.encode_with_offsets(readme)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vq_lsp import batch
-from vq_lsp.revisions import from_git, git_history
+from vq_lsp.scoring import command
+from vq_lsp.scoring.revisions import from_git, git_history
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
@@ -103,7 +103,7 @@ def test_scorer_rows_follow_the_rename(repo, tiny_model_dir, capsys):
     repo.git("mv", "old.md", "essay.md")
     repo.commit("rename")
     repo.commit("edit again", **{"essay.md": C})
-    code = batch.main(["--git", str(repo.root / "essay.md"), "--model", str(tiny_model_dir), "--verify"])
+    code = command.main(["--git", str(repo.root / "essay.md"), "--model", str(tiny_model_dir), "--verify"])
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
@@ -198,7 +198,7 @@ def test_bad_paths_are_clear_errors(tmp_path, case, expected, capsys):
         repo.git("add", "x.md")
     with pytest.raises(ValueError, match=expected):
         git_history(target)
-    code = batch.main(["--git", str(target), "--model", str(tmp_path / "no-model")])
+    code = command.main(["--git", str(target), "--model", str(tmp_path / "no-model")])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith("vq-lsp score: error: ") and expected in err and "Traceback" not in err

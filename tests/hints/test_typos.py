@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 import inference
-from vq_lsp import hints, typos
+from vq_lsp.documents.textsync import TrackedText
+from vq_lsp.hints import lsp as hints
+from vq_lsp.hints import typos
+from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
-from vq_lsp.textsync import TrackedText
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +22,7 @@ def model():
 def material(model, text, language="plaintext", cfg=None):
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
-    return tt, doc, hints.HintMaterial.of(tt, doc, 1, language, cfg or DiagnosticSettings())
+    return tt, doc, HintMaterial.of(tt, doc, 1, language, cfg or DiagnosticSettings())
 
 
 def test_next_token_logprobs_agree_with_surprise_and_refuse_bad_indices(model):
