@@ -30,7 +30,7 @@ def test_a_burst_of_changes_is_one_engine_update(docs, gpt2):
     out = docs.process_now(uri, events)
     st = docs.states[uri]
     assert out.version == 13 and st.updates == 1 and st.doc.token_ids == gpt2.encode(text)
-    assert all(len(ev[2]) == 1 for ev in events)  # merging never touched the callers' change lists
+    assert all(len(ev.changes) == 1 for ev in events)  # merging never touched the callers' change lists
 
 
 def test_memory_budget_drops_least_recently_used(docs):

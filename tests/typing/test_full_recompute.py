@@ -8,6 +8,7 @@ import pytest
 
 import inference
 from vq_lsp.settings import Settings, parse
+from vq_lsp.documents import requests
 from vq_lsp.documents.events import Edited, Opened
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
@@ -49,7 +50,7 @@ def test_full_mode_rebuilds_every_update_exactly(both, gpt2_tokenizer):
     fresh = inference.IncrementalDocument(both[True].model, gpt2_tokenizer.encode(text))
     assert st.doc.positions == fresh.positions  # a dense pass from scratch: evenly spread positions
     assert st.doc.scores == pytest.approx(fresh.scores, abs=1e-12)
-    assert both[True].verify("mem://full")["codesEqual"]
+    assert requests.verify(both[True], "mem://full")["codesEqual"]
 
 
 def test_incremental_mode_is_cheaper_on_the_same_edits(both):

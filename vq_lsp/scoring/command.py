@@ -54,7 +54,8 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument("--model", metavar="DIR|NAME", help="model folder, or the name of a model installed with "
                     "vq-train export --install NAME (default: the bundled model)")
     ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
-    ap.add_argument("--threads", type=argtypes.threads, help="CPU threads for torch, 1 to 1024 (with --ray: per worker)")
+    ap.add_argument("--threads", type=argtypes.threads,
+                    help="CPU threads for torch, 1 to 1024 (with --ray: per worker)")
     ap.add_argument("--dense", choices=("torch", "onnx", "auto"), default="torch",
                     help="backend of the full passes (first revision, --verify): torch (default), onnx (ONNX Runtime, "
                          "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)")
