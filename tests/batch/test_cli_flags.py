@@ -140,7 +140,7 @@ ENTRY_CASES = [
 
 
 @pytest.mark.parametrize("argv, flag", ENTRY_CASES[:3])
-def test_the_issues_examples_through_the_real_command(argv, flag):
+def test_bad_flags_through_the_real_command(argv, flag):
     """The console script itself (a fresh process): exit status 2, one line naming the flag, no traceback."""
     proc = subprocess.run([sys.executable, "-c", "import sys; from vq_lsp.cli import main; sys.exit(main())", *argv],
                           capture_output=True, text=True, timeout=120)

@@ -67,7 +67,7 @@ def repo(tmp_path) -> Repo:
 
 
 def test_rename_history_gives_every_content_in_order(repo):
-    """The issue's case: two edits, a rename, one more edit -> the three contents, oldest first."""
+    """A renamed file: two edits, a rename, one more edit -> the three contents, oldest first."""
     c1 = repo.commit("first", **{"old.md": A})
     c2 = repo.commit("edit", **{"old.md": B})
     repo.git("mv", "old.md", "essay.md")

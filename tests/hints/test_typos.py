@@ -3,12 +3,16 @@ dictionary words scored by the LM head, confusion sets, and what `choose` publis
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 import inference
 from vq_lsp.documents.textsync import TrackedText
 from vq_lsp.hints import lsp as hints
+from vq_lsp.hints import material as hint_material
 from vq_lsp.hints import typos
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
@@ -127,3 +131,18 @@ def test_a_spelling_used_twice_or_dialect_is_deliberate(model):
     text = "Lys smiled at Lys again, and we were goin home when teh rain began.\n"
     _, _, mat = material(model, text)
     assert {f.word for f in mat.findings if f.kind == "non-word"} == {"teh"}
+
+
+def test_the_detector_is_kept_per_model_and_forgotten_with_it(tiny_model_dir):
+    """The detector's cache lives in vq_lsp, keyed by the model, not as an attribute set on the model."""
+    loaded = inference.load_model(tiny_model_dir, device="cpu")
+    doc = inference.IncrementalDocument(loaded, loaded.tokenizer.encode("A short test."))
+    found = hint_material.detector(doc)
+    assert hint_material.detector(doc) is found and found.tokenizer is loaded.tokenizer
+    assert not any("detector" in name for name in vars(loaded))
+    other = inference.load_model(tiny_model_dir, device="cpu")
+    assert hint_material.detector(inference.IncrementalDocument(other, [1, 2])) is not found
+    gone = weakref.ref(loaded)
+    del doc, loaded, other
+    gc.collect()
+    assert gone() is None and id(found) not in {id(v) for _, v in hint_material._DETECTORS._values.values()}

@@ -10,7 +10,7 @@ and the caller rebuilds. The format itself lives in inference/snapshot.py. `save
 `restore_state` are what the document store calls for one document.
 
 Writes run on a background thread: writing a 2,000-token state's 150 MB took the engine thread
-up to 1.5 s on a busy machine, and the state being written is no longer used by anyone (its
+up to 1.5 s with the CPU busy, and the state being written is no longer used by anyone (its
 document was closed or evicted). Until written it stays in memory, so at most one write waits
 at a time (a second save waits for the first: memory beyond the budget stays within one state),
 and a `load` of a snapshot still being written waits for it.

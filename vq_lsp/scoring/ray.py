@@ -41,8 +41,8 @@ class RayUnavailable(ValueError):
 
 
 def ray_address(text: str) -> str:
-    """Where `vq-lsp score --ray` finds its cluster: local (start one here), auto (the one this machine
-    runs), HOST:PORT (a head node) or ray://HOST:PORT (Ray Client). A folder or file name here is the
+    """Where `vq-lsp score --ray` finds its cluster: local (start one here), auto (the one already running
+    here), HOST:PORT (a head node) or ray://HOST:PORT (Ray Client). A folder or file name here is the
     usual slip (`--ray PATH` takes PATH as the address), so the message says how to write both."""
     value = text.strip()
     if value.lower() in ("local", "auto"):
