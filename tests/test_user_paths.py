@@ -13,9 +13,9 @@ import pytest
 import inference
 from inference import paths
 from training import cli as train_cli
+from vq_lsp.documents.store import Documents
 from vq_lsp.scoring import command
 from vq_lsp.settings import Settings
-from vq_lsp.documents.store import Documents
 
 
 @pytest.fixture

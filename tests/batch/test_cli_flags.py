@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import training.cli
-from vq_lsp.scoring import command
 from vq_lsp import cli as lsp_cli
+from vq_lsp.scoring import command
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,12 @@ import pytest
 
 import inference
 from inference import snapshot
-from vq_lsp.settings import Settings
 from vq_lsp.documents import requests
 from vq_lsp.documents.events import Closed, Edited, Opened
 from vq_lsp.documents.snapshots import SUFFIX, SnapshotStore
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
+from vq_lsp.settings import Settings
 
 TEXT = "\n\n".join(f"Paragraph {i}: a film that some people liked and others found slow and dull." for i in range(24))
 

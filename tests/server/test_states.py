@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from vq_lsp.settings import DiagnosticSettings, Settings
 from vq_lsp.documents import requests
 from vq_lsp.documents.events import Edited, Opened, SettingsChanged
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
+from vq_lsp.settings import DiagnosticSettings, Settings
 
 
 @pytest.fixture(scope="module")

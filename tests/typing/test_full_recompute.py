@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 import inference
-from vq_lsp.settings import Settings, parse
 from vq_lsp.documents import requests
 from vq_lsp.documents.events import Edited, Opened
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
+from vq_lsp.settings import Settings, parse
 
 
 @pytest.fixture(scope="module")
