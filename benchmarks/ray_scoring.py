@@ -31,8 +31,8 @@ import torch
 import inference
 from benchmarks.common import data_dir, markdown_table, run_benchmark
 from inference import argtypes
-from vq_lsp import ray_batch
-from vq_lsp.batch import BatchScorer
+from vq_lsp.scoring import ray as ray_batch
+from vq_lsp.scoring.scorer import BatchScorer
 from vq_lsp.settings import DiagnosticSettings
 
 

@@ -7,7 +7,7 @@
 The document is the start of a Rust book chapter (the revisions data), cut to --tokens tokens.
 Rebuild: `IncrementalDocument(model, ids)`, the dense pass the server runs for a document it
 has no state for. Restore: what the server runs instead when a snapshot holds those tokens
-(vq_lsp/snapshots.py: key from the model fingerprint and the ids, read, checks, CRC), from a
+(vq_lsp/documents/snapshots.py: key from the model fingerprint and the ids, read, checks, CRC), from a
 file in the page cache (a file just written, as when a document is closed and reopened; a cold
 disk adds its read time). The server writes on a background thread; "write s" is that
 thread's time. Both are timed in the same run, alternating, median of --repeats;
@@ -30,7 +30,7 @@ import torch
 import inference
 from benchmarks.common import data_dir, markdown_table, revision_histories
 from inference import snapshot
-from vq_lsp.snapshots import SnapshotStore
+from vq_lsp.documents.snapshots import SnapshotStore
 
 
 def document_ids(model: inference.LoadedModel, data: Path, tokens: int) -> list[int]:

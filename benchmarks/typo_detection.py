@@ -1,5 +1,5 @@
 """Typo detection measured: inject realistic errors at known places in held-out prose, then
-compare the server's detector (vq_lsp/typos.py: dictionary + the model's context) with a plain
+compare the server's detector (vq_lsp/hints/typos.py: dictionary + the model's context) with a plain
 spell checker (pyspellchecker: every word missing from its dictionary) and with the dictionary
 plus close-word rule alone (no model), side by side on the same texts.
 
@@ -34,7 +34,8 @@ import torch
 import inference
 from benchmarks import optional
 from benchmarks.common import REPO, data_dir
-from vq_lsp import hints, markup, typos
+from vq_lsp.hints import markup, typos
+from vq_lsp.hints import material as hints
 from vq_lsp.settings import DiagnosticSettings
 
 NON_WORD = ("swap", "drop", "double", "neighbour")
@@ -226,8 +227,9 @@ def predictions(model, errors, text):
 def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
     """What choosing hints costs per publish on a ~2,000-token Markdown document (this project's
     README, cut at a paragraph): the Markdown parse alone and all hint material (surprise, words,
-    typo findings, tone blocks), beside token surprise and blank-line paragraph scores alone."""
-    from vq_lsp.textsync import TrackedText
+    typo findings, tone blocks), beside what a publish computed before (token surprise and
+    blank-line paragraph scores)."""
+    from vq_lsp.documents.textsync import TrackedText
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ids, offsets = model.tokenizer.encode_with_offsets(readme)

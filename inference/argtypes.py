@@ -107,22 +107,3 @@ def refuse_bare_double_dash(parser: argparse.ArgumentParser, argv: list[str] | N
         if eq and value == "--" and flag.startswith("-"):
             parser.error(f"argument {flag}: expected one value, got '--'")
 
-
-RAY_ADDRESS_FORMS = "local, auto, HOST:PORT or ray://HOST:PORT"
-
-
-def ray_address(text: str) -> str:
-    """Where `vq-lsp score --ray` finds its cluster: local (start one here), auto (the one this machine
-    runs), HOST:PORT (a head node) or ray://HOST:PORT (Ray Client). A folder or file name here is the
-    usual slip (`--ray PATH` takes PATH as the address), so the message says how to write both."""
-    value = text.strip()
-    if value.lower() in ("local", "auto"):
-        return value.lower()
-    rest = value[len("ray://"):] if value.startswith("ray://") else value
-    host, colon, port = rest.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1]:6379
-    ok_host = bool(host) and all(c.isascii() and (c.isalnum() or c in ".-_:") for c in host)
-    if colon and ok_host and port.isascii() and port.isdigit() and 1 <= int(port) <= 65535:
-        return value
-    raise argparse.ArgumentTypeError(f"must be a Ray address ({RAY_ADDRESS_FORMS}), got {text!r}; to score a "
-                                     f"folder on a local cluster write PATH before --ray, or --ray=local")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-# Tests run many tiny tensor ops: one thread avoids OpenMP spin-waiting on a busy 2-core machine.
+# Tests run many tiny tensor ops: one thread avoids OpenMP spin-waiting when the cores are busy.
 torch.set_num_threads(1)
 
 DATA = Path(os.environ.get("VQ_LSP_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))

@@ -24,7 +24,7 @@ LOCAL = {"inference", "training", "vq_lsp", "tests", "benchmarks"}
 KNOWN = {"yaml": "pyyaml", "PIL": "pillow", "attr": "attrs"}
 # the only files of the server and the engine that may import an optional extra's packages: each imports
 # them inside a function and says which extra to install when they are missing
-OPTIONAL_IMPORTS = {"inference/onnx_dense.py": "onnx", "vq_lsp/ray_batch.py": "cluster"}
+OPTIONAL_IMPORTS = {"inference/onnx_dense.py": "onnx", "vq_lsp/scoring/ray.py": "cluster"}
 OPTIONAL_PACKAGES = {"onnx": {"onnxruntime", "onnx"}, "cluster": {"ray"}}  # extra -> its import names
 
 
@@ -136,7 +136,7 @@ def test_server_and_score_import_no_optional_package(tmp_path):
     """Importing the server, the batch scorer and the optional modules themselves loads none of the extras."""
     extras = sorted(set().union(*OPTIONAL_PACKAGES.values()))
     blocked = "".join(f"sys.modules[{m!r}] = None; " for m in extras)
-    modules = "vq_lsp.server, vq_lsp.batch, vq_lsp.cli, inference, " + ", ".join(
+    modules = "vq_lsp.server.handlers, vq_lsp.scoring.command, vq_lsp.cli, inference, " + ", ".join(
         p.removesuffix(".py").replace("/", ".") for p in OPTIONAL_IMPORTS)
     proc = subprocess.run([sys.executable, "-c", f"import sys; {blocked}import {modules}; print('ok')"],
                           capture_output=True, text=True, timeout=300)
@@ -163,13 +163,14 @@ def test_server_and_score_work_without_transformers(tiny_model_dir, tmp_path):
     (tmp_path / "revs").mkdir()
     for i, text in enumerate(["The film was slow.\n", "The film was slow and dull.\n"]):
         (tmp_path / "revs" / f"r{i}.txt").write_text(text)
-    code = BLOCK + ("from vq_lsp.cli import main; import vq_lsp.server, vq_lsp.batch, inference; "
+    code = BLOCK + ("from vq_lsp.cli import main; import vq_lsp.server.handlers, vq_lsp.scoring.command, inference; "
                     f"sys.exit(main(['score', {str(tmp_path / 'revs')!r}, '--model', {str(tiny_model_dir)!r}]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count('"type": "revision"') == 2
-    loaded = subprocess.run([sys.executable, "-c", "import sys, vq_lsp.server, vq_lsp.batch, vq_lsp.cli, inference; "
-                             "print('transformers' in sys.modules)"], capture_output=True, text=True, timeout=300)
+    loaded = subprocess.run([sys.executable, "-c", "import sys, vq_lsp.server.handlers, vq_lsp.scoring.command, "
+                             "vq_lsp.cli, inference; print('transformers' in sys.modules)"],
+                            capture_output=True, text=True, timeout=300)
     assert loaded.stdout.strip() == "False", loaded.stderr
 
 

@@ -13,9 +13,9 @@ import pytest
 import inference
 from inference import paths
 from training import cli as train_cli
-from vq_lsp import batch
+from vq_lsp.documents.store import Documents
+from vq_lsp.scoring import command
 from vq_lsp.settings import Settings
-from vq_lsp.states import Documents
 
 
 @pytest.fixture
@@ -67,9 +67,9 @@ def test_export_install_then_load_by_name_everywhere(tiny_model_dir, user_models
     for i, text in enumerate(["A fine film.\n", "A fine, fine film.\n"]):
         (tmp_path / "revs" / f"r{i}.txt").write_text(text)
     capsys.readouterr()
-    assert batch.main([str(tmp_path / "revs"), "--model", "mine"]) == 0
+    assert command.main([str(tmp_path / "revs"), "--model", "mine"]) == 0
     by_name = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert batch.main([str(tmp_path / "revs"), "--model", str(tiny_model_dir)]) == 0
+    assert command.main([str(tmp_path / "revs"), "--model", str(tiny_model_dir)]) == 0
     by_path = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows if r["type"] == "revision"]
     assert len(by_name) == 3 and strip(by_name) == strip(by_path)
@@ -92,7 +92,7 @@ def test_an_unknown_name_lists_the_installed_ones(tiny_model_dir, user_models, c
     install(tiny_model_dir, "beta")
     with pytest.raises(inference.ModelLoadError, match=r"no installed model named 'gamma'.*alpha, beta"):
         inference.load_model("gamma")
-    assert batch.main(["--model", "gamma", str(tiny_model_dir)]) == 2
+    assert command.main(["--model", "gamma", str(tiny_model_dir)]) == 2
     err = capsys.readouterr().err
     assert "vq-lsp score: error:" in err and "alpha, beta" in err and "Traceback" not in err
     docs = Documents(Settings(model_path="gamma", device="cpu"))

@@ -1,11 +1,14 @@
-"""vq-lsp: a language server and a batch scorer over the incremental VQ-OPT engine.
+"""vq-lsp: a language server and a batch scorer over the incremental VQ-OPT engine (`inference`).
 
-Modules: settings (what the user configures), textsync (LSP changes -> token splices, pure),
-scheduler (per-document coalescing), states (documents, engine states, memory budget), hints
-(diagnostics, hover, code lens), transport (hardened LSP framing on stdin), heap (returning
-freed state memory to the OS), server (pygls handlers), paragraphs and revisions (shared with
-batch), batch (`vq-lsp score`), cli (the `vq-lsp` command).
-Only server.py imports pygls; `inference` never imports this package.
+Layers, each a sub-package that imports only the ones below it (tests/test_architecture.py):
+- `settings` (what the user configures) and `cli` (the `vq-lsp` command) at the top level;
+- `hints`: which parts of a text are prose, the typo detector, and the one rule that picks the
+  hints a writer sees, shaped for LSP;
+- `documents`: the open documents, their text sync, engine states, memory budget and snapshots;
+- `server`: the pygls language server over stdio (the only package that imports pygls);
+- `scoring`: `vq-lsp score`, every revision of a document scored as an edit of the one before.
+
+`server` builds on `documents` and `hints`, `scoring` on `hints`; `inference` never imports this package.
 """
 
 __version__ = "0.1.0"

@@ -71,7 +71,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["score"]:  # the batch scorer has its own options
-        from .batch import main as score
+        from .scoring.command import main as score
 
         return score(argv[1:])
     args = parse_args(argv)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # after argument parsing: `vq-lsp --help` stays fast
 
     torch.set_num_threads(args.threads)
-    from .server import build
+    from .server.handlers import build
 
     defaults = dataclasses.replace(Settings(), model_path=args.model, device=args.device, threads=args.threads,
                                    precision=args.precision, context=args.context,

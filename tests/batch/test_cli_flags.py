@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import training.cli
-from vq_lsp import batch
 from vq_lsp import cli as lsp_cli
+from vq_lsp.scoring import command
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def commands(root) -> list[tuple[str, argparse.ArgumentParser, list[str], object
     out = [("vq-lsp", lsp_cli._parser(), [], lsp_cli.parse_args)]
     serve = lsp_cli._parser()._subparsers._group_actions[0].choices["serve"]
     out.append(("vq-lsp serve", serve, ["serve"], lsp_cli.parse_args))
-    out.append(("vq-lsp score", batch.build_parser(), [str(root / "revs")], batch.parse_args))
+    out.append(("vq-lsp score", command.build_parser(), [str(root / "revs")], command.parse_args))
     subs = training.cli.build_parser()._subparsers._group_actions[0].choices
     needs = {"tokenizer": ["--out", str(root / "o")], "teacher": ["--out", str(root / "o"), "--tokenizer",
                                                                  str(root / "tok.json")],
@@ -140,7 +140,7 @@ ENTRY_CASES = [
 
 
 @pytest.mark.parametrize("argv, flag", ENTRY_CASES[:3])
-def test_the_issues_examples_through_the_real_command(argv, flag):
+def test_bad_flags_through_the_real_command(argv, flag):
     """The console script itself (a fresh process): exit status 2, one line naming the flag, no traceback."""
     proc = subprocess.run([sys.executable, "-c", "import sys; from vq_lsp.cli import main; sys.exit(main())", *argv],
                           capture_output=True, text=True, timeout=120)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vq_lsp import batch
-from vq_lsp.revisions import from_git, git_history
+from vq_lsp.scoring import command
+from vq_lsp.scoring.revisions import from_git, git_history
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
@@ -67,7 +67,7 @@ def repo(tmp_path) -> Repo:
 
 
 def test_rename_history_gives_every_content_in_order(repo):
-    """The issue's case: two edits, a rename, one more edit -> the three contents, oldest first."""
+    """A renamed file: two edits, a rename, one more edit -> the three contents, oldest first."""
     c1 = repo.commit("first", **{"old.md": A})
     c2 = repo.commit("edit", **{"old.md": B})
     repo.git("mv", "old.md", "essay.md")
@@ -103,7 +103,7 @@ def test_scorer_rows_follow_the_rename(repo, tiny_model_dir, capsys):
     repo.git("mv", "old.md", "essay.md")
     repo.commit("rename")
     repo.commit("edit again", **{"essay.md": C})
-    code = batch.main(["--git", str(repo.root / "essay.md"), "--model", str(tiny_model_dir), "--verify"])
+    code = command.main(["--git", str(repo.root / "essay.md"), "--model", str(tiny_model_dir), "--verify"])
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
@@ -198,7 +198,7 @@ def test_bad_paths_are_clear_errors(tmp_path, case, expected, capsys):
         repo.git("add", "x.md")
     with pytest.raises(ValueError, match=expected):
         git_history(target)
-    code = batch.main(["--git", str(target), "--model", str(tmp_path / "no-model")])
+    code = command.main(["--git", str(target), "--model", str(tmp_path / "no-model")])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith("vq-lsp score: error: ") and expected in err and "Traceback" not in err

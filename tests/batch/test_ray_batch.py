@@ -13,17 +13,17 @@ import sys
 
 import pytest
 
-from inference import argtypes
 from tests.batch.test_git_history import A, B, C, Repo
-from vq_lsp import batch, ray_batch
-from vq_lsp.revisions import from_jsonl
+from vq_lsp.scoring import command
+from vq_lsp.scoring import ray as ray_scoring
+from vq_lsp.scoring.revisions import from_jsonl
 from vq_lsp.settings import DiagnosticSettings
 
 WALL_CLOCK = ("seconds",)  # the one field that differs between two runs of the same scorer
 
 
 def _run(args, capsys):
-    code = batch.main(args)
+    code = command.main(args)
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
@@ -36,7 +36,7 @@ def local_ray():
     ray = pytest.importorskip("ray", reason='ray is not installed (pip install "vq-lsp[cluster]")')
     if ray.is_initialized():
         ray.shutdown()
-    assert ray_batch.connect(ray, ray_batch.LOCAL, workers=2, threads=1) is True
+    assert ray_scoring.connect(ray, ray_scoring.LOCAL, workers=2, threads=1) is True
     assert ray.cluster_resources()["CPU"] == 2
     yield ray
     ray.shutdown()
@@ -87,7 +87,7 @@ def test_documents_spread_over_both_workers_and_rows_keep_input_order(local_ray,
         for name, texts in docs:
             f.write(json.dumps({"doc": name, "revisions": [{"text": t} for t in texts]}) + "\n")
     single, _ = _run([str(path), "--model", str(tiny_model_dir)], capsys)
-    scorer = ray_batch.RayScorer(ray_batch.LOCAL, 2, tiny_model_dir, 1, hints=DiagnosticSettings())
+    scorer = ray_scoring.RayScorer(ray_scoring.LOCAL, 2, tiny_model_dir, 1, hints=DiagnosticSettings())
     got = [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in scorer.score(from_jsonl(path, print))]
     assert got == single[:-1]
     assert [r["index"] for r in got] == list(range(9))
@@ -99,8 +99,8 @@ def test_documents_spread_over_both_workers_and_rows_keep_input_order(local_ray,
 
 def test_a_worker_that_cannot_load_the_model_is_a_clear_error(local_ray, tmp_path):
     """A model path missing on a node: the error names the path, no actor is left behind."""
-    with pytest.raises(ray_batch.RayUnavailable) as e:
-        ray_batch.RayScorer(ray_batch.LOCAL, 1, tmp_path / "no-model", 1, hints=DiagnosticSettings())
+    with pytest.raises(ray_scoring.RayUnavailable) as e:
+        ray_scoring.RayScorer(ray_scoring.LOCAL, 1, tmp_path / "no-model", 1, hints=DiagnosticSettings())
     assert "could not load the model" in str(e.value) and "no-model: model folder not found" in str(e.value)
     assert "Traceback" not in str(e.value) and local_ray.is_initialized()
 
@@ -122,7 +122,7 @@ def test_an_unreachable_cluster_is_exit_2_within_seconds(tmp_path, tiny_model_di
 @pytest.mark.parametrize("value", ["local", "auto", "127.0.0.1:6379", "ray://head.example:10001", "[::1]:6379",
                                    "LOCAL"])
 def test_ray_addresses_accepted(value):
-    assert argtypes.ray_address(value) in (value, value.lower())
+    assert ray_scoring.ray_address(value) in (value, value.lower())
 
 
 @pytest.mark.parametrize("argv, flag, words", [
@@ -136,7 +136,7 @@ def test_ray_addresses_accepted(value):
 ])
 def test_bad_ray_flags_exit_2_naming_the_flag(argv, flag, words, capsys):
     with pytest.raises(SystemExit) as e:
-        batch.parse_args(argv)
+        command.parse_args(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2 and "Traceback" not in err
     line = next(line for line in err.splitlines() if ": error: " in line)
@@ -144,20 +144,20 @@ def test_bad_ray_flags_exit_2_naming_the_flag(argv, flag, words, capsys):
 
 
 def test_path_then_bare_ray_means_a_local_cluster():
-    if not ray_batch.ray_installed():
+    if not ray_scoring.ray_installed():
         pytest.skip('ray is not installed (pip install "vq-lsp[cluster]")')
-    args = batch.parse_args(["some/folder", "--ray"])
+    args = command.parse_args(["some/folder", "--ray"])
     assert args.ray == "local" and args.path == "some/folder" and args.ray_workers is None
-    assert batch.parse_args(["x", "--ray=auto", "--ray-workers", "3"]).ray_workers == 3
+    assert command.parse_args(["x", "--ray=auto", "--ray-workers", "3"]).ray_workers == 3
 
 
 def test_missing_ray_is_a_flag_error_with_the_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # any `import ray` now fails
-    assert ray_batch.ray_installed() is False
+    assert ray_scoring.ray_installed() is False
     with pytest.raises(SystemExit) as e:
-        batch.parse_args(["x", "--ray"])
+        command.parse_args(["x", "--ray"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "argument --ray: needs the ray package" in err
     assert 'pip install "vq-lsp[cluster]"' in err
-    with pytest.raises(ray_batch.RayUnavailable, match=r"vq-lsp\[cluster\]"):
-        ray_batch.require_ray()
+    with pytest.raises(ray_scoring.RayUnavailable, match=r"vq-lsp\[cluster\]"):
+        ray_scoring.require_ray()

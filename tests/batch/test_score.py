@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vq_lsp import batch
+from vq_lsp.scoring import command
 
 REVISIONS = [
     "The film was slow.\n\nThe actors tried hard.\n",
@@ -21,7 +21,7 @@ REVISIONS = [
 
 
 def _run(args, capsys):
-    code = batch.main(args)
+    code = command.main(args)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -106,7 +106,7 @@ def test_git_history_oldest_first(tmp_path, tiny_model_dir, capsys):
 
 
 def test_runs_as_a_program(folder, tiny_model_dir):
-    proc = subprocess.run([sys.executable, "-m", "vq_lsp.batch", str(folder), "--model", str(tiny_model_dir)],
+    proc = subprocess.run([sys.executable, "-m", "vq_lsp.scoring.command", str(folder), "--model", str(tiny_model_dir)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1])["revisions"] == 4
@@ -164,5 +164,5 @@ def test_paragraph_context_scores_each_paragraph_alone(folder, tiny_model_dir, c
     assert got["paragraph"][0] == got["paragraph"][1]
     assert got["window"][0] != got["window"][1]
     with pytest.raises(SystemExit) as exit_:
-        batch.main([str(folder), "--context", "sentence"])
+        command.main([str(folder), "--context", "sentence"])
     assert exit_.value.code == 2 and "--context" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from vq_lsp import batch
+from vq_lsp.scoring import command
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "review"
 MARKDOWN = """# Notes on the plan
@@ -37,7 +37,7 @@ def test_text_rows_never_share_a_line_with_the_progress_bar(monkeypatch):
     term = Terminal()
     monkeypatch.setattr(sys, "stdout", term)
     monkeypatch.setattr(sys, "stderr", term)
-    assert batch.main([str(EXAMPLE), "--format", "text", "--sentiment-threshold", "0", "--tone-min-words", "0"]) == 0
+    assert command.main([str(EXAMPLE), "--format", "text", "--sentiment-threshold", "0", "--tone-min-words", "0"]) == 0
     # what the screen shows: on each line, the text after the last carriage return
     shown = [line.split("\r")[-1] for line in term.getvalue().split("\n")]
     headers = [line for line in shown if "review/draft" in line]
@@ -51,7 +51,7 @@ def test_text_rows_never_share_a_line_with_the_progress_bar(monkeypatch):
 
 def test_markdown_rows_hint_prose_only(tmp_path, capsys):
     (tmp_path / "notes.md").write_text(MARKDOWN)
-    assert batch.main([str(tmp_path), "--surprise-threshold", "0"]) == 0
+    assert command.main([str(tmp_path), "--surprise-threshold", "0"]) == 0
     row = json.loads(capsys.readouterr().out.splitlines()[0])
     lines = MARKDOWN.splitlines()
     hinted = {(h["line"], h["text"]) for h in row["typos"] + row["surprises"]}
@@ -66,16 +66,16 @@ def test_markdown_rows_hint_prose_only(tmp_path, capsys):
 
 def test_markup_flag_overrides_the_file_name(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text(MARKDOWN)
-    assert batch.main([str(tmp_path), "--markup", "none"]) == 0
+    assert command.main([str(tmp_path), "--markup", "none"]) == 0
     row = json.loads(capsys.readouterr().out.splitlines()[0])
     assert row["typos"] == [] and row["paragraphs"] == [] and row["scores"]
-    assert batch.main([str(tmp_path), "--markup", "markdown"]) == 0
+    assert command.main([str(tmp_path), "--markup", "markdown"]) == 0
     row = json.loads(capsys.readouterr().out.splitlines()[0])
     assert {h["line"] for h in row["typos"]} <= {0, 2, 8} and row["typos"]
 
 
 def test_text_format_shows_typos_with_fixes(tmp_path, capsys):
     (tmp_path / "a.txt").write_text("We went to teh market and bought bread.\n")
-    assert batch.main([str(tmp_path), "--format", "text"]) == 0
+    assert command.main([str(tmp_path), "--format", "text"]) == 0
     out = capsys.readouterr().out
     assert "  line 1:12: possible typo 'teh' (non-word, " in out and "likely: 'the'" in out

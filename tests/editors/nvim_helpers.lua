@@ -122,7 +122,7 @@ function H.lens_titles(buf)
   return titles
 end
 
---- The title the server's code lens has for a documentScores answer (vq_lsp/hints.py).
+--- The title the server's code lens has for a documentScores answer (vq_lsp/hints/lsp.py).
 function H.expected_lens(scores)
   local label, p = require("vq_lsp.format").top(scores.scores)
   return ("vq-lsp: %s %.2f (document) · verify"):format(label, p)

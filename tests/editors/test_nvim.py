@@ -233,7 +233,7 @@ def lua_eval(expr: str, tmp_path: Path, runtimepath: bool = True):
     return json.loads(out.read_text())
 
 
-COST_SHAPES = {  # the `cost` field of vqLsp/documentScores, as vq_lsp/states.py sets it
+COST_SHAPES = {  # the `cost` field of vqLsp/documentScores, as vq_lsp/documents/requests.py sets it
     "incremental": {"incremental_macs": 1_250_000, "dense_macs": 40_000_000, "speedup": 32.0,
                     "dirty_per_layer": [3, 5], "relabelled": 1, "full_respreads": 0, "near_ties": 2,
                     "whole_layers": 0, "seconds": 0.0042, "splices": 1},

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from vq_lsp import markup
+from vq_lsp.hints import markup
 
 MARKDOWN = """---
 title: frontmatterword

@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import typo_detection as td  # noqa: E402
-from vq_lsp import typos  # noqa: E402
+from vq_lsp.hints import typos  # noqa: E402
 
 PROSE = ("The house stood at the end of the road, and from its windows they could see their fields "
          "stretching away to the river. Nobody knew whether the weather would hold through the harvest. ") * 6

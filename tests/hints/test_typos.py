@@ -3,13 +3,19 @@ dictionary words scored by the LM head, confusion sets, and what `choose` publis
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 import inference
-from vq_lsp import hints, typos
+from vq_lsp.documents.textsync import TrackedText
+from vq_lsp.hints import lsp as hints
+from vq_lsp.hints import material as hint_material
+from vq_lsp.hints import typos
+from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
-from vq_lsp.textsync import TrackedText
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +26,7 @@ def model():
 def material(model, text, language="plaintext", cfg=None):
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
-    return tt, doc, hints.HintMaterial.of(tt, doc, 1, language, cfg or DiagnosticSettings())
+    return tt, doc, HintMaterial.of(tt, doc, 1, language, cfg or DiagnosticSettings())
 
 
 def test_next_token_logprobs_agree_with_surprise_and_refuse_bad_indices(model):
@@ -125,3 +131,18 @@ def test_a_spelling_used_twice_or_dialect_is_deliberate(model):
     text = "Lys smiled at Lys again, and we were goin home when teh rain began.\n"
     _, _, mat = material(model, text)
     assert {f.word for f in mat.findings if f.kind == "non-word"} == {"teh"}
+
+
+def test_the_detector_is_kept_per_model_and_forgotten_with_it(tiny_model_dir):
+    """The detector's cache lives in vq_lsp, keyed by the model, not as an attribute set on the model."""
+    loaded = inference.load_model(tiny_model_dir, device="cpu")
+    doc = inference.IncrementalDocument(loaded, loaded.tokenizer.encode("A short test."))
+    found = hint_material.detector(doc)
+    assert hint_material.detector(doc) is found and found.tokenizer is loaded.tokenizer
+    assert not any("detector" in name for name in vars(loaded))
+    other = inference.load_model(tiny_model_dir, device="cpu")
+    assert hint_material.detector(inference.IncrementalDocument(other, [1, 2])) is not found
+    gone = weakref.ref(loaded)
+    del doc, loaded, other
+    gc.collect()
+    assert gone() is None and id(found) not in {id(v) for _, v in hint_material._DETECTORS._values.values()}

@@ -8,8 +8,8 @@ fault"). Where:
          update, i.e. in the middle of the engine's state update
   build  inference.DocumentBuilder.step: one window's full pass of a build (open or rebuild;
          the tests' documents are one window each)
-  hints  vq_lsp.hints.choose, after the engine update, while choosing diagnostics
-  hover  vq_lsp.hints.hover_text, inside a request
+  hints  vq_lsp.hints.lsp.choose, after the engine update, while choosing diagnostics
+  hover  vq_lsp.hints.lsp.hover_text, inside a request
 The server code is untouched; only these functions are wrapped before it starts.
 """
 
@@ -43,7 +43,7 @@ def _install(spec: str) -> None:
     first, count = int(first), int(rest[0]) if rest else 1
     import inference
     import inference.window
-    from vq_lsp import hints
+    from vq_lsp.hints import lsp as hints
 
     if where == "layer":
         inference.window.WindowState._layer = _wrap(inference.window.WindowState._layer, first, count)

@@ -2,7 +2,7 @@
 benchmarks/reliability_summary.py (so the summary table reports exactly what CI checks).
 
 Each scenario takes a started pytest-lsp client (tests/server/lsp_helpers.py), checks what
-the issue asks for with `expect` (an AssertionError on failure, so a test fails and the summary
+the server promises with `expect` (an AssertionError on failure, so a test fails and the summary
 counts it), and returns its figures as a dataclass.
 
 The model is a small random VQ model with the bundled model's 8192-token tokenizer: scenarios

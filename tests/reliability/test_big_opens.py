@@ -1,6 +1,6 @@
 """A storm of hostile messages with a dozen opens of documents too big for the memory budget:
 each is refused once, a hover on a small document is answered right after, and the server is
-idle soon after (issue 14)."""
+idle soon after."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Fifty open documents of about 2,000 tokens under a memory budget: the engine states the
 server reports stay within the budget; its resident memory at rest within a baseline plus the
-budget plus a fixed slack, also while evicted states are rebuilt on demand (before heap.py
+budget plus a fixed slack, also while evicted states are rebuilt on demand (before documents/heap.py
 it reached 880 MiB where 470 were allowed); and its peak within the baseline plus the budget
 plus the temporaries of one full pass."""
 

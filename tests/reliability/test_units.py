@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from vq_lsp.heap import BUILD_WEIGHT, HeapTrimmer
-from vq_lsp.scheduler import Coalescer
-from vq_lsp.transport import FdReader, frames
+from vq_lsp.documents.heap import BUILD_WEIGHT, HeapTrimmer
+from vq_lsp.server.scheduler import Coalescer
+from vq_lsp.server.transport import FdReader, frames
 
 
 def read_all(data: bytes, max_body: int = 1000) -> list:

@@ -176,7 +176,7 @@ async def verify(client: LanguageClient, uri: str) -> dict:
 
 
 def utf16_position(text: str, offset: int) -> tuple[int, int]:
-    """(line, UTF-16 column) of a char offset, written independently of vq_lsp.textsync."""
+    """(line, UTF-16 column) of a char offset, written independently of vq_lsp.documents.textsync."""
     before = text[:offset].replace("\r\n", "\n").replace("\r", "\n")
     line = before.count("\n")
     col_text = before.rsplit("\n", 1)[-1]

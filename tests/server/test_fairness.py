@@ -13,8 +13,8 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from vq_lsp.engine_thread import BUILD, URGENT, EngineThread
-from vq_lsp.textsync import Change, apply_change, line_starts
+from vq_lsp.documents.textsync import Change, apply_change, line_starts
+from vq_lsp.server.engine_thread import BUILD, URGENT, EngineThread
 
 from .lsp_helpers import CLIENTS, CONFIG, change, diagnostics_for, initialize, message_matching, open_doc, scores, wait_until
 

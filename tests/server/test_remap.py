@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 
-from vq_lsp.hints import Hint
-from vq_lsp.remap import move
-from vq_lsp.textsync import Change, apply_change, line_starts, position_at
+from vq_lsp.documents.remap import move
+from vq_lsp.documents.textsync import Change, apply_change, line_starts, position_at
+from vq_lsp.hints.lsp import Hint
 
 WORDS = st.lists(st.sampled_from(["film", "good", "😀", "a", "\n", "\n\n", "\r\n", "  "]), min_size=1, max_size=30)
 
@@ -19,7 +19,7 @@ WORDS = st.lists(st.sampled_from(["film", "good", "😀", "a", "\n", "\n\n", "\r
 def hints_of(text: str) -> list[Hint]:
     out = [Hint(m.start(), m.end(), f"word {i}", types.DiagnosticSeverity.Hint, "surprise")
            for i, m in enumerate(re.finditer(r"\w+|😀", text))]
-    para = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")  # as vq_lsp.paragraphs
+    para = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")  # as vq_lsp.hints.paragraphs
     out += [Hint(m.start(), m.start() + len(m.group().rstrip()), f"para {i}", types.DiagnosticSeverity.Information,
                  "sentiment") for i, m in enumerate(para.finditer(text))]
     return out

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from vq_lsp.scheduler import Coalescer
+from vq_lsp.server.scheduler import Coalescer
 
 
 class Recorder:

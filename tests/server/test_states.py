@@ -1,13 +1,15 @@
-"""Documents (states.py) without LSP: merged changes make one engine update, the memory budget
+"""Documents (documents/store.py) without LSP: merged changes make one engine update, the memory budget
 drops least recently used states, a state in doubt is rebuilt, text problems are reported."""
 
 from __future__ import annotations
 
 import pytest
 
+from vq_lsp.documents import requests
+from vq_lsp.documents.events import Edited, Opened, SettingsChanged
+from vq_lsp.documents.store import Documents
+from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import DiagnosticSettings, Settings
-from vq_lsp.states import Documents
-from vq_lsp.textsync import Change
 
 
 @pytest.fixture(scope="module")
@@ -19,64 +21,64 @@ def docs(model_dir):
 
 def test_a_burst_of_changes_is_one_engine_update(docs, gpt2):
     uri = "mem://burst"
-    out = docs.process_now(uri, [("open", 1, "plaintext", "Good film.")])
+    out = docs.process_now(uri, [Opened(1, "plaintext", "Good film.")])
     assert out.version == 1 and out.diagnostics is not None
     text, events = "Good film.", []
     for i, ch in enumerate(" It was fun."):
-        events.append(("change", i + 2, [Change(ch, (0, len(text), 0, len(text)))]))
+        events.append(Edited(i + 2, [Change(ch, (0, len(text), 0, len(text)))]))
         text += ch
     out = docs.process_now(uri, events)
     st = docs.states[uri]
     assert out.version == 13 and st.updates == 1 and st.doc.token_ids == gpt2.encode(text)
-    assert all(len(ev[2]) == 1 for ev in events)  # merging never touched the callers' change lists
+    assert all(len(ev.changes) == 1 for ev in events)  # merging never touched the callers' change lists
 
 
 def test_memory_budget_drops_least_recently_used(docs):
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
-    docs.process_now("mem://a", [("open", 1, "plaintext", text)])
+    docs.process_now("mem://a", [Opened(1, "plaintext", text)])
     one = docs.states["mem://a"].bytes()
     assert one > 0
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.5 * one / 2**20)
-    docs.process_now("mem://b", [("open", 1, "plaintext", text)])
+    docs.process_now("mem://b", [Opened(1, "plaintext", text)])
     assert docs.states["mem://a"].doc is None and docs.states["mem://a"].evictions == 1
     before = docs.states["mem://b"].doc.scores
-    docs.scores("mem://a")  # rebuilt on demand; now b is the least recently used
+    requests.scores(docs, "mem://a")  # rebuilt on demand; now b is the least recently used
     assert docs.states["mem://b"].doc is None and docs.states["mem://a"].doc is not None
-    assert docs.scores("mem://b")["scores"] == pytest.approx(before, abs=1e-12)
+    assert requests.scores(docs, "mem://b")["scores"] == pytest.approx(before, abs=1e-12)
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
 def test_a_state_in_doubt_is_rebuilt(docs, gpt2):
     uri = "mem://doubt"
-    docs.process_now(uri, [("open", 1, "plaintext", "Nice.")])
+    docs.process_now(uri, [Opened(1, "plaintext", "Nice.")])
     st = docs.states[uri]
     st.tracked.ids[0] = 0  # tokens that no longer match the engine's: the next update must notice
-    docs.process_now(uri, [("change", 2, [Change(" Yes.", (0, 5, 0, 5))])])
+    docs.process_now(uri, [Edited(2, [Change(" Yes.", (0, 5, 0, 5))])])
     assert st.rebuilds == 1 and st.doc.token_ids == st.tracked.ids
-    res = docs.verify(uri)
+    res = requests.verify(docs, uri)
     assert res["rebuilt"] and not res["tokensMatchText"]  # the corrupted tokens were caught and rebuilt
-    assert docs.verify(uri)["tokensMatchText"] and docs.states[uri].doc.token_ids == gpt2.encode("Nice. Yes.")
+    assert requests.verify(docs, uri)["tokensMatchText"] and docs.states[uri].doc.token_ids == gpt2.encode("Nice. Yes.")
 
 
 def test_text_problems(docs):
-    out = docs.process_now("mem://nul", [("open", 1, "plaintext", "ok\x00")])
+    out = docs.process_now("mem://nul", [Opened(1, "plaintext", "ok\x00")])
     assert out.diagnostics == [] and "binary" in out.messages[0].text
-    out = docs.process_now("mem://py", [("open", 1, "python", "def f(): pass")])
+    out = docs.process_now("mem://py", [Opened(1, "python", "def f(): pass")])
     assert out.diagnostics == [] and out.messages == []  # not a prose file type: silently no hints
-    out = docs.process_now("mem://nope", [("change", 2, [Change("x", (0, 0, 0, 0))])])
+    out = docs.process_now("mem://nope", [Edited(2, [Change("x", (0, 0, 0, 0))])])
     assert "not open" in out.messages[0].text
 
 
 def test_build_window_by_window_catches_up_with_edits_made_meanwhile(docs, gpt2):
     uri = "mem://steps"
     text = "\n\n".join(f"Paragraph {i} says the film was fine and the music was loud." for i in range(60))
-    out = docs.process(uri, [("open", 1, "plaintext", text)])
+    out = docs.process(uri, [Opened(1, "plaintext", text)])
     assert out.needs_build and docs.states[uri].doc is None  # process alone builds nothing
     done, total = docs.build_step(uri)
     assert 1 == done < total  # one window per step
     edit = [Change("Truly, ", (0, 0, 0, 0))]
-    docs.process(uri, [("change", 2, edit)])  # the text moves on mid-build
+    docs.process(uri, [Edited(2, edit)])  # the text moves on mid-build
     while done < total:
         done, total = docs.build_step(uri)
     st = docs.states[uri]
@@ -86,14 +88,14 @@ def test_build_window_by_window_catches_up_with_edits_made_meanwhile(docs, gpt2)
 
 def test_settings_rechoose_hints_without_engine_work(docs):
     uri = "mem://lazy"
-    docs.process_now(uri, [("open", 1, "plaintext", "A fine film.\n\nA dull one.")])
+    docs.process_now(uri, [Opened(1, "plaintext", "A fine film.\n\nA dull one.")])
     st = docs.states[uri]
     st.doc = None  # as if evicted: its material stays
-    out = docs.process(uri, [("settings",)])
+    out = docs.process(uri, [SettingsChanged()])
     assert not out.needs_build  # hints for this version can be re-chosen from the material
     again = docs.hints(uri)
     assert again.version == 1 and again.diagnostics is not None and st.doc is None
-    out = docs.process(uri, [("change", 2, [Change("!", (0, 0, 0, 0))])])
+    out = docs.process(uri, [Edited(2, [Change("!", (0, 0, 0, 0))])])
     assert out.needs_build  # an edit needs the state back
 
 
@@ -101,14 +103,14 @@ def test_a_document_over_the_whole_budget_gets_one_message_and_no_state(docs):
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.0)
     try:
-        out = docs.process_now("mem://big", [("open", 1, "plaintext", text)])
+        out = docs.process_now("mem://big", [Opened(1, "plaintext", text)])
         assert out.diagnostics == [] and docs.states["mem://big"].doc is None
         (msg,) = out.messages
         assert "more than the whole memory budget (memoryBudgetMb = 1)" in msg.text and "MiB" in msg.text
-        out = docs.process_now("mem://big", [("change", 2, [Change("x", (0, 0, 0, 0))])])
+        out = docs.process_now("mem://big", [Edited(2, [Change("x", (0, 0, 0, 0))])])
         assert out.messages == [] and docs.states["mem://big"].doc is None  # said once, never built
         with pytest.raises(LookupError, match="over budget"):
-            docs.scores("mem://big")
+            requests.scores(docs, "mem://big")
     finally:
         docs.settings = Settings(model_path=docs.settings.model_path)
 
@@ -120,7 +122,7 @@ def test_hints_move_through_pending_changes(docs):
         sentiment_threshold=0.0, surprise=True, surprise_threshold=0.0, max_surprise_hints=100, typo=False,
         tone_min_words=0))
     try:
-        base = docs.process_now(uri, [("open", 1, "plaintext", text)])
+        base = docs.process_now(uri, [Opened(1, "plaintext", text)])
         pending = [(2, [Change("Oh. ", (0, 0, 0, 0))]), (3, [Change("\n", (2, 0, 2, 0))])]
         moved = docs.hints(uri, pending)
         assert moved.version == 3 and len(moved.diagnostics) == len(base.diagnostics)
@@ -142,7 +144,7 @@ def test_the_state_layout_setting_reaches_the_engine(model_dir, layout, keeps_ou
     extra = {} if layout is None else {"state_layout": layout}
     d = Documents(Settings(model_path=str(model_dir), device="cpu", **extra))
     d.load_model()
-    d.process_now("mem://layout", [("open", 1, "plaintext", "A fine film.\n\nI hated the ending.")])
+    d.process_now("mem://layout", [Opened(1, "plaintext", "A fine film.\n\nI hated the ending.")])
     doc = d.states["mem://layout"].doc
     assert all((w.x is not None) == keeps_outputs for w in doc.windows)
     assert doc.verify().codes_equal

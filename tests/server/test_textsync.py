@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import inference
-from vq_lsp.textsync import (Change, TextSyncError, TrackedText, apply_change, line_starts, offset_at,
-                             position_at, shift_line_starts, utf16_len)
+from vq_lsp.documents.textsync import (Change, TextSyncError, TrackedText, apply_change, line_starts,
+                                       offset_at, position_at, shift_line_starts, utf16_len)
 
 # Characters that some editors or Python's str.splitlines count as line breaks, but LSP does not:
 # the protocol ends lines at \n, \r\n and \r only, so these stay inside a line (and VS Code agrees).

@@ -1,4 +1,4 @@
-"""The fullRecompute setting (states.py): every update rebuilds the document's state from scratch
+"""The fullRecompute setting (documents/store.py): every update rebuilds the document's state from scratch
 over the new tokens, so that benchmarks compare the engine with a dense pass on the same server.
 Its result must be exactly a fresh document over the same tokens, and it counts as an update."""
 
@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 
 import inference
+from vq_lsp.documents import requests
+from vq_lsp.documents.events import Edited, Opened
+from vq_lsp.documents.store import Documents
+from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import Settings, parse
-from vq_lsp.states import Documents
-from vq_lsp.textsync import Change
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +25,11 @@ def both(tiny_model_dir):
 
 
 def type_into(docs: Documents, uri: str, text: str, typed: str) -> str:
-    docs.process_now(uri, [("open", 1, "plaintext", text)])
+    docs.process_now(uri, [Opened(1, "plaintext", text)])
     for i, ch in enumerate(typed):
         line = text.count("\n")
         col = len(text) - (text.rfind("\n") + 1)
-        docs.process_now(uri, [("change", i + 2, [Change(ch, (line, col, line, col))])])
+        docs.process_now(uri, [Edited(i + 2, [Change(ch, (line, col, line, col))])])
         text += ch
     return text
 
@@ -48,7 +50,7 @@ def test_full_mode_rebuilds_every_update_exactly(both, gpt2_tokenizer):
     fresh = inference.IncrementalDocument(both[True].model, gpt2_tokenizer.encode(text))
     assert st.doc.positions == fresh.positions  # a dense pass from scratch: evenly spread positions
     assert st.doc.scores == pytest.approx(fresh.scores, abs=1e-12)
-    assert both[True].verify("mem://full")["codesEqual"]
+    assert requests.verify(both[True], "mem://full")["codesEqual"]
 
 
 def test_incremental_mode_is_cheaper_on_the_same_edits(both):
@@ -58,5 +60,5 @@ def test_incremental_mode_is_cheaper_on_the_same_edits(both):
     assert inc.doc.token_ids == full.doc.token_ids and inc.updates == full.updates
     assert inc.last_cost["incremental_macs"] < inc.last_cost["dense_macs"] == full.last_cost["incremental_macs"]
     before = full.doc
-    both[True].process("mem://full2", [("change", 99, [Change("!", (2, 0, 2, 0))])])
+    both[True].process("mem://full2", [Edited(99, [Change("!", (2, 0, 2, 0))])])
     assert full.doc is not before  # a new state, not the old one patched

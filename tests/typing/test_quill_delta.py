@@ -1,7 +1,7 @@
 """Quill delta -> LSP content changes (benchmarks/typing_replay.py). Quill counts in UTF-16 code
 units, as LSP does; the changes apply in order. Each case is checked twice: against the delta
 applied directly to UTF-16 code units (`apply_delta`) and by applying the LSP changes with the
-server's own text sync (`vq_lsp.textsync.apply_change`), which shares no code with the converter."""
+server's own text sync (`vq_lsp.documents.textsync.apply_change`), which shares no code with the converter."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.typing_replay import EMBED, apply_delta, delta_changes, prepare
-from vq_lsp.textsync import Change, apply_change
+from vq_lsp.documents.textsync import Change, apply_change
 
 
 def via_lsp(text: str, changes: list[dict]) -> str:

@@ -1,4 +1,4 @@
-"""The issue's CI check: part of one real typing session (dev file) replayed, accelerated, into the
+"""Live typing in CI: part of one real typing session (dev file) replayed, accelerated, into the
 real `vq-lsp` over stdio by the benchmark's own client (benchmarks/typing_replay.py). Diagnostics
 must arrive for the final version and the final state must verify against a full pass.
 A shorter replay with the fullRecompute setting checks that the setting reaches the server."""

@@ -188,7 +188,7 @@ export interface ParagraphScores {
   scores: Record<string, number>;
 }
 
-/** What `vqLsp/documentScores` returns (vq_lsp/states.py, `Documents.scores`). */
+/** What `vqLsp/documentScores` returns (vq_lsp/documents/requests.py, `scores`). */
 export interface DocumentScores {
   uri: string;
   version: number | null;
@@ -328,7 +328,7 @@ export function lensRefreshNeeded(changed: readonly string[], shown: readonly st
   return changed.some((uri) => visible.has(uri));
 }
 
-/** What `vqLsp.verify` returns (vq_lsp/states.py, `Documents.verify`). */
+/** What `vqLsp.verify` returns (vq_lsp/documents/requests.py, `verify`). */
 export interface VerifyResult {
   uri: string;
   version: number | null;

@@ -1,6 +1,6 @@
 --- Readable text for the server's `vqLsp/documentScores` answer: the score line of `:VqLspScore`
 --- and the lines of `:VqLspCost`. Kept apart from the client code so that every shape of the
---- answer's `cost` field (vq_lsp/states.py sets it) has one place that turns it into words.
+--- answer's `cost` field (vq_lsp/documents/requests.py sets it) has one place that turns it into words.
 ---
 --- The answer of `vqLsp.verify` (the code lens' command) gets one line too.
 ---

@@ -4,14 +4,16 @@ Documents are independent, so each goes whole to one worker: a Ray actor that lo
 once and keeps a `BatchScorer`, with the incremental state of every document it was given. The
 driver reads the revisions, sends each to its document's actor (a new document goes to the actor
 with the least text so far), and hands rows back in input order, so the output is the one of
-`BatchScorer` (the `seconds` of each row aside: those are wall clock). Without an address a
-local cluster is started on this machine (no dashboard) and stopped at the end.
+`BatchScorer` (the `seconds` of each row aside: those are wall clock), and the summary is added
+up from the rows by the same `Summary.add`. Without an address a local cluster is started on
+the driver's machine (no dashboard) and stopped at the end. `ray_address` checks the --ray flag.
 
 Optional: `pip install "vq-lsp[cluster]"` (ray). Every node must have vq-lsp installed.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import logging
 import os
@@ -24,17 +26,35 @@ import torch
 
 import inference
 
-from .batch import BatchScorer, Summary
 from .revisions import Revision
+from .scorer import BatchScorer, Summary
 
 INSTALL_HINT = 'pip install "vq-lsp[cluster]"'
 LOCAL = "local"
 PROBE_SECONDS = 5.0  # a head that does not answer a TCP connect this fast is reported, not waited on
 IN_FLIGHT_PER_WORKER = 32  # revisions sent ahead per worker: keeps workers busy, the driver's memory bounded
+RAY_ADDRESS_FORMS = "local, auto, HOST:PORT or ray://HOST:PORT"
 
 
 class RayUnavailable(ValueError):
     """Ray is missing or the cluster cannot be reached; `vq-lsp score` reports it and exits with 2."""
+
+
+def ray_address(text: str) -> str:
+    """Where `vq-lsp score --ray` finds its cluster: local (start one here), auto (the one already running
+    here), HOST:PORT (a head node) or ray://HOST:PORT (Ray Client). A folder or file name here is the
+    usual slip (`--ray PATH` takes PATH as the address), so the message says how to write both."""
+    value = text.strip()
+    if value.lower() in ("local", "auto"):
+        return value.lower()
+    rest = value[len("ray://"):] if value.startswith("ray://") else value
+    host, colon, port = rest.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1]:6379
+    ok_host = bool(host) and all(c.isascii() and (c.isalnum() or c in ".-_:") for c in host)
+    if colon and ok_host and port.isascii() and port.isdigit() and 1 <= int(port) <= 65535:
+        return value
+    raise argparse.ArgumentTypeError(f"must be a Ray address ({RAY_ADDRESS_FORMS}), got {text!r}; to score a "
+                                     f"folder on a local cluster write PATH before --ray, or --ray=local")
 
 
 def ray_installed() -> bool:
@@ -68,7 +88,7 @@ class ScoringWorker:
         return time.process_time()
 
     def score(self, index: int, name: str, label: str, text: str) -> dict:
-        return self.scorer._score_one(index, name, label, text)
+        return self.scorer.score_revision(index, name, label, text)
 
 
 class RayScorer:
@@ -95,6 +115,7 @@ class RayScorer:
         self.assigned: dict[str, int] = {}  # document -> actor
         self.load = [0] * workers  # characters sent to each actor
         self.summary = Summary()
+        self._counted: set[str] = set()  # documents whose first row came back
 
     def _actor_for(self, name: str, size: int) -> int:
         if name not in self.assigned:
@@ -107,7 +128,6 @@ class RayScorer:
         pending: deque = deque()
         try:
             for index, (name, label, text) in enumerate(revisions):
-                self.summary.documents += name not in self.assigned
                 pending.append(self.actors[self._actor_for(name, len(text))].score.remote(index, name, label, text))
                 if len(pending) >= IN_FLIGHT_PER_WORKER * self.workers:
                     yield self._count(self.ray.get(pending.popleft()))
@@ -117,17 +137,9 @@ class RayScorer:
             self.close()
 
     def _count(self, row: dict) -> dict:
-        """The summary BatchScorer would keep, from the rows (an empty revision is not counted)."""
-        if row["scores"] is not None:
-            s = self.summary
-            s.revisions += 1
-            s.tokens += row["tokens"]
-            s.incremental_macs += row["incremental_macs"]
-            s.dense_macs += row["dense_macs"]
-            s.seconds += row["seconds"]
-            if "verified" in row:
-                s.verified += 1
-                s.verify_failures += not row["verified"]
+        """Add a row to the summary, as BatchScorer does with its own rows."""
+        self.summary.add(row, row["doc"] not in self._counted)
+        self._counted.add(row["doc"])
         return row
 
     def close(self) -> None:

@@ -6,10 +6,11 @@ same tokens come back (reopened, or edited after an eviction) the state is read 
 rebuilt with a dense pass. The folder stays under a size cap: the least recently used files
 (by modification time, which a hit refreshes) are deleted first. A snapshot that cannot be
 trusted (corrupt, truncated, another model or engine) is logged, deleted and reported as a miss,
-and the caller rebuilds. The format itself lives in inference/snapshot.py.
+and the caller rebuilds. The format itself lives in inference/snapshot.py. `save_state` and
+`restore_state` are what the document store calls for one document.
 
 Writes run on a background thread: writing a 2,000-token state's 150 MB took the engine thread
-up to 1.5 s on a busy machine, and the state being written is no longer used by anyone (its
+up to 1.5 s with the CPU busy, and the state being written is no longer used by anyone (its
 document was closed or evicted). Until written it stays in memory, so at most one write waits
 at a time (a second save waits for the first: memory beyond the budget stays within one state),
 and a `load` of a snapshot still being written waits for it.
@@ -27,6 +28,9 @@ from typing import Sequence
 
 import inference
 from inference import paths, snapshot
+
+from ..settings import Settings
+from .state import DocumentState
 
 log = logging.getLogger(__name__)
 
@@ -191,3 +195,40 @@ class SnapshotStore:
         return {"folder": str(self.folder), "files": len(entries), "bytes": sum(s for _, s, _ in entries),
                 "saved": self.saved, "restored": self.restored, "rejected": self.rejected, "misses": self.misses,
                 "evicted": self.evicted, "pending": len(self._pending)}
+
+
+def save_state(store: SnapshotStore, st: DocumentState, settings: Settings) -> None:
+    """Leave the state of a document being closed or evicted in the snapshot cache."""
+    st.snapshot_ids = None
+    if st.doc is None or st.in_doubt or not settings.snapshots:
+        return
+    if store.save(st.doc, settings.snapshot_cache_mb * 2**20):
+        st.snapshot_ids = st.doc.token_ids
+
+
+def restore_state(store: SnapshotStore, model: inference.LoadedModel, st: DocumentState, settings: Settings) -> bool:
+    """Give `st` its state from a snapshot, if one holds its tokens or those its evicted state
+    had (then the edits since are applied incrementally); False: build it from the text."""
+    if not settings.snapshots or st.in_doubt:
+        return False
+    t0 = time.perf_counter()
+    ids = st.tracked.ids
+    doc = store.load(model, ids)
+    if doc is None and st.snapshot_ids is not None and st.snapshot_ids != ids:
+        doc = store.load(model, st.snapshot_ids)
+        if doc is not None:
+            try:
+                doc.apply(inference.diff(st.snapshot_ids, ids))
+                if doc.token_ids != ids:
+                    raise ValueError("engine tokens disagree with the text's tokens")
+            except Exception as e:  # the restored state is in doubt: build from the text
+                log.warning("could not bring the snapshot of %s up to date (%s); rebuilding", st.uri, e)
+                doc = None
+    st.snapshot_ids = None
+    if doc is None:
+        return False
+    st.doc = doc
+    st.restores += 1
+    st.last_cost = {"restore_seconds": time.perf_counter() - t0, "tokens": len(ids)}
+    log.info("restored the state of %s from a snapshot (%d tokens)", st.uri, len(ids))
+    return True

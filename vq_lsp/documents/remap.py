@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from .hints import Hint
+from ..hints.lsp import Hint
 from .textsync import Change, apply_changes
 
 STRETCHES = ("sentiment",)  # codes whose range may grow or shrink with an edit inside it

@@ -1,6 +1,6 @@
 """Give the memory of dropped engine states back to the operating system.
 
-The memory budget (states.py) drops least recently used engine states, but on glibc that did
+The memory budget (documents/memory.py) drops least recently used engine states, but on glibc that did
 not lower the server's resident memory: with 50 documents of 2,000 tokens under a 96 MiB
 budget, the states held stayed at 81 MiB while RSS grew from 323 to 881 MiB. Freed tensors,
 the dropped states' and the temporaries of every full pass that built a state, stay in

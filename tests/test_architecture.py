@@ -1,0 +1,213 @@
+"""The intended dependencies between the repository's packages, read from the source with `ast`.
+
+- `vq_lsp -> inference <- training`: the server and the scorer use the engine, training makes its
+  models; `inference` imports neither `vq_lsp`, `training`, pygls nor lsprotocol, and nothing but
+  `training` imports `training` (the tests test everything; benchmarks may import anything);
+- inside `vq_lsp`, each layer imports only the ones below it: `hints` <- `documents` <- `server`,
+  `hints` <- `scoring`, everything <- `settings`, and only `vq_lsp.server` imports pygls;
+- no package has an import cycle between its modules.
+
+Every import counts: relative ones, and those inside functions (a lazy import still ties two
+modules together). `from package import name` depends on the submodule `package.name` when
+there is one, else on the package itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("inference", "training", "vq_lsp", "benchmarks", "tests")
+
+# repository packages each package may import (benchmarks and tests: anything)
+ALLOWED = {
+    "inference": {"inference"},
+    "training": {"training", "inference"},
+    "vq_lsp": {"vq_lsp", "inference"},
+}
+FORBIDDEN_EXTERNAL = {"inference": {"pygls", "lsprotocol"}}
+# the layers of vq_lsp: what each part may import besides itself and the package root (its __version__)
+VQ_LSP_LAYERS = {
+    "vq_lsp.settings": set(),
+    "vq_lsp.hints": {"vq_lsp.settings"},
+    "vq_lsp.documents": {"vq_lsp.settings", "vq_lsp.hints"},
+    "vq_lsp.server": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.documents"},
+    "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.hints"},
+    "vq_lsp.cli": {"vq_lsp.settings", "vq_lsp.server", "vq_lsp.scoring"},
+}
+ONLY_IMPORTED_BY = {"pygls": "vq_lsp.server"}  # within vq_lsp
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module
+    target: str  # a repository module, or the imported name for anything else
+    line: int
+    internal: bool  # target is a module of the repository
+
+    def where(self) -> str:
+        return f"{self.source}:{self.line} imports {self.target}"
+
+
+def modules(root: Path, packages=PACKAGES) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py file under the packages (a package is its __init__)."""
+    found = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest prefix of `name` that is a repository module."""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in known:
+            return ".".join(parts[:n])
+    return None
+
+
+def imports(module: str, path: Path, known: dict[str, Path]) -> list[Import]:
+    """Every import in a module's source, relative ones resolved against its package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            names += [(f"{target}.{alias.name}", node.lineno) for alias in node.names]
+    out = []
+    for name, line in names:
+        resolved = _resolve(name, known)
+        out.append(Import(module, resolved or name, line, resolved is not None))
+    return out
+
+
+def import_graph(root: Path = ROOT, packages=PACKAGES) -> list[Import]:
+    known = modules(root, packages)
+    return [imp for module, path in known.items() for imp in imports(module, path, known)]
+
+
+def forbidden_imports(graph: list[Import]) -> list[str]:
+    """Imports that cross the allowed dependencies between packages, and inside vq_lsp between its layers."""
+    bad = []
+    for imp in graph:
+        top = imp.source.split(".")[0]
+        target_top = imp.target.split(".")[0]
+        if imp.internal and top in ALLOWED and target_top not in ALLOWED[top]:
+            bad.append(imp.where())
+        if not imp.internal and target_top in FORBIDDEN_EXTERNAL.get(top, ()):
+            bad.append(imp.where())
+        if top != "vq_lsp":
+            continue
+        layer = ".".join(imp.source.split(".")[:2])
+        if imp.internal and target_top == "vq_lsp" and imp.target != "vq_lsp":
+            target_layer = ".".join(imp.target.split(".")[:2])
+            if target_layer != layer and target_layer not in VQ_LSP_LAYERS.get(layer, set()):
+                bad.append(imp.where())
+        owner = ONLY_IMPORTED_BY.get(target_top)
+        if not imp.internal and owner is not None and layer != owner:
+            bad.append(imp.where())
+    return bad
+
+
+def cycles(graph: list[Import]) -> list[list[str]]:
+    """Import cycles between modules of one package (strongly connected components of two or
+    more modules, or a module importing itself), each as its sorted module names."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for imp in graph:
+        if imp.internal and imp.source.split(".")[0] == imp.target.split(".")[0]:
+            edges[imp.source].add(imp.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def graph() -> list[Import]:
+    return import_graph()
+
+
+def test_packages_import_only_what_their_layer_allows(graph):
+    assert not forbidden_imports(graph), "\n".join(forbidden_imports(graph))
+
+
+def test_no_package_has_an_import_cycle(graph):
+    assert not cycles(graph), cycles(graph)
+
+
+def test_the_graph_sees_relative_and_function_level_imports(graph):
+    """The scan reads what it must for the two checks above to mean anything."""
+    edges = {(imp.source, imp.target) for imp in graph}
+    assert ("vq_lsp.hints.selection", "vq_lsp.hints.material") in edges  # from .material import HintMaterial
+    assert ("vq_lsp.hints.material", "vq_lsp.hints.typos") in edges  # from . import markup, typos
+    assert ("vq_lsp.cli", "vq_lsp.server.handlers") in edges  # imported inside main()
+    assert ("vq_lsp.server.language_server", "inference") in edges
+    assert not any(imp.source.startswith("inference") and imp.target.startswith("vq_lsp") for imp in graph)
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_a_cycle_between_two_modules_is_found(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "from . import b\n",
+                      "pkg/b.py": "def f():\n    from .a import g\n", "pkg/c.py": "import pkg.a\n"})
+    assert cycles(import_graph(tmp_path, ("pkg",))) == [["pkg.a", "pkg.b"]]
+
+
+def test_a_forbidden_import_is_reported_with_its_line(tmp_path):
+    _write(tmp_path, {"inference/__init__.py": "", "inference/engine.py": "import os\nfrom vq_lsp import settings\n",
+                      "inference/io.py": "def f():\n    import lsprotocol\n",
+                      "vq_lsp/__init__.py": "", "vq_lsp/settings.py": "",
+                      "vq_lsp/hints/__init__.py": "", "vq_lsp/hints/lsp.py": "from ..documents import store\n",
+                      "vq_lsp/documents/__init__.py": "", "vq_lsp/documents/store.py": "import pygls\n",
+                      "vq_lsp/scoring/__init__.py": "", "vq_lsp/scoring/scorer.py": "import training.cli\n",
+                      "training/__init__.py": "", "training/cli.py": "import inference\n"})
+    bad = forbidden_imports(import_graph(tmp_path, ("inference", "vq_lsp", "training")))
+    assert sorted(bad) == ["inference.engine:2 imports vq_lsp.settings", "inference.io:2 imports lsprotocol",
+                           "vq_lsp.documents.store:1 imports pygls",
+                           "vq_lsp.hints.lsp:1 imports vq_lsp.documents.store",
+                           "vq_lsp.scoring.scorer:1 imports training.cli"]

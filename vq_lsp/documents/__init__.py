@@ -1,0 +1,14 @@
+"""The open documents: their text, tokens, engine states and hint material, within a memory budget.
+
+- `events`: what the server queues for a document (opened, edited, closed, ...), as dataclasses;
+- `textsync`: LSP content changes -> our copy of the text -> token splices (pure);
+- `state`: one document's state and what processing returns (`Outcome`);
+- `problems`: why a document gets no hints, as values;
+- `store`: `Documents`, applying events and building states (one short job at a time);
+- `requests`: scores, verify, hover and quick fixes answered from a built state;
+- `memory`: the LRU budget of engine states; `heap`: giving freed memory back to the OS;
+- `snapshots`: states of closed and evicted documents on disk;
+- `remap`: moving hints through edits that are still waiting.
+
+Nothing here imports pygls: the server (vq_lsp/server) speaks LSP and hands plain events in.
+"""

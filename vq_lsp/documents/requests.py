@@ -1,0 +1,80 @@
+"""Requests answered from a document's built engine state: scores, verify, hover and quick fixes.
+
+Each is one job on the engine thread: `Documents.ready` builds (or rebuilds) what is missing,
+or raises KeyError (not open) or LookupError (no state possible: no model, too long, ...),
+which the server turns into LSP errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from ..hints import lsp as hint_lsp
+from ..hints import material
+from ..hints.typos import WordFinding
+from .state import Outcome
+from .store import Documents
+
+Range = tuple[int, int, int, int]  # LSP (line, character, line, character)
+Found = list[tuple[WordFinding, tuple[int, int], tuple[int, int]]]  # (finding, start position, end position)
+
+
+def scores(docs: Documents, uri: str) -> dict:
+    """vqLsp/documentScores: the document's and its paragraphs' scores, costs and memory."""
+    st = docs.ready(uri)
+    paragraphs = material.paragraph_scores(st.tracked, st.doc)
+    return {
+        "uri": uri,
+        "version": st.version,
+        "scores": st.doc.scores,
+        "tokens": st.doc.n_tokens,
+        "windows": len(st.doc.windows),
+        "paragraphs": [{"range": hint_lsp.lsp_range(st.tracked, a, b), "tokens": [ta, tb], "scores": sc}
+                       for a, b, ta, tb, sc in paragraphs],
+        "cost": st.last_cost,
+        "updates": st.updates,
+        "rebuilds": st.rebuilds,
+        "evictions": st.evictions,
+        "restores": st.restores,
+        "memory": docs.memory(),
+    }
+
+
+def verify(docs: Documents, uri: str) -> dict:
+    """vqLsp.verify: the state against a dense pass and the tokens against the text, with a hash of
+    the server's text (so a client can check it is its own); a state that fails is rebuilt."""
+    st = docs.ready(uri)
+    t0 = time.perf_counter()
+    check = st.doc.verify()
+    tokens_ok = st.doc.token_ids == docs.model.tokenizer.encode(st.text)
+    result = {"uri": uri, "version": st.version, "codesEqual": check.codes_equal,
+              "maxAbsDiff": check.max_abs_diff, "mismatchedCodes": check.mismatched_codes,
+              "windows": check.windows, "tokensMatchText": tokens_ok,
+              "seconds": time.perf_counter() - t0, "rebuilt": False}
+    if not (check.codes_equal and result["tokensMatchText"]):
+        st.doc, st.tracked, st.in_doubt = None, None, True
+        st.rebuilds += 1
+        docs.ensure(st, Outcome())
+        result["rebuilt"] = True
+    text = docs.states[uri].text
+    return result | {"textSha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
+
+
+def hover(docs: Documents, uri: str, line: int, character: int) -> str:
+    st = docs.ready(uri)
+    return hint_lsp.hover_text(st.tracked, st.doc, st.tracked.offset(line, character), st.language_id,
+                               docs.settings.diagnostics)
+
+
+def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Range, Found]]:
+    """For each (line, character, line, character) range: the prose words there with their
+    likeliest fixes (hints/material.py), as (range, [(finding, start position, end position)])."""
+    st = docs.ready(uri)
+    out = []
+    for l0, c0, l1, c1 in ranges:
+        a, b = st.tracked.offset(l0, c0), st.tracked.offset(l1, c1)
+        found = material.quick_fixes(st.tracked, st.doc, a, b, st.language_id, docs.settings.diagnostics)
+        out.append(((l0, c0, l1, c1), [(f, st.tracked.position(f.start), st.tracked.position(f.end))
+                                       for f in found]))
+    return out

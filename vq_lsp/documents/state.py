@@ -1,0 +1,69 @@
+"""One open document's state, and what processing a batch of its events returns to the server.
+
+A document always keeps its text (the editor's truth, needed to apply the next change). When
+the model is loaded and the document is eligible it also keeps its tokens (`TrackedText`), an
+`IncrementalDocument` (the expensive part, dropped and rebuilt under the memory budget) and
+the hint material of its last hints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import inference
+
+from ..hints.material import HintMaterial
+from .problems import Problem
+from .textsync import TrackedText
+
+Level = Literal["error", "warning", "info"]
+
+
+@dataclass
+class Message:
+    """A message for the user (the server shows it and logs it)."""
+
+    level: Level
+    text: str
+
+
+@dataclass
+class Outcome:
+    """What a batch of events produced, for the server to send."""
+
+    version: int | None = None
+    diagnostics: list | None = None  # None: publish nothing; []: clear
+    messages: list[Message] = field(default_factory=list)
+    needs_build: bool = False  # the document wants a state it lacks: run build_step until it has one
+    closed: bool = False
+
+
+@dataclass
+class DocumentState:
+    uri: str
+    language_id: str
+    version: int | None
+    text: str
+    tracked: TrackedText | None = None
+    doc: inference.IncrementalDocument | None = None
+    builder: inference.DocumentBuilder | None = None  # a state being built window by window
+    material: HintMaterial | None = None  # what the last hints were chosen from
+    problem: Problem | None = None  # why the document gets no hints (reported once per change of problem)
+    out_of_sync: str | None = None  # a rejected change: ignore incremental changes until full text
+    last_cost: dict | None = None
+    updates: int = 0
+    rebuilds: int = 0
+    evictions: int = 0
+    restores: int = 0  # states read back from a snapshot instead of rebuilt
+    snapshot_ids: list[int] | None = None  # tokens of the snapshot its evicted state left (restore, then edit)
+    in_doubt: bool = False  # the next build is a dense pass from the text, never a snapshot
+    last_touch: float = 0.0
+    build_started: float = 0.0
+
+    def bytes(self) -> int:
+        return 0 if self.doc is None else self.doc.state_bytes()
+
+    def forget_state(self) -> None:
+        """Drop tokens, engine state, build and hint material (the text stays): rebuilt on next use."""
+        self.tracked, self.doc, self.problem, self.builder, self.material = None, None, None, None, None

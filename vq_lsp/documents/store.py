@@ -1,0 +1,334 @@
+"""`Documents`: every open document, the model, and the engine-side work of the server.
+
+A document always keeps its text; when the model is loaded and the document is eligible (a
+wanted file type, readable text, not empty, not too long) it also keeps its tokens and an
+engine state. Engine states are kept within a memory budget (memory.py) and rebuilt from the
+text when the document is edited or a request needs them (never just to re-filter hints:
+`HintMaterial` keeps what hints are chosen from). A dropped or closed state is left in the
+snapshot cache (snapshots.py) and read back, instead of rebuilt, when the same tokens come
+back. A document whose state alone would exceed the budget gets no state and one message. A
+state in doubt (the engine refused an edit, its tokens disagree with the text's, verify()
+failed) is rebuilt from the text, never from a snapshot; every rebuild is counted and logged.
+
+Work is split so the server can interleave documents fairly (server/engine_thread.py):
+`process` applies events and engine updates, `build_step` builds one window of a missing state,
+and `hints` chooses diagnostics; each is one short job on the engine thread. Requests about a
+built state are in requests.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from typing import Sequence
+
+import torch
+
+import inference
+
+from ..hints import lsp as hint_lsp
+from ..hints.material import HintMaterial
+from ..settings import Settings
+from . import memory, remap
+from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, merge_edits
+from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, text_problem
+from .snapshots import SnapshotStore, restore_state, save_state
+from .state import DocumentState, Message, Outcome
+from .textsync import Change, TextSyncError, TrackedText, apply_change, position_at
+
+log = logging.getLogger(__name__)
+
+
+class Documents:
+    """Every open document, the model, and the LRU memory budget of engine states."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model: inference.LoadedModel | None = None
+        self.model_error: str | None = "the model is not loaded yet"
+        self.states: OrderedDict[str, DocumentState] = OrderedDict()  # least recently used first
+        self.snapshots = SnapshotStore()
+
+    # ----------------------------------------------------------------- model
+    def load_model(self) -> str:
+        """Load the model the settings name; drop every state built with the old one."""
+        s = self.settings
+        torch.set_num_threads(s.threads)
+        try:
+            self.model = inference.load_model(s.model_path, device=s.device, dtype=s.precision, context=s.context,
+                                              layout=s.state_layout)
+        except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
+            self.model, self.model_error = None, f"cannot load the model: {e}"
+            raise inference.ModelLoadError(self.model_error) from None
+        self.model_error = None
+        if s.snapshots:
+            self.snapshots.prepare(self.model)
+        for st in self.states.values():
+            st.forget_state()
+        cfg = self.model.config
+        return (f"loaded {self.model.path} ({cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
+                f"{cfg.window_tokens}-token windows, {s.context} context) on {self.model.device} in {s.precision}")
+
+    # ----------------------------------------------------------------- events
+    def process(self, uri: str, events: Sequence[Event]) -> Outcome:
+        """Apply events in order.
+
+        Consecutive edits become one text update and one engine update. `needs_build` says
+        whether the document now wants a state it lacks; a SettingsChanged event alone asks for
+        none when the hints can be re-chosen from the material of the current version.
+        """
+        out = Outcome()
+        eager = False
+        for ev in merge_edits(events):
+            if isinstance(ev, Opened):
+                self.states[uri] = DocumentState(uri, ev.language_id, ev.version, ev.text)
+                eager = True
+            elif isinstance(ev, Closed):
+                closed = self.states.pop(uri, None)
+                if closed is not None:
+                    save_state(self.snapshots, closed, self.settings)
+                return Outcome(diagnostics=[], messages=out.messages, closed=True)
+            elif isinstance(ev, Edited):
+                st = self.states.get(uri)
+                if st is None:
+                    out.messages.append(Message("error", f"vq-lsp: change for {uri}, which is not open; ignored"))
+                    continue
+                self._change(st, ev.version, ev.changes, out)
+                eager = True
+            elif isinstance(ev, ChangeLost):  # a change the server could not even read: the text is in doubt
+                st = self.states.get(uri)
+                if st is not None:
+                    st.version = ev.version if ev.version is not None else st.version
+                    self._pause(st, ev.reason, out)
+            elif isinstance(ev, Refresh):
+                eager = True
+            elif isinstance(ev, SettingsChanged):
+                memory.evict_over_budget(self.states, self.budget_bytes(), self._save)
+            else:
+                raise TypeError(f"unknown event {ev!r}")
+        st = self.states.get(uri)
+        if st is None:
+            return out
+        out.version = st.version
+        self._check(st, out)
+        if st.problem is None and st.doc is None:
+            out.needs_build = eager or not self._material_current(st)
+        return out
+
+    def process_now(self, uri: str, events: Sequence[Event]) -> Outcome:
+        """`process`, the whole build and `hints` in one call (tests, scripts): the server runs
+        these steps as separate engine jobs so that documents take turns."""
+        out = self.process(uri, events)
+        if out.closed:
+            return out
+        while out.needs_build:
+            done, total = self.build_step(uri)
+            out.needs_build = done < total
+        hinted = self.hints(uri)
+        out.version, out.diagnostics = hinted.version, hinted.diagnostics
+        return out
+
+    def _material_current(self, st: DocumentState) -> bool:
+        return st.material is not None and st.material.version == st.version
+
+    def hints(self, uri: str, pending: Sequence[tuple[int, list[Change]]] = ()) -> Outcome:
+        """Diagnostics for the document as it stands: from its state, else from the material of
+        its current version; none (publish nothing) if it has neither. With `pending` changes
+        (version, changes) not yet processed, the hints are moved through them (remap.py) and
+        stated for the newest of those versions; None if they cannot be moved."""
+        st = self.states.get(uri)
+        out = Outcome()
+        if st is None:
+            return out
+        out.version = st.version
+        if st.problem is not None:
+            out.diagnostics = [] if not pending else None
+            return out
+        if st.doc is not None:
+            st.material = HintMaterial.of(st.tracked, st.doc, st.version, st.language_id, self.settings.diagnostics)
+        elif not (self._material_current(st) and st.tracked is not None):
+            return out
+        chosen = hint_lsp.choose(st.tracked, st.material, self.settings.diagnostics)
+        if not pending:
+            out.diagnostics = [h.lsp(st.tracked.position, st.version) for h in chosen]
+            return out
+        try:
+            moved = remap.move(st.tracked.text, st.tracked.lines, chosen, [c for _, cs in pending for c in cs])
+        except TextSyncError:
+            moved = None  # the change will be rejected when it is processed; publish then
+        if moved is not None and moved[2]:  # with no hint left, the next result says more than an empty list
+            text, starts, alive = moved
+            out.version = pending[-1][0]
+            out.diagnostics = [h.lsp(lambda off: position_at(text, starts, off), st.version) for h in alive]
+        return out
+
+    def build_step(self, uri: str) -> tuple[int, int]:
+        """Build one more window of a document's missing state; (windows built, windows in all).
+        Done when both are equal (also when there is nothing to build)."""
+        st = self.states.get(uri)
+        if st is None or st.doc is not None or st.problem is not None or st.tracked is None or self.model is None:
+            if st is not None:
+                st.builder = None
+            return 1, 1
+        if st.builder is None and restore_state(self.snapshots, self.model, st, self.settings):
+            self.touch(st)
+            return 1, 1
+        if st.builder is None or st.builder.model is not self.model:
+            st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
+            st.build_started = time.perf_counter()
+        b = st.builder
+        b.step()
+        if not b.done:
+            return len(b.windows), len(b.bounds)
+        st.builder, doc = None, b.document()
+        if b.ids != st.tracked.ids:  # edited while it was being built: catch up incrementally
+            doc.apply(inference.diff(b.ids, st.tracked.ids))
+        st.doc, st.in_doubt = doc, False
+        st.last_cost = {"rebuild_seconds": time.perf_counter() - st.build_started, "tokens": len(st.tracked.ids)}
+        self.touch(st)
+        return len(b.bounds), len(b.bounds)
+
+    # ----------------------------------------------------------------- edits
+    def _change(self, st: DocumentState, version: int | None, changes: list[Change], out: Outcome) -> None:
+        st.version, st.material = version, None
+        if st.out_of_sync and all(c.range is not None for c in changes):
+            return
+        first_full = max((i for i, c in enumerate(changes) if c.range is None), default=None)
+        if first_full is not None:  # a full replacement makes earlier changes moot and resyncs
+            st.out_of_sync, changes = None, changes[first_full:]
+        if any(text_problem(c.text) for c in changes):
+            st.tracked, st.doc = None, None  # checked in full (and refused) by _check
+        try:
+            if st.tracked is not None:
+                res = st.tracked.apply(changes)
+                st.text = st.tracked.text
+                if st.doc is not None and res.splices:
+                    self._engine_apply(st, res.splices, out)
+            else:
+                text = st.text
+                for c in changes:
+                    text = apply_change(text, c)[0]
+                st.text = text
+        except Exception as e:  # TextSyncError: bad input; anything else: a bug. Either way the text is in doubt
+            what = str(e) if isinstance(e, TextSyncError) else f"internal error ({type(e).__name__}: {e})"
+            if not isinstance(e, TextSyncError):
+                log.exception("change to %s failed", st.uri)
+            self._pause(st, what, out)
+
+    def _pause(self, st: DocumentState, what: str, out: Outcome) -> None:
+        """A change was lost: ignore incremental changes until the editor sends the full text."""
+        st.out_of_sync, st.in_doubt = what, True
+        st.tracked, st.doc, st.problem, st.material = None, None, None, None
+        out.messages.append(Message("error", (
+            f"vq-lsp: rejected a change to {st.uri} (version {st.version}): {what}. Hints for this document are "
+            "paused until the editor sends its full text (close and reopen it).")))
+
+    def _engine_apply(self, st: DocumentState, splices: list[inference.Splice], out: Outcome | None = None) -> None:
+        try:
+            res = self._recompute(st) if self.settings.full_recompute else st.doc.apply(splices)
+            st.last_cost = res.cost.as_dict() | {"splices": len(splices)}
+            st.updates += 1
+            if st.doc.n_tokens != len(st.tracked.ids) or st.doc.token_ids != st.tracked.ids:
+                raise ValueError("engine tokens disagree with the text's tokens")
+        except Exception as e:  # a state in doubt is rebuilt from its text
+            log.warning("rebuilding %s: %s", st.uri, e)
+            if out is not None:  # recovered, but the user should know why an update was slow
+                out.messages.append(Message("warning", f"vq-lsp: the engine could not update {st.uri} "
+                                            f"({type(e).__name__}: {e}); rebuilt its state from the text"))
+            st.doc, st.in_doubt = None, True
+            st.rebuilds += 1
+
+    def _recompute(self, st: DocumentState) -> inference.EditResult:
+        """The fullRecompute setting: rebuild the state from scratch over the new tokens (a dense pass).
+
+        It exists so that benchmarks can compare the engine with full recomputation on the same
+        server, protocol and coalescing (and for debugging); it is counted as an update, not a rebuild.
+        """
+        t0 = time.perf_counter()
+        st.doc = inference.IncrementalDocument(self.model, st.tracked.ids)
+        macs = st.doc.dense_macs()
+        rows = [st.doc.n_tokens + len(st.doc.windows)] * self.model.config.num_hidden_layers  # BOS row per window
+        cost = inference.Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=rows,
+                              seconds=time.perf_counter() - t0)
+        return inference.EditResult(scores=st.doc.scores, cost=cost)
+
+    # ----------------------------------------------------------------- problems
+    def _check(self, st: DocumentState, out: Outcome) -> None:
+        """Record why the document cannot have a state (tokenizing it if needed), and say so
+        once per change of problem."""
+        problem = self._problem(st)
+        if problem:
+            if problem.reason not in KEEPS_TOKENS:
+                st.tracked = None
+            st.doc, st.builder = None, None
+        if problem != st.problem:
+            st.problem = problem
+            if problem and problem.reason not in QUIET:
+                detail = describe(problem, st.tracked.ids if st.tracked else None, self.model, self.settings)
+                out.messages.append(Message("warning", f"vq-lsp: no hints for {st.uri}: {detail}"))
+
+    def _problem(self, st: DocumentState) -> Problem | None:
+        """Why `st` cannot have an engine state now, or None; tokenizes its text when that is needed to tell."""
+        if st.out_of_sync:
+            return Problem(Reason.OUT_OF_SYNC)
+        if self.model is None:
+            return Problem(Reason.NO_MODEL)
+        if not self.settings.wants(st.language_id):
+            return Problem(Reason.FILE_TYPE)
+        if st.tracked is None or st.problem is not None:
+            bad = text_problem(st.text)
+            if bad:
+                return bad
+            if st.tracked is None:
+                st.tracked = TrackedText(self.model.tokenizer, st.text)
+        if not st.tracked.ids:
+            return Problem(Reason.EMPTY)
+        if len(st.tracked.ids) > self.settings.max_document_tokens:
+            return Problem(Reason.TOO_LONG)
+        if st.doc is None and inference.estimate_state_bytes(self.model, st.tracked.ids) > self.budget_bytes():
+            return Problem(Reason.OVER_BUDGET)
+        return None
+
+    def ensure(self, st: DocumentState, out: Outcome) -> None:
+        """Build what the document lacks in one go (requests; the server usually builds it
+        beforehand, window by window, with build_step)."""
+        self._check(st, out)
+        if st.problem:
+            return
+        while st.doc is None:
+            self.build_step(st.uri)
+        self.touch(st)
+
+    def drop(self, uri: str) -> None:
+        """Forget a document's tokens and engine state (kept: its text); rebuilt on next use."""
+        st = self.states.get(uri)
+        if st is not None:
+            st.forget_state()
+            st.rebuilds += 1
+            st.in_doubt = True
+
+    def ready(self, uri: str) -> DocumentState:
+        """The state of an open document with its engine state built (rebuilt if it was dropped)."""
+        st = self.states.get(uri)
+        if st is None:
+            raise KeyError(f"{uri} is not open")
+        self.ensure(st, Outcome())
+        if st.doc is None:
+            no_model = st.problem is not None and st.problem.reason is Reason.NO_MODEL
+            reason = self.model_error if no_model else (st.out_of_sync or st.problem)
+            raise LookupError(f"no scores for {uri}: {reason}")
+        return st
+
+    # ----------------------------------------------------------------- memory
+    def budget_bytes(self) -> float:
+        return self.settings.memory_budget_mb * 2**20
+
+    def _save(self, st: DocumentState) -> None:
+        save_state(self.snapshots, st, self.settings)
+
+    def touch(self, st: DocumentState) -> None:
+        memory.touch(self.states, st, self.budget_bytes(), self._save)
+
+    def memory(self) -> dict:
+        return memory.report(self.states, self.budget_bytes(), self.snapshots.stats())

@@ -1,0 +1,125 @@
+"""What the editor shows: the selected hints as LSP diagnostics, hover text, quick fixes and the code lens.
+
+Hints follow the markup (markup.py): only prose is hinted, never tables, code, URLs or front
+matter, while the model still reads the whole text. Tone (sentiment diagnostics, Information)
+goes to prose paragraphs of a minimum length, from the mean of their tokens' class
+log-probabilities (`doc.span_scores`). Typo diagnostics (Hint) come from the detector in
+typos.py; optional surprise diagnostics mark the least likely whole words. Which hints are
+shown is decided by selection.py alone; this module only words and places them. Ranges are
+LSP ranges (UTF-16 columns) computed from the token start offsets that text sync keeps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from lsprotocol import types
+
+import inference
+
+from ..settings import DiagnosticSettings
+from . import selection, typos
+from .material import HintMaterial, TokenizedText, explain_words, layout_for, tone_blocks, word_at
+
+SOURCE = "vq-lsp"
+VERIFY_COMMAND = "vqLsp.verify"
+QUICK_FIX_CODES = ("typo", "surprise")  # diagnostic codes that get quick fixes
+
+Position = Callable[[int], tuple[int, int]]  # char offset -> LSP (line, UTF-16 character)
+Range = tuple[int, int, int, int]  # LSP (line, character, line, character)
+
+
+def lsp_range(tt: TokenizedText, a: int, b: int) -> dict:
+    (l0, c0), (l1, c1) = tt.position(a), tt.position(b)
+    return {"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}}
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One diagnostic in char offsets of the text it was chosen for (ranges move with edits)."""
+
+    start: int
+    end: int
+    message: str
+    severity: types.DiagnosticSeverity
+    code: str
+
+    def lsp(self, position: Position, computed_for: int | None) -> types.Diagnostic:
+        """As an LSP diagnostic; `data.version` names the version whose state chose it."""
+        (l0, c0), (l1, c1) = position(self.start), position(self.end)
+        return types.Diagnostic(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
+                                message=self.message, severity=self.severity, source=SOURCE, code=self.code,
+                                data={"version": computed_for})
+
+
+def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -> list[Hint]:
+    """The hints `selection.select` picks, worded as diagnostics: tones, then typos, then unlikely words."""
+    picked = selection.select(material, cfg)
+    out = [Hint(t.start, t.end, f"{t.label} tone ({t.probability:.2f})", types.DiagnosticSeverity.Information,
+                "sentiment") for t in picked.tones]
+    out += [Hint(f.start, f.end, f"possible typo: {f.explain()}", types.DiagnosticSeverity.Hint, "typo")
+            for f in picked.typos]
+    out += [Hint(s.start, s.end, f"unexpected {tt.text[s.start:s.end]!r} (surprise {s.surprise:.1f}): possible "
+                 "typo or awkward wording", types.DiagnosticSeverity.Hint, "surprise") for s in picked.surprises]
+    return out
+
+
+def diagnostics(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -> list[types.Diagnostic]:
+    return [h.lsp(tt.position, material.version) for h in choose(tt, material, cfg)]
+
+
+def hover_text(tt: TokenizedText, doc: inference.IncrementalDocument, offset: int, language_id: str = "plaintext",
+               cfg: DiagnosticSettings | None = None) -> str:
+    label, p = selection.top_label(doc.scores)
+    lines = [f"**vq-lsp** document: {label} {p:.2f} ({doc.n_tokens} tokens)"]
+    lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
+    for a, b, _, _, scores, _ in tone_blocks(tt.token_starts, doc, lay):
+        if a <= offset <= b:
+            pl, pp = selection.top_label(scores)
+            lines.append(f"paragraph: {pl} {pp:.2f}")
+            break
+    span = word_at(tt.text, lay, offset)
+    for finding in explain_words(tt, doc, [span]) if span else []:
+        lines.append(finding.explain())
+    detail = ", ".join(f"{k} {v:.2f}" for k, v in doc.scores.items())
+    lines.append(f"({detail})")
+    return "\n\n".join(lines)
+
+
+def code_lens(uri: str, doc: inference.IncrementalDocument) -> types.CodeLens:
+    label, p = selection.top_label(doc.scores)
+    return types.CodeLens(
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        command=types.Command(title=f"vq-lsp: {label} {p:.2f} (document) · verify", command=VERIFY_COMMAND,
+                              arguments=[uri]))
+
+
+def fixable(diagnostics: list[types.Diagnostic]) -> list[types.Diagnostic]:
+    """Our diagnostics that quick fixes answer (typos and unlikely words)."""
+    return [d for d in diagnostics if d.source == SOURCE and d.code in QUICK_FIX_CODES]
+
+
+def diagnostic_range(d: types.Diagnostic) -> Range:
+    return d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character
+
+
+def quick_fix_actions(uri: str, diagnostics: list[types.Diagnostic],
+                      found: list[tuple[Range, list[tuple[typos.WordFinding, tuple[int, int], tuple[int, int]]]]]
+                      ) -> list[types.CodeAction]:
+    """Code actions replacing each diagnostic's words with their likeliest fixes, best first (the
+    first fix of each diagnostic is the preferred one). `found` pairs with `diagnostics`, as the
+    document store's quick_fixes request returns it: (range, [(finding, start, end position)])."""
+    actions = []
+    for d, (_, findings) in zip(diagnostics, found):
+        first = len(actions)
+        for f, (l0, c0), (l1, c1) in findings:
+            for word, logp in f.fixes:
+                edit = types.TextEdit(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
+                                      new_text=word)
+                actions.append(types.CodeAction(
+                    title=f"Replace {f.word!r} with {word!r} (p = {math.exp(logp):.2g} here)",
+                    kind=types.CodeActionKind.QuickFix, diagnostics=[d], is_preferred=len(actions) == first,
+                    edit=types.WorkspaceEdit(changes={uri: [edit]})))
+    return actions

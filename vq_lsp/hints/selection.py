@@ -1,0 +1,80 @@
+"""The one rule that picks hints from a text's material, for the server and `vq-lsp score` alike.
+
+A prose block shows its tone when it has enough words and its top label is probable enough;
+typos are the findings whose gain reaches their kind's threshold, strongest evidence first, at
+most `max_typo_hints`; unlikely words (when asked for) are the most surprising prose words at
+or above the threshold, at most `max_surprise_hints`, never a word already shown as a typo (one
+word, one hint). The server turns the picks into diagnostics (hints/lsp.py), the scorer into
+rows (scoring/scorer.py); both call `select`, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..settings import DiagnosticSettings
+from . import typos
+from .material import HintMaterial
+
+
+@dataclass(frozen=True)
+class ToneHint:
+    """A prose block whose tone is shown, in char offsets."""
+
+    start: int
+    end: int
+    label: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class SurpriseHint:
+    """An unlikely prose word, in char offsets, with its whole-word surprise (nats)."""
+
+    start: int
+    end: int
+    surprise: float
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The hints picked for one version of a text."""
+
+    tones: tuple[ToneHint, ...]  # in text order
+    typos: tuple[typos.WordFinding, ...]  # strongest evidence (gain) first
+    surprises: tuple[SurpriseHint, ...]  # most surprising first
+
+
+def top_label(scores: dict[str, float]) -> tuple[str, float]:
+    """The likeliest label and its probability."""
+    label = max(scores, key=scores.get)
+    return label, scores[label]
+
+
+def shown_tone(scores: dict[str, float], n_words: int, cfg: DiagnosticSettings) -> tuple[str, float] | None:
+    """(label, probability) of a prose block of `n_words` words whose tone is shown, else None."""
+    label, p = top_label(scores)
+    if n_words >= cfg.tone_min_words and p >= cfg.sentiment_threshold:
+        return label, p
+    return None
+
+
+def select(material: HintMaterial, cfg: DiagnosticSettings) -> Selection:
+    """The hints the settings ask for: tone of long prose paragraphs, typos, and (if asked) unlikely words."""
+    tones = []
+    if cfg.sentiment:
+        for a, b, _, _, scores, n_words in material.paragraphs:
+            shown = shown_tone(scores, n_words, cfg)
+            if shown is not None:
+                tones.append(ToneHint(a, b, *shown))
+    chosen_typos: list[typos.WordFinding] = []
+    if cfg.typo and cfg.max_typo_hints:
+        found = [f for f in material.findings if typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)]
+        chosen_typos = sorted(found, key=lambda f: -f.gain)[: cfg.max_typo_hints]
+    surprises: list[SurpriseHint] = []
+    if cfg.surprise and cfg.max_surprise_hints:
+        typo_at = {f.start for f in chosen_typos}
+        top = sorted((w for w in material.words if w[2] >= cfg.surprise_threshold and w[0] not in typo_at),
+                     key=lambda w: -w[2])[: cfg.max_surprise_hints]
+        surprises = [SurpriseHint(a, b, s) for a, b, s in top]
+    return Selection(tuple(tones), tuple(chosen_typos), tuple(surprises))

@@ -1,0 +1,169 @@
+"""The `vq-lsp score` command: flags, where the revisions come from, and the run.
+
+Rows go out as JSONL or CSV (output.py); the summary (total speedup over scoring every revision
+from scratch) goes to stderr, and as a last JSONL record. Bad files are reported and skipped.
+With --ray the rows are computed on a Ray cluster (ray.py), else in this process (scorer.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import torch
+from tqdm import tqdm
+
+import inference
+from inference import argtypes
+
+from ..hints import markup
+from ..settings import DiagnosticSettings
+from .output import RowWriter
+from .ray import INSTALL_HINT, RayScorer, ray_address, ray_installed
+from .revisions import GIT_MERGES, Revision, from_folder, from_git, from_jsonl
+from .scorer import BatchScorer, Summary
+
+
+def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description="Score every revision of a document incrementally.")
+    ap.add_argument("path", nargs="?", help="a folder of revision files, or a JSONL(.gz) revision file")
+    ap.add_argument("--git", metavar="FILE",
+                    help="score FILE's git history, oldest commit first: every commit that changed its content is "
+                         "a revision, followed across renames; a commit that only renames it is not")
+    ap.add_argument("--git-merges", choices=GIT_MERGES, default="first-parent",
+                    help="first-parent (default): the main line only, a merge is one revision compared with its "
+                         "first parent; all: also the commits of merged branches, in topological order")
+    ap.add_argument("--order", choices=["name", "mtime"], default="name", help="order of files in a folder")
+    ap.add_argument("--format", choices=["jsonl", "csv", "text"], default="jsonl",
+                    help="jsonl and csv: a row per revision; text: the hints, as a writer would read them")
+    ap.add_argument("--sentiment-threshold", type=argtypes.probability,
+                    default=DiagnosticSettings().sentiment_threshold,
+                    help="paragraph tone shown in text output at this probability (0 to 1) or above")
+    ap.add_argument("--surprise-threshold", type=argtypes.non_negative_float,
+                    help="list words at least this surprising (whole-word -log p, nats, >= 0) as unlikely "
+                         "words (default: not listed)")
+    ap.add_argument("--tone-min-words", type=argtypes.non_negative_int,
+                    default=DiagnosticSettings().tone_min_words,
+                    help="text output shows a tone only for prose paragraphs of at least this many words")
+    ap.add_argument("--markup", choices=[markup.MARKDOWN, markup.RST, markup.PLAIN, markup.SOURCE, markup.NONE],
+                    help="read every revision as this markup (default: from the file name's extension)")
+    ap.add_argument("--output", "-o", metavar="FILE", help="write rows here instead of stdout")
+    ap.add_argument("--verify", action="store_true", help="check every revision against a full dense pass")
+    ap.add_argument("--model", metavar="DIR|NAME", help="model folder, or the name of a model installed with "
+                    "vq-train export --install NAME (default: the bundled model)")
+    ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
+    ap.add_argument("--threads", type=argtypes.threads,
+                    help="CPU threads for torch, 1 to 1024 (with --ray: per worker)")
+    ap.add_argument("--dense", choices=("torch", "onnx", "auto"), default="torch",
+                    help="backend of the full passes (first revision, --verify): torch (default), onnx (ONNX Runtime, "
+                         "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)")
+    ap.add_argument("--precision", choices=("float64", "float32"), default="float64",
+                    help="engine dtype: float64 (default: verification grade) or float32 (half the memory and time)")
+    ap.add_argument("--context", choices=inference.CONTEXTS, default="window",
+                    help="what a token sees: window (default: the text before it in its window, up to "
+                         "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
+                         "on the text before it)")
+    ap.add_argument("--state-layout", choices=inference.LAYOUTS, default="full",
+                    help="what a document's state keeps: full (default: every layer's output, faster edits) or lean "
+                         "(layer outputs recomputed from the codes when an edit needs them: about a fifth less memory)")
+    ap.add_argument("--ray", nargs="?", const="local", type=ray_address, metavar="ADDRESS",
+                    help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
+                         "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
+                         "ray://HOST:PORT; needs the [cluster] extra")
+    ap.add_argument("--ray-workers", type=argtypes.positive_int, metavar="N",
+                    help="Ray workers (actors, each loads the model once); default: the cluster's CPUs / --threads")
+    return ap
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Every check that needs no file: a bad flag exits with status 2 and a line naming it."""
+    ap = build_parser()
+    argtypes.refuse_bare_double_dash(ap, sys.argv[1:] if argv is None else argv)
+    args = ap.parse_args(argv)
+    if args.git and args.path:
+        ap.error("give either PATH or --git FILE, not both")
+    if not args.git and not args.path:
+        ap.error("give a folder or JSONL file of revisions (PATH), or --git FILE")
+    if args.git_merges != "first-parent" and not args.git:
+        ap.error("--git-merges only applies with --git FILE")
+    if args.ray_workers and not args.ray:
+        ap.error("--ray-workers only applies with --ray")
+    if args.ray and args.device and args.device != "cpu":
+        ap.error(f"--ray runs its workers on CPU; --device {args.device} is not supported with --ray")
+    if args.ray and not ray_installed():
+        ap.error(f"argument --ray: needs the ray package: {INSTALL_HINT}")
+    if args.output and args.output in ((args.path or ""), (args.git or "")):
+        ap.error(f"--output {args.output} would overwrite the revisions being scored")
+    return args
+
+
+def revisions_for(args: argparse.Namespace, warn, note=None) -> Iterator[Revision]:
+    if args.git:
+        return from_git(Path(args.git), warn, note, merges=args.git_merges)
+    path = Path(args.path)
+    if path.is_dir():
+        return from_folder(path, args.order, warn)
+    if path.is_file():
+        return from_jsonl(path, warn)
+    raise ValueError(f"{path}: no such file or folder")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    summary_holder: list[Summary] = []
+
+    def warn(message: str) -> None:
+        tqdm.write(f"warning: {message}", file=sys.stderr)
+        if summary_holder:
+            summary_holder[0].warnings += 1
+
+    try:
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        revisions = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
+        load = dict(dtype=args.precision, dense=args.dense, context=args.context, layout=args.state_layout)
+        model = inference.load_model(args.model, device=args.device, **load)
+        surprise = {} if args.surprise_threshold is None else {"surprise": True,
+                                                                "surprise_threshold": args.surprise_threshold}
+        hints = DiagnosticSettings(**surprise)
+        if args.ray:
+            folder = model.path if args.model else None  # None: each node's own bundled model
+            scorer = RayScorer(args.ray, args.ray_workers, folder, args.threads, load,
+                               verify=args.verify, hints=hints, markup=args.markup)
+        else:
+            scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
+        summary_holder.append(scorer.summary)
+        out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
+        try:
+            writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold, args.tone_min_words)
+            bar = tqdm(scorer.score(revisions), unit="rev", disable=not sys.stderr.isatty(), file=sys.stderr)
+            writer.bar = bar if out is sys.stdout else None
+            with bar:
+                for row in bar:
+                    writer.row(row)
+                    bar.set_postfix(speedup=f"{scorer.summary.speedup:.1f}x")
+            writer.bar = None  # closed: the summary goes below it
+            writer.summary(scorer.summary)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+    except (ValueError, OSError) as e:  # ModelLoadError is a ValueError
+        print(f"vq-lsp score: error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.flush()
+    s = scorer.summary
+    if s.revisions == 0:
+        print("vq-lsp score: error: no revision could be scored", file=sys.stderr)
+        return 2
+    print(f"{s.revisions} revisions of {s.documents} documents, {s.tokens} tokens, {s.seconds:.2f} s; "
+          f"incremental {s.incremental_macs / 1e9:.2f} GMACs vs scoring each from scratch "
+          f"{s.dense_macs / 1e9:.2f} GMACs: {s.speedup:.1f}x fewer"
+          + (f"; verified {s.verified}, failures {s.verify_failures}" if args.verify else "")
+          + (f"; {s.warnings} warnings" if s.warnings else ""), file=sys.stderr)
+    return 1 if s.verify_failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Score every revision of a document, each as an edit of the one before.
+
+One IncrementalDocument chain per document: the first revision is a dense pass, every later
+one is the Splice list `inference.diff` finds against the previous revision. A row per
+revision holds document and paragraph scores, the hints an editor would show (picked by the
+server's rule, hints/selection.py), tokens, changed tokens, incremental and dense MACs and
+seconds; `Summary` adds the rows up (the same totals for the Ray scorer, ray.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Iterator
+
+import numpy as np
+
+import inference
+
+from ..hints import markup
+from ..hints.material import HintMaterial
+from ..hints.selection import select
+from ..settings import DiagnosticSettings
+from .revisions import Revision
+
+VERIFY_TOL = 1e-4  # max |difference| from a dense pass; float32 states built by ONNX Runtime get DENSE_TOL
+DENSE_TOL = 1e-3  # ONNX Runtime's and torch's float32 kernels differ by about 1.3e-4 (benchmarks/onnx_dense.py)
+
+
+@dataclass
+class Summary:
+    documents: int = 0
+    revisions: int = 0
+    tokens: int = 0
+    incremental_macs: int = 0
+    dense_macs: int = 0
+    seconds: float = 0.0
+    warnings: int = 0
+    verify_failures: int = 0
+    verified: int = 0
+
+    @property
+    def speedup(self) -> float:
+        return self.dense_macs / max(1, self.incremental_macs)
+
+    def add(self, row: dict, new_document: bool) -> None:
+        """Count one revision's row (`new_document`: the first row of its document). An empty
+        revision counts its document only."""
+        self.documents += new_document
+        if row["scores"] is None:
+            return
+        self.revisions += 1
+        self.tokens += row["tokens"]
+        self.incremental_macs += row["incremental_macs"]
+        self.dense_macs += row["dense_macs"]
+        self.seconds += row["seconds"]
+        if "verified" in row:
+            self.verified += 1
+            self.verify_failures += not row["verified"]
+
+    def as_dict(self) -> dict:
+        return {"type": "summary", **asdict(self), "speedup": round(self.speedup, 2)}
+
+
+@dataclass
+class Chain:
+    doc: inference.IncrementalDocument
+    ids: list[int] = field(default_factory=list)
+
+
+class BatchScorer:
+    """Turns (document, revision, text) triples into result rows, one chain per document."""
+
+    def __init__(self, model: inference.LoadedModel, verify: bool = False,
+                 hints: DiagnosticSettings | None = None, markup: str | None = None) -> None:
+        self.model, self.verify, self.markup = model, verify, markup
+        self.hints = hints or DiagnosticSettings()
+        self.chains: dict[str, Chain | None] = {}
+        self.summary = Summary()
+
+    def score(self, revisions: Iterable[Revision]) -> Iterator[dict]:
+        for index, (name, label, text) in enumerate(revisions):
+            yield self.score_revision(index, name, label, text)
+
+    def score_revision(self, index: int, name: str, label: str, text: str) -> dict:
+        """The row of one revision (the `index`-th of the run), as an edit of its document's previous one."""
+        new_document = name not in self.chains
+        row = self._row(index, name, label, text)
+        self.summary.add(row, new_document)
+        return row
+
+    def _row(self, index: int, name: str, label: str, text: str) -> dict:
+        ids, offsets = self.model.tokenizer.encode_with_offsets(text)
+        chain = self.chains.get(name)
+        row = {"type": "revision", "doc": name, "revision": label, "index": index, "tokens": len(ids)}
+        t0 = time.perf_counter()
+        if not ids:  # an empty revision: nothing to score; the next one opens afresh
+            self.chains[name] = None
+            return {**row, "changed_tokens": 0, "scores": None, "paragraphs": [], "surprises": [], "typos": [],
+                    "incremental_macs": 0, "dense_macs": 0, "seconds": 0.0}
+        if chain is None:
+            doc = inference.IncrementalDocument(self.model, ids)
+            changed, macs = len(ids), doc.dense_macs()
+            self.chains[name] = chain = Chain(doc, ids)
+        else:
+            splices = inference.diff(chain.ids, ids)
+            changed = sum(max(s.end - s.start, len(s.new_ids)) for s in splices)
+            macs = chain.doc.apply(splices).cost.incremental_macs
+            chain.ids = ids
+        doc = chain.doc
+        dense = doc.dense_macs()
+        paras, surprises, typo_rows = self._hints(doc, name, label, text, offsets)
+        seconds = time.perf_counter() - t0
+        row.update(changed_tokens=changed, scores=_rounded(doc.scores), paragraphs=paras, surprises=surprises,
+                   typos=typo_rows, incremental_macs=macs, dense_macs=dense, seconds=round(seconds, 6))
+        if self.verify:
+            check = doc.verify()
+            tol = VERIFY_TOL if self.model.consts.dense is None else DENSE_TOL
+            row["verified"] = check.codes_equal and check.max_abs_diff < tol
+        return row
+
+    def _hints(self, doc, name: str, label: str, text: str, offsets) -> tuple[list, list, list]:
+        """Prose blocks with their scores (tone), unlikely words and typos, markup-aware as in the
+        server: the markup comes from the revision's file name (else the document's), or --markup."""
+        kind = self.markup or markup.markup_of(name=label if "." in label else name)
+        lay = markup.layout(text, kind, markup.language_of(label if "." in label else name))
+        starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
+        material = HintMaterial.with_layout(text, starts, doc, None, lay)
+        paras = [{"line": text.count("\n", 0, a), "tokens": tb - ta, "words": n_words,
+                  "scores": _rounded(scores)} for a, _, ta, tb, scores, n_words in material.paragraphs]
+        picked = select(material, self.hints)
+        surprises = [{**_where(text, s.start), "text": text[s.start:s.end], "surprise": round(s.surprise, 2)}
+                     for s in sorted(picked.surprises, key=lambda s: (s.start, s.end, s.surprise))]
+        typo_rows = [{**_where(text, f.start), "text": f.word, "kind": f.kind, "surprise": round(f.surprise, 2),
+                      "gain": round(f.gain, 2), "fixes": [w for w, _ in f.fixes]}
+                     for f in sorted(picked.typos, key=lambda f: f.start)]
+        return paras, surprises, typo_rows
+
+
+def _where(text: str, a: int) -> dict:
+    return {"line": text.count("\n", 0, a), "column": a - (text.rfind("\n", 0, a) + 1)}
+
+
+def _rounded(scores: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 6) for k, v in scores.items()}

@@ -1,0 +1,308 @@
+"""The language server: serving loop, engine jobs, publishing, builds, model and settings.
+
+Threads: the asyncio loop only receives messages, queues document events in the `Coalescer`
+and sends results; all model and engine work (loading, tokenizing, updates, hints, requests)
+runs on one engine thread (engine_thread.py), so engine states are never touched by two
+threads at once. A document's first build (or rebuild) runs one window per job in the build
+lane, and edits and requests of other documents go first: nobody waits behind another
+document's long build for more than one window. Requests about a document (hover, code lens,
+scores, verify) first wait until the edits queued before them are processed (not the ones that
+arrive later: an edit storm must not starve them), so they answer for the version the client
+saw or a newer one.
+
+During a burst of edits that outpaces the engine, the newest finished hints are still published
+at most every BURST_PUBLISH_S, moved through the edits still waiting (documents/remap.py) and
+stated for the newest version; each diagnostic's `data.version` names the version whose state
+chose it.
+
+Reading stdin is ours, not pygls' (transport.py: bounded frames on a daemon thread); each
+message goes through `Protocol.receive` (protocol.py). The LSP handlers are in handlers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import itertools
+import logging
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import torch
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter
+from pygls.lsp.server import LanguageServer
+
+import inference
+
+from .. import __version__
+from ..documents.events import ChangeLost, Edited, Event, Refresh, SettingsChanged
+from ..documents.heap import HeapTrimmer
+from ..documents.state import Level, Outcome
+from ..documents.store import Documents
+from ..documents.textsync import Change, TextSyncError
+from ..settings import Settings, parse
+from .engine_thread import BUILD, URGENT, EngineThread
+from .progress import BUILD_PROGRESS_WINDOWS, BuildProgress
+from .protocol import INVALID_REQUEST, Protocol, RequestFailed
+from .scheduler import Coalescer
+from .transport import FdReader, frames
+
+log = logging.getLogger(__name__)
+
+_LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning, "info": types.MessageType.Info}
+EXIT_GRACE_S = 2.0  # at exit, wait this long for a running engine job before leaving without it
+BURST_PUBLISH_S = 0.05  # during a burst, publish moved hints at most this often per document
+
+
+class Recovery(enum.Enum):
+    """Where a document stands after an internal error while processing it."""
+
+    RETRYING = "retrying"  # rebuilt from its text once, at once
+    GAVE_UP = "gave up"  # failed again: hints resume when an edit succeeds
+
+
+class VQServer(LanguageServer):
+    """The server's state and the steps the LSP handlers (handlers.py) run."""
+
+    def __init__(self, defaults: Settings | None = None) -> None:
+        super().__init__("vq-lsp", __version__, protocol_cls=Protocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.defaults = defaults or Settings()  # from the command line
+        self.base = self.defaults  # defaults plus initializationOptions
+        self.docs = Documents(self.defaults)
+        self.engine = EngineThread()
+        self.heap = HeapTrimmer()  # returns dropped states' memory to the OS (engine thread only)
+        self.coalescer = Coalescer(self._run)
+        self.failing: dict[str, Recovery] = {}  # uri -> where it stands after an internal error
+        self.exit_code: int | None = None  # set by `exit`; else by the end of input
+        self._tokens = itertools.count(1)
+        self._stopping = False
+        self._inbox: asyncio.Queue | None = None
+        self._last_publish: dict[str, float] = {}  # uri -> time.monotonic() of its last publish
+        self._build_turn = asyncio.Lock()
+
+    # ----------------------------------------------------------------- stdio
+    def start_io(self, stdin=None, stdout=None) -> int:
+        """Serve over stdio until `exit` or end of input; returns the process exit code."""
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(self._serve(stdin or FdReader(sys.stdin.fileno())))
+        except BrokenPipeError:
+            log.warning("the client closed its end of the connection")
+        finally:
+            self.engine.shutdown()  # queued engine work has no one to answer
+        if self.exit_code is None:  # end of input: a clean goodbye only if shutdown came first (LSP)
+            self.exit_code = 0 if self.protocol._shutdown else 1
+        return self.exit_code
+
+    async def _serve(self, stdin) -> None:
+        loop = asyncio.get_running_loop()
+        self._inbox = inbox = asyncio.Queue(maxsize=256)  # back-pressure on a client that floods us
+
+        def pump() -> None:  # on a daemon thread: a blocked read never keeps the process alive
+            try:
+                for item in frames(stdin):
+                    asyncio.run_coroutine_threadsafe(inbox.put(item), loop).result()
+            except Exception as e:  # the loop is gone or stdin broke: either way, stop
+                log.info("stopped reading: %s", e)
+            try:
+                asyncio.run_coroutine_threadsafe(inbox.put(None), loop)
+            except RuntimeError:
+                pass
+
+        threading.Thread(target=pump, name="vq-stdin", daemon=True).start()
+        while not self._stopping:
+            item = await inbox.get()
+            if item is None:
+                log.info("end of input: the client is gone")
+                break
+            body, problem = item
+            if problem is not None:
+                self.protocol.reply_error(None, INVALID_REQUEST, problem)
+            else:
+                self.protocol.receive(body)
+            await asyncio.sleep(0)  # let handlers started by this message run before the next one
+
+    def stop_reading(self) -> None:
+        """Stop serving after the message being handled (exit, or the client is gone)."""
+        self._stopping = True
+        if self._inbox is not None:
+            try:
+                self._inbox.put_nowait(None)  # wake the loop if it waits for input
+            except asyncio.QueueFull:
+                pass  # it does not wait: it checks _stopping after the current message
+
+    def engine_finished(self, timeout: float = EXIT_GRACE_S) -> bool:
+        """Wait up to `timeout` for a running engine job (at exit); True if none is running."""
+        return self.engine.idle.wait(timeout)
+
+    # ----------------------------------------------------------------- helpers
+    def progress_token(self, what: str) -> str:
+        return f"vq-lsp/{what}/{next(self._tokens)}"
+
+    def _engine_job(self, fn, *args):
+        try:
+            return fn(*args)
+        finally:
+            self.heap.observe(st.doc for st in self.docs.states.values())
+
+    async def on_engine(self, fn, *args, lane: int = URGENT):
+        return await self.engine.submit(self._engine_job, fn, *args, lane=lane)
+
+    def malformed_notification(self, method: str, params: Any, detail: str) -> None:
+        """A notification whose params could not be read. For didChange the change is lost, so
+        the document's text is in doubt: pause it until the editor resends the full text."""
+        log.warning("ignored a malformed %s notification: %s", method, detail)
+        doc = params.get("textDocument") if isinstance(params, dict) else None
+        uri = doc.get("uri") if isinstance(doc, dict) else None
+        if method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(uri, str):
+            version = doc.get("version") if isinstance(doc.get("version"), int) else None
+            self.coalescer.submit(uri, ChangeLost(version, f"a malformed didChange ({detail})"))
+        else:
+            self.window_log_message(types.LogMessageParams(
+                type=types.MessageType.Warning, message=f"vq-lsp: ignored a malformed {method} notification: {detail}"))
+
+    def say(self, level: Level, text: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=_LEVELS[level], message=text))
+        self.window_log_message(types.LogMessageParams(type=_LEVELS[level], message=text))
+
+    async def _run(self, uri: str, events: list[Event], superseded: Callable[[], bool]) -> None:
+        """One batch of a document's events: apply them, build a missing state window by window,
+        then publish hints (moved through newer edits when those are already waiting)."""
+        if self.protocol._shutdown:
+            return  # shutting down: the engine thread no longer takes work
+        try:
+            out: Outcome = await self.on_engine(self.docs.process, uri, events)
+            for m in out.messages:
+                self.say(m.level, m.text)
+            if out.closed:
+                self._last_publish.pop(uri, None)
+                return self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+            if out.needs_build:
+                await self.build(uri)
+            pending: list = []
+            if superseded():
+                if time.monotonic() - self._last_publish.get(uri, 0.0) < BURST_PUBLISH_S:
+                    return  # the next batch publishes
+                pending = self._pending_changes(uri)
+                if pending is None:
+                    return
+            out = await self.on_engine(self.docs.hints, uri, pending)
+        except Exception as e:  # never stop serving: drop the state, rebuild it from its text
+            if self.protocol._shutdown or self.engine.closed:  # shut down between two steps: nothing to do
+                return
+            log.exception("processing %s failed", uri)
+            await self.on_engine(self.docs.drop, uri)
+            what = f"vq-lsp: internal error on {uri} ({type(e).__name__}: {e})"
+            state = self.failing.get(uri)
+            if state is None:  # retry once at once, so the client gets hints without another edit
+                self.say("error", f"{what}; rebuilding it from its text")
+                self.failing[uri] = Recovery.RETRYING
+                self.coalescer.submit(uri, Refresh())
+            elif state is Recovery.RETRYING:  # a fault that repeats: say so once, and do not loop
+                self.say("error", f"{what} again; hints for it resume when an edit succeeds")
+                self.failing[uri] = Recovery.GAVE_UP
+            return
+        self.failing.pop(uri, None)
+        if out.diagnostics is not None:
+            self._last_publish[uri] = time.monotonic()
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, version=out.version, diagnostics=out.diagnostics))
+
+    def _pending_changes(self, uri: str) -> list[tuple[int, list[Change]]] | None:
+        """The changes waiting for `uri` as (version, changes), or None if anything else waits."""
+        out = []
+        for ev in self.coalescer.pending.get(uri, []):
+            if not isinstance(ev, Edited) or not isinstance(ev.version, int):
+                return None
+            out.append((ev.version, ev.changes))
+        return out
+
+    async def build(self, uri: str) -> None:
+        """Build a document's missing state one window per engine job (the build lane), with
+        $/progress for long builds. One document builds at a time (FIFO): builds interleaved
+        window by window would hold every half-built state at once (50 documents opened
+        together peaked at 1 GiB over a 96 MiB budget), and edits and requests of built
+        documents overtake build steps anyway."""
+        progress = None
+        async with self._build_turn:
+            try:
+                while True:
+                    done, total = await self.on_engine(self.docs.build_step, uri, lane=BUILD)
+                    if done >= total:
+                        break
+                    if progress is None and total >= BUILD_PROGRESS_WINDOWS:
+                        progress = BuildProgress(self, self.progress_token("build"), uri, total)
+                    if progress is not None:
+                        progress.report(done)
+            finally:
+                if progress is not None:
+                    progress.end()
+
+    def refresh_all(self, event: Event | None = None) -> None:
+        """Queue `event` for every open document: Refresh (the default) rebuilds what is missing
+        (a new model), SettingsChanged only re-chooses hints where the material allows (see Documents)."""
+        for uri in list(self.docs.states):
+            self.coalescer.submit(uri, event or Refresh())
+
+    async def load_model(self) -> None:
+        """Load (or reload) the model the settings name, with $/progress, then refresh documents."""
+        fut = asyncio.ensure_future(self.on_engine(self.docs.load_model))
+        token, progress = self.progress_token("load-model"), False
+        caps = self.client_capabilities.window
+        if caps is not None and caps.work_done_progress:
+            try:
+                await self.work_done_progress.create_async(token)
+                self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                    title="vq-lsp: loading model", message=str(self.docs.settings.model_path or "bundled default"),
+                    percentage=0))
+                progress = True
+            except Exception as e:  # a client that refuses progress still gets the model
+                log.info("no progress: %s", e)
+        try:
+            done = await fut
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=f"vq-lsp: {done}"))
+        except inference.ModelLoadError as e:
+            done = str(e)
+            self.say("error", f"vq-lsp: {e}. Hints are off until modelPath names a valid model folder.")
+        finally:
+            if progress:
+                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done))
+        self.refresh_all()
+
+    async def apply_settings(self, data: Any, initial: bool = False) -> None:
+        old = self.docs.settings
+        new, warnings = parse(data, self.base)
+        if initial:
+            self.base = new
+        for w in warnings:
+            self.say("warning", f"vq-lsp: {w}")
+        self.docs.settings = new
+        self.coalescer.delay = new.debounce_ms / 1000
+        if new.threads != old.threads:
+            await self.on_engine(torch.set_num_threads, new.threads)
+        if not initial:
+            if (new.model_path, new.device, new.precision, new.context, new.state_layout) != (
+                    old.model_path, old.device, old.precision, old.context, old.state_layout):
+                await self.load_model()
+            elif new != old:
+                self.refresh_all(SettingsChanged())
+
+    async def ready(self, uri: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn(documents, uri, *args)` (documents/requests.py) on the engine thread for the
+        document's newest state; errors become LSP error responses."""
+        await self.coalescer.caught_up(uri)
+        try:
+            if (st := self.docs.states.get(uri)) is not None and st.doc is None:
+                await self.build(uri)  # window by window, as edits do; `fn` builds whatever is still missing
+            return await self.on_engine(fn, self.docs, uri, *args)
+        except KeyError as e:
+            raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None
+        except LookupError as e:
+            raise RequestFailed(str(e)) from None
+        except TextSyncError as e:  # a position outside the document
+            raise JsonRpcInvalidParams(str(e)) from None

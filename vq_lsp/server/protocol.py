@@ -1,0 +1,154 @@
+"""The JSON-RPC side of the server: pygls' protocol, hardened against malformed and early messages.
+
+Every message read from stdin (transport.py) goes through `Protocol.receive`, which answers each
+malformed request with a JSON-RPC error (pygls only logged it and popped up "Error in server"
+in the editor, leaving the request unanswered) and treats a malformed didChange as a lost
+change: the document is paused until the editor resends its full text, never silently out of
+sync. The server object (language_server.py) is reached only through `self._server`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import cattrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import RPCRequest
+from pygls.protocol.language_server import lsp_method
+
+log = logging.getLogger(__name__)
+
+# JSON-RPC and LSP error codes
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
+SERVER_NOT_INITIALIZED = -32002
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's RequestFailed: the request was valid but the document has no state to answer from."""
+
+    CODE = -32803
+    MESSAGE = "Request failed"
+
+
+def _detail(exc: BaseException) -> str:
+    """A readable reason for a message pygls could not turn into typed params."""
+    cause = exc.__cause__ or exc
+    if isinstance(cause, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(cause, path="$")[:5])
+    return f"{type(cause).__name__}: {cause}"
+
+
+class Protocol(LanguageServerProtocol):
+    """pygls' protocol with these changes:
+    - `receive` validates each raw message and answers every bad request with an error;
+    - requests before `initialize` or after `shutdown` get the errors LSP prescribes instead
+      of silence, and `exit` records the exit code LSP prescribes (0 after shutdown, else 1);
+    - positions stay UTF-16 (what textsync speaks) whatever encodings the client offers;
+    - pygls' own copy of each document is not kept: it was never read, and re-splitting
+      the whole text on every keystroke only slowed the event loop in edit storms.
+    """
+
+    initialized = False  # an initialize request was received
+
+    # ----------------------------------------------------------------- raw messages
+    def receive(self, body: bytes) -> None:
+        """Handle one framed message body; anything malformed gets an error response (id null
+        when the id cannot be read), a malformed notification a log line, and nothing raises."""
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, nesting too deep
+            return self.reply_error(None, PARSE_ERROR, f"invalid JSON: {str(e)[:200]}")
+        if not isinstance(data, dict):
+            return self.reply_error(None, INVALID_REQUEST, f"expected a JSON object, got {type(data).__name__}")
+        has_id, msg_id, method = "id" in data, data.get("id"), data.get("method")
+        id_ok = isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool)
+        bad_method = "method" in data and not isinstance(method, str)  # null included
+        if data.get("jsonrpc") != "2.0" or (has_id and not id_ok) or bad_method:
+            what = ('"jsonrpc" must be "2.0"' if data.get("jsonrpc") != "2.0" else
+                    "the id must be a string or an integer" if has_id and not id_ok else "the method must be a string")
+            if has_id or method is None:
+                return self.reply_error(msg_id if id_ok else None, INVALID_REQUEST, f"invalid message: {what}")
+            return log.warning("ignored a malformed %r notification: %s", method, what)
+        if method is None and not has_id:
+            return self.reply_error(None, INVALID_REQUEST, "neither a request, a notification nor a response")
+        try:
+            message = self.structure_message(data)
+        except Exception as e:  # pygls raises JsonRpcInvalidParams / JsonRpcInternalError from cattrs errors
+            if method is None:
+                return log.warning("ignored a malformed response to request %r: %s", msg_id, _detail(e))
+            if has_id:
+                return self.reply_error(msg_id, INVALID_PARAMS, f"invalid params for {method}: {_detail(e)}")
+            return self._server.malformed_notification(method, data.get("params"), _detail(e))
+        if has_id and method is not None and not isinstance(message, RPCRequest):  # e.g. didOpen with an id
+            return self.reply_error(msg_id, INVALID_REQUEST, f"{method} is a notification: it takes no id")
+        try:
+            self.handle_message(message)
+        except Exception as e:  # a handler that failed before it could answer
+            log.exception("handling %r failed", method)
+            if has_id and method is not None:
+                self.reply_error(msg_id, INTERNAL_ERROR, f"internal error: {type(e).__name__}: {e}")
+
+    def _send_data(self, data: Any) -> None:
+        """pygls' send, except that a client gone away (broken pipe) ends serving quietly
+        instead of raising into whatever was publishing."""
+        if self._server._stopping:
+            return
+        try:
+            super()._send_data(data)
+        except (BrokenPipeError, ConnectionResetError, ValueError) as e:  # ValueError: write to a closed file
+            log.warning("the client is gone (%s): stopping", type(e).__name__)
+            self._server.stop_reading()
+
+    def reply_error(self, msg_id: Any, code: int, message: str) -> None:
+        log.warning("answering %r with error %d: %s", msg_id, code, message)
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+    def handle_message(self, message) -> None:
+        method = getattr(message, "method", None)
+        is_request = isinstance(message, RPCRequest)
+        if method is not None and method != types.EXIT:
+            if self._shutdown:
+                if is_request:
+                    self.reply_error(message.id, INVALID_REQUEST, f"{method}: the server is shutting down")
+                return
+            if not self.initialized and method != types.INITIALIZE:
+                if is_request:
+                    self.reply_error(message.id, SERVER_NOT_INITIALIZED, f"{method} before initialize")
+                return  # LSP: notifications before initialize are dropped
+            if self.initialized and method == types.INITIALIZE:
+                return self.reply_error(message.id, INVALID_REQUEST, "initialize was already received")
+        super().handle_message(message)
+
+    # ----------------------------------------------------------------- lifecycle
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        self.initialized = True
+        if params.capabilities.general is not None:
+            params.capabilities.general.position_encodings = None
+        return (yield from super().lsp_initialize(params))
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args) -> None:
+        self._server.exit_code = 0 if self._shutdown else 1
+        self._server.stop_reading()
+
+    # ----------------------------------------------------------------- documents: our handlers only
+    def _forward(self, method: str, params):
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
