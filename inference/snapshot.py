@@ -197,6 +197,9 @@ class _Writer:
         if unknown:
             raise SnapshotError(f"{where}.{unknown[0]}: not a snapshot field of the window "
                                 f"(WindowState.SNAPSHOT_FIELDS); add it there and raise STATE_FORMAT")
+        missing = [name for name in fields if not hasattr(w, name)]
+        if missing:
+            raise SnapshotError(f"{where}.{missing[0]}: a snapshot field the window does not hold")
         values = {name: getattr(w, name) for name in fields}
         self.own = {id(t) for t in values.values() if isinstance(t, torch.Tensor)}
         try:
