@@ -17,13 +17,12 @@ This package never imports the language server or training code.
 from .checkpoint import ModelLoadError, load_hf_opt, load_model_folder, save_model_folder
 from .config import VQOPTConfig
 from .costs import Cost, dense_macs
-from .edits import Splice, apply_splices, diff
 from .document import DocumentBuilder, EditResult, IncrementalDocument, VerifyResult, estimate_state_bytes
+from .edits import Splice, apply_splices, diff
 from .loading import CONTEXTS, DEFAULT_MODEL_DIR, LAYOUTS, LoadedModel, load_model, pick_device
 from .model import VQOPT
 from .paths import snapshot_dir
-from .snapshot import (SnapshotError, SnapshotFormatError, load_snapshot, model_fingerprint, save_snapshot,
-                       snapshot_key)
+from .snapshot import SnapshotError, SnapshotFormatError, load_snapshot, model_fingerprint, save_snapshot, snapshot_key
 from .tokenizer import Tokenizer
 
 __all__ = [

@@ -12,7 +12,6 @@ outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one i
 from __future__ import annotations
 
 import bisect
-import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
@@ -22,7 +21,8 @@ import torch
 
 from .costs import Cost
 from .edits import Splice, apply_splices
-from .engine import SLACK, WindowState
+from .engine import WindowState
+from .engine.heads import predecessor_logprobs
 from .tokenizer import paragraph_breaks
 from .windowing import cut_document, estimate_state_bytes, line_end_flags, new_window, tiles
 
@@ -179,27 +179,7 @@ class IncrementalDocument:
         with torch.no_grad():
             if not rows:
                 return torch.zeros(0, vocab) if candidates is None else []
-            # the predecessor rows' final hidden states, per window (recomputed from their codes, or
-            # kept: WindowState.hidden), then their LM logits; every candidate of every row in one gather
-            by_window: dict[int, tuple[WindowState, list[int]]] = {}
-            for n, (w, _) in enumerate(rows):
-                by_window.setdefault(id(w), (w, []))[1].append(n)
-            order, hidden = [], []
-            for w, ns in by_window.values():
-                slots = torch.as_tensor([int(rows[n][1]) for n in ns], device=w.key_pos.device)
-                order += ns
-                hidden.append(w.hidden(slots))
-            back = torch.as_tensor(np.argsort(order), device=hidden[0].device)
-            h = torch.cat(hidden).index_select(0, back)
-            logits = self.model.consts.lm_logits(h)
-            lse = torch.logsumexp(logits, -1)
-            if candidates is None:
-                return (logits - lse.unsqueeze(1)).float().cpu()
-            sizes = [len(ids) for ids in candidates]
-            owner = torch.as_tensor(np.repeat(np.arange(len(sizes)), sizes), device=h.device)
-            flat = torch.as_tensor([int(t) for ids in candidates for t in ids], dtype=torch.long, device=h.device)
-            scores = logits[owner, flat] - lse.index_select(0, owner)
-            return list(scores.float().cpu().split(sizes))
+            return predecessor_logprobs(self.model.consts, rows, candidates)
 
     def verify(self) -> VerifyResult:
         checks = [w.verify() for w in self.windows]

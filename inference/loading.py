@@ -16,10 +16,10 @@ import torch
 
 from .checkpoint import ModelLoadError, load_model_folder
 from .config import VQOPTConfig
+from .engine import LAYOUTS, LayerConstants
 from .model import VQOPT
 from .paths import resolve_model
 from .tokenizer import Tokenizer
-from .engine import LAYOUTS, LayerConstants
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
 # The tie guard per dtype, (tie_rel, growth): a row is recomputed in full when two of its codes

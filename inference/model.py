@@ -6,8 +6,8 @@ window states and by `verify()`. It knows nothing about documents, edits or toke
 ids and pool positions in, hidden states and per-token logits out. The incremental engine does
 not call the per-row pieces (`attn_inputs`, `attention_sum`, `finish`): it runs the same formulas
 on gathered rows with fused or pre-transposed weights (inference/engine/rows.py says where and
-why); it shares `embed`'s additions, the final LayerNorm and heads (`heads`), and the code
-distances of inference/kernels.py.
+why) and adds `embed`'s three rows in the same order from one stacked table. It does call
+`heads` (final LayerNorm, classification head) and the code distances of inference/kernels.py.
 
 Per layer (pre-LayerNorm, ReLU FFN):
     a = LN1(x);  q, k, v = a Wq * hd^-0.5, a Wk, a Wv

@@ -178,7 +178,8 @@ class _Writer:
         if isinstance(v, list) and all(type(x) in _SCALARS for x in v):
             return v  # bare: token orders and free lists are long lists of ints
         if isinstance(v, (list, tuple)):
-            return {"t": "L" if isinstance(v, list) else "U", "v": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+            items = [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]
+            return {"t": "L" if isinstance(v, list) else "U", "v": items}
         if isinstance(v, dict) and all(isinstance(k, (str, int)) for k in v):
             return {"t": "D", "v": [[k, self.value(x, f"{where}[{k!r}]")] for k, x in v.items()]}
         if isinstance(v, torch.dtype):
@@ -378,14 +379,8 @@ def read_document(model: "LoadedModel", path: str | os.PathLike, key: str,
 
 
 # ----------------------------------------------------------------- public names (exported by the package)
-def snapshot_key(model: "LoadedModel", ids: Sequence[int]) -> str:
-    """The key a document of these tokens is stored under for this model (see document_key)."""
-    return document_key(model, ids)
-
-
-def model_fingerprint(model: "LoadedModel") -> str:
-    """The hash of everything a stored state depends on (see fingerprint); hashing takes a moment once."""
-    return fingerprint(model)
+snapshot_key = document_key  # the key a document of these tokens is stored under for this model
+model_fingerprint = fingerprint  # the hash of everything a stored state depends on
 
 
 def save_snapshot(doc: IncrementalDocument, path: str | os.PathLike, key: str | None = None) -> int:

@@ -7,7 +7,7 @@ changed and for the predecessors of edited tokens (their successor changed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from ..costs import Cost, finish_row_macs, head_row_macs
 from .policy import LSE_CHUNK_ROWS
 
 if TYPE_CHECKING:
+    from .constants import LayerConstants
     from .state import WindowState
 
 
@@ -109,3 +110,31 @@ def update_heads(state: "WindowState", finals: list[tuple[np.ndarray, torch.Tens
         hidden, logits = state.net.heads(torch.cat(outs) if len(outs) > 1 else outs[0])
         fill_heads(state, rows, hidden, logits)
         cost.incremental_macs += len(rows) * head_row_macs(cfg)
+
+
+def predecessor_logprobs(consts: "LayerConstants", rows: "list[tuple[WindowState, int]]",
+                         candidates: "Sequence[Sequence[int]] | None"):
+    """log p(v | prefix) after each (window, predecessor slot) row: the whole vocabulary, a (rows,
+    vocab) tensor, or only each row's `candidates`, a list of 1-D tensors (see
+    IncrementalDocument.next_token_logprobs)."""
+    # the predecessor rows' final hidden states, per window (recomputed from their codes, or
+    # kept: WindowState.hidden), then their LM logits; every candidate of every row in one gather
+    by_window: dict[int, tuple[WindowState, list[int]]] = {}
+    for n, (w, _) in enumerate(rows):
+        by_window.setdefault(id(w), (w, []))[1].append(n)
+    order, hidden = [], []
+    for w, ns in by_window.values():
+        slots = torch.as_tensor([int(rows[n][1]) for n in ns], device=w.key_pos.device)
+        order += ns
+        hidden.append(w.hidden(slots))
+    back = torch.as_tensor(np.argsort(order), device=hidden[0].device)
+    h = torch.cat(hidden).index_select(0, back)
+    logits = consts.lm_logits(h)
+    lse = torch.logsumexp(logits, -1)
+    if candidates is None:
+        return (logits - lse.unsqueeze(1)).float().cpu()
+    sizes = [len(ids) for ids in candidates]
+    owner = torch.as_tensor(np.repeat(np.arange(len(sizes)), sizes), device=h.device)
+    flat = torch.as_tensor([int(t) for ids in candidates for t in ids], dtype=torch.long, device=h.device)
+    scores = logits[owner, flat] - lse.index_select(0, owner)
+    return list(scores.float().cpu().split(sizes))

@@ -211,7 +211,8 @@ def read_sets(state: "WindowState", plan: EditPlan, l: int, goes_next: torch.Ten
         view, affected = state.layer_views[l], plan.affected
         tie_rows = torch.from_numpy(ties)
         slots = affected.index_select(0, tie_rows)
-        sums = _full_sums(state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, tie_rows))
+        sums = _full_sums(state, view, l, view.queries_by_head[:, slots],
+                          plan.affected_pos_col.index_select(0, tie_rows))
         view.sums.index_put_((slots,), sums)
         fresh = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
         codes.index_put_((tie_rows,), fresh)

@@ -215,8 +215,8 @@ def plan_edit(state: "WindowState", edit: Reordering) -> tuple[Cost, EditPlan | 
         edited_rows=dirty_t, host_dirty=dirty, valid=valid_t, priority=priority_t, deleted=deleted_t,
         key_dirty=key_dirty_t.view(2, 2, length), key_deleted=key_deleted_t.view(2, n_deleted),
         affected_pos_col=affected_pos.unsqueeze(1), edited_slots=touched_t if exact else None,
-        host=HostPlan(affected=affected, n_affected=n_affected, n_edited=n_touched, is_new=is_new, pos_before=pos_before,
-                      deleted=deleted, order=order))
+        host=HostPlan(affected=affected, n_affected=n_affected, n_edited=n_touched, is_new=is_new,
+                      pos_before=pos_before, deleted=deleted, order=order))
     if not exact or not cfg.vq:  # tables of the padded path (and of models without VQ)
         plan.no_rows, plan.valid_rows = torch.zeros(length, dtype=torch.bool, device=dev), valid_t > 0
         plan.zero, plan.empty = torch.zeros((), dtype=state.key_pos.dtype, device=dev), affected_t[:0]

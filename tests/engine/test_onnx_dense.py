@@ -10,8 +10,8 @@ import torch
 
 import inference
 from inference import onnx_dense
-from inference.positions import spread_positions
 from inference.engine import WindowState
+from inference.positions import spread_positions
 from tests.engine.helpers import seed_codebooks, tiny_config
 
 try:

@@ -180,7 +180,8 @@ def test_an_attribute_it_cannot_write_is_refused(model, tmp_path):
     with pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: not a snapshot field"):
         write(doc, tmp_path / "s")  # an attribute outside the field list is never dropped silently
     doc.windows[0].handle = None  # (a declared field every window holds)
-    with extra_fields(model, "handle"), pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: cannot snapshot a object"):
+    cannot = r"windows\[1\]\.handle: cannot snapshot a object"
+    with extra_fields(model, "handle"), pytest.raises(SnapshotError, match=cannot):
         write(doc, tmp_path / "s")
     assert not (tmp_path / "s").exists() and list(tmp_path.iterdir()) == []  # no partial file left
 
