@@ -36,8 +36,6 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
     layer's rows (local). extra_full / extra_next: a resumed pass's rows to recompute in full / to
     send on (local)."""
     cfg, consts = state.cfg, state.consts
-    layer = state.net.layers[l]
-    d, H = cfg.hidden_size, cfg.num_attention_heads
     affected = plan.affected
     length = affected.shape[0]
     view = state.layer_views[l]
@@ -53,15 +51,10 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
     # near-ties are looked for among rows not recomputed in full (exact sizes: the host drops those)
     clean = None if exact else plan.valid_rows.index_fill(0, dirty, False) if n_dirty else plan.valid_rows
 
-    # 1. q|k|v of the dirty rows: one fused matmul; the old k|v of every changed key
+    # 1. q|k|v of the dirty rows: one fused matmul (written to the state in step 2, or here for a whole layer)
     if n_dirty:
-        bias = consts.qkv_bias[l]
         dirty_input = carried[1] if carried is not None else state.layer_input(l, dirty_slots)
-        normed = layer.self_attn_layer_norm(dirty_input)
-        new_qkv = (torch.addmm(bias, normed, consts.qkv_weight[l]) if bias is not None
-                   else normed @ consts.qkv_weight[l])
-        if not consts.q_scaled:
-            new_qkv[:, :d] *= cfg.head_dim ** -0.5
+        new_qkv = _qkv_rows(state, l, dirty_input)
     # exact sizes: moving every affected row by the changed keys, then recomputing the dirty ones
     # over all S slots, costs more than recomputing all of them (a large revision): do that
     slots = view.keys_by_head.shape[-1]
@@ -73,38 +66,9 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
     else:
         sums = view.sums.index_select(0, affected)
     proj, bounds = state.split_sums(sums) if cfg.vq else (None, None)  # (a, h, K), u (a, h)
-    if n_keys and not whole:
-        old_kv = view.qkv.index_select(0, (torch.cat([dirty_slots, plan.deleted]) if n_deleted else dirty_slots)
-                                       if n_dirty else plan.deleted)
-        if n_dirty:
-            view.qkv.index_put_((dirty_slots,), new_qkv)
-            changed_kv = torch.cat([new_qkv, old_kv])
-            key_table = plan.key_dirty.index_select(2, dirty).flatten(1)  # new keys then old keys of the dirty rows
-            if n_deleted:
-                key_table = torch.cat([key_table, plan.key_deleted], 1)
-        else:
-            changed_kv, key_table = old_kv, plan.key_deleted
-        key_sign, key_pos = key_table  # +-scale per new / old key (0 for padding), and key positions
-        # 2. every affected query against every changed key, all heads in one product; the same
-        #    weights move the code projections (linearity in v), into sums in place, and u by a
-        #    bound of each move's norm
-        queries = view.queries.index_select(0, affected).transpose(0, 1)  # (H, a, hd) (whole rows: 3x faster)
-        keys = changed_kv.as_strided((H, d // H, n_keys), (d // H, 1, changed_kv.stride(0)),
-                                     changed_kv.storage_offset() + d)  # (H, hd, m)
-        weights = torch.bmm(queries, keys)  # (H, a, m), then weighted in place: a fresh temporary per op
-        kernels.gelu_(weights).mul_((key_pos <= plan.affected_pos_col) * key_sign)  # page faults on a CPU
-        values = changed_kv.narrow(1, 2 * d, d)  # (m, d)
-        if n_keys < consts.block_keys:  # few keys: each key's v per head, mapped to sums layout
-            values_per_head = (values * consts.head_mask).view(H * n_keys, d)  # zeros outside the head
-            flat_weights = weights.transpose(0, 1).reshape(length, H * n_keys)
-            sums.addmm_(flat_weights, torch.mm(values_per_head, consts.sum_map[l]))  # (H m, C) in sums layout
-            if cfg.vq:
-                kernels.widen_bounds(cfg, bounds, flat_weights, values_per_head, state.tie_growth)
-        else:  # many keys: move s per head, then map the moves to sums layout (K d per row)
-            moves = torch.bmm(weights, values.view(n_keys, H, -1).transpose(0, 1)).transpose(0, 1).reshape(length, d)
-            sums.addmm_(moves, consts.sum_map[l])
-            if cfg.vq:
-                bounds.mul_(1.0 + state.tie_growth).add_(kernels.head_norms(cfg, moves))
+    if n_keys and not whole:  # 2. every affected row moved by the changed keys
+        _move_by_changed_keys(state, plan, view, l, dirty, dirty_slots if n_dirty else None,
+                              new_qkv if n_dirty else None, n_deleted, sums, bounds)
 
     # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
     tied, tie_rows = None, None
@@ -157,6 +121,82 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
     #    codes. Exact sizes list the dirty rows first; padded sets are in no known order, so every
     #    input is recomputed.
     next_slots = affected.index_select(0, next_rows)
+    inputs = _finish_next_rows(state, plan, run, l, next_rows, next_slots, codes, sums,
+                               dirty_input if n_dirty else None, n_dirty, exact)
+
+    kept = state.outputs is not None
+    if whole:  # every row of A recomputed in full, none moved
+        host_sets[1] = np.arange(length)
+    run.records.append(LayerRecord(
+        tie_cap=tie_cap if tied is not None else 0, next_cap=next_cap, keys=0 if whole else n_keys,
+        block=n_keys < consts.block_keys, whole=whole, with_deleted=with_deleted, inputs=inputs,
+        dirty_inputs=bool(n_dirty) and carried is None and not kept,
+        sets=host_sets if next_cap is None else [dirty, full_rows if full_rows is not None else dirty, next_rows]))
+    if next_cap is not None:  # what a resumed pass needs (padded sizes)
+        run.saved[l] = SavedSets(tied=tied if tied is not None else plan.no_rows,
+                                 tie_rows=tie_rows if tie_rows is not None else plan.empty,
+                                 goes_next=goes_next, next_rows=next_rows)
+    return next_rows
+
+
+def _qkv_rows(state: "WindowState", l: int, x: torch.Tensor) -> torch.Tensor:
+    """Step 1: LN1 then the fused q|k|v projection of rows (r, d) -> (r, 3d); q carries hd^-0.5."""
+    cfg, consts = state.cfg, state.consts
+    bias = consts.qkv_bias[l]
+    normed = state.net.layers[l].self_attn_layer_norm(x)
+    qkv = torch.addmm(bias, normed, consts.qkv_weight[l]) if bias is not None else normed @ consts.qkv_weight[l]
+    if not consts.q_scaled:
+        qkv[:, :cfg.hidden_size] *= cfg.head_dim ** -0.5
+    return qkv
+
+
+def _move_by_changed_keys(state: "WindowState", plan: EditPlan, view, l: int, dirty: torch.Tensor,
+                          dirty_slots: torch.Tensor | None, new_qkv: torch.Tensor | None, n_deleted: int,
+                          sums: torch.Tensor, bounds: torch.Tensor | None) -> None:
+    """Step 2: write the dirty rows' new q|k|v, and move the affected rows' sums (in place) by the
+    changed keys: every affected query against every changed key (new and old keys of the dirty
+    rows, old keys of deleted rows), all heads in one product. The same weights move the code
+    projections (linearity in v), and u by a bound of each move's norm."""
+    cfg, consts = state.cfg, state.consts
+    d, H = cfg.hidden_size, cfg.num_attention_heads
+    affected, length = plan.affected, plan.affected.shape[0]
+    n_keys = 2 * dirty.shape[0] + n_deleted
+    old_kv = view.qkv.index_select(0, (torch.cat([dirty_slots, plan.deleted]) if n_deleted else dirty_slots)
+                                   if dirty_slots is not None else plan.deleted)
+    if dirty_slots is not None:
+        view.qkv.index_put_((dirty_slots,), new_qkv)
+        changed_kv = torch.cat([new_qkv, old_kv])
+        key_table = plan.key_dirty.index_select(2, dirty).flatten(1)  # new keys then old keys of the dirty rows
+        if n_deleted:
+            key_table = torch.cat([key_table, plan.key_deleted], 1)
+    else:
+        changed_kv, key_table = old_kv, plan.key_deleted
+    key_sign, key_pos = key_table  # +-scale per new / old key (0 for padding), and key positions
+    queries = view.queries.index_select(0, affected).transpose(0, 1)  # (H, a, hd) (whole rows: 3x faster)
+    keys = changed_kv.as_strided((H, d // H, n_keys), (d // H, 1, changed_kv.stride(0)),
+                                 changed_kv.storage_offset() + d)  # (H, hd, m)
+    weights = torch.bmm(queries, keys)  # (H, a, m), then weighted in place: a fresh temporary per op
+    kernels.gelu_(weights).mul_((key_pos <= plan.affected_pos_col) * key_sign)  # page faults on a CPU
+    values = changed_kv.narrow(1, 2 * d, d)  # (m, d)
+    if n_keys < consts.block_keys:  # few keys: each key's v per head, mapped to sums layout
+        values_per_head = (values * consts.head_mask).view(H * n_keys, d)  # zeros outside the head
+        flat_weights = weights.transpose(0, 1).reshape(length, H * n_keys)
+        sums.addmm_(flat_weights, torch.mm(values_per_head, consts.sum_map[l]))  # (H m, C) in sums layout
+        if cfg.vq:
+            kernels.widen_bounds(cfg, bounds, flat_weights, values_per_head, state.tie_growth)
+    else:  # many keys: move s per head, then map the moves to sums layout (K d per row)
+        moves = torch.bmm(weights, values.view(n_keys, H, -1).transpose(0, 1)).transpose(0, 1).reshape(length, d)
+        sums.addmm_(moves, consts.sum_map[l])
+        if cfg.vq:
+            bounds.mul_(1.0 + state.tie_growth).add_(kernels.head_norms(cfg, moves))
+
+
+def _finish_next_rows(state: "WindowState", plan: EditPlan, run: PassState, l: int, next_rows: torch.Tensor,
+                      next_slots: torch.Tensor, codes: torch.Tensor | None, sums: torch.Tensor,
+                      dirty_input: torch.Tensor | None, n_dirty: int, exact: bool) -> int | None:
+    """Step 6: codes, output projection and FFN of the next layer's rows (and of the riders, in the
+    same batched finish); returns how many rows' inputs were recomputed from codes (None: all)."""
+    cfg, consts, view = state.cfg, state.consts, state.layer_views[l]
     riders = plan.riders
     if cfg.vq:
         codes = codes.index_select(0, next_rows)
@@ -174,25 +214,13 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
         x_in = state.layer_input(l, next_slots)
     if riders is not None:  # the riders' layer outputs, from their codes, in the same batched finish
         x_in = torch.cat([x_in, plan.rider_outputs if l else state.layer_input(0, riders)])
-    out = kernels.finish_rows(consts, l, layer.final_layer_norm, x_in, z)
+    out = kernels.finish_rows(consts, l, state.net.layers[l].final_layer_norm, x_in, z)
     if riders is not None:
         out, plan.rider_outputs = out[: len(next_rows)], out[len(next_rows):]
     if kept:
         view.outputs.index_put_((next_slots,), out)
     run.carry = (next_slots, out)
-
-    if whole:  # every row of A recomputed in full, none moved
-        host_sets[1] = np.arange(length)
-    run.records.append(LayerRecord(
-        tie_cap=tie_cap if tied is not None else 0, next_cap=next_cap, keys=0 if whole else n_keys,
-        block=n_keys < consts.block_keys, whole=whole, with_deleted=with_deleted, inputs=inputs,
-        dirty_inputs=bool(n_dirty) and carried is None and not kept,
-        sets=host_sets if next_cap is None else [dirty, full_rows if full_rows is not None else dirty, next_rows]))
-    if next_cap is not None:  # what a resumed pass needs (padded sizes)
-        run.saved[l] = SavedSets(tied=tied if tied is not None else plan.no_rows,
-                                 tie_rows=tie_rows if tie_rows is not None else plan.empty,
-                                 goes_next=goes_next, next_rows=next_rows)
-    return next_rows
+    return inputs
 
 
 def read_sets(state: "WindowState", plan: EditPlan, l: int, goes_next: torch.Tensor, tied: torch.Tensor | None,
