@@ -29,7 +29,7 @@ from .policy import bucket, capacities, growth, tie_rows
 if TYPE_CHECKING:
     from .state import WindowState
 
-Finals = list  # (slots, outputs) of each pass's last layer, for the heads
+Finals = list[tuple[np.ndarray, torch.Tensor]]  # (slots, outputs) of each pass's last layer, for the heads
 
 
 def apply_update(state: "WindowState", splices: Sequence[Splice]) -> Cost:
