@@ -10,7 +10,7 @@ On the same token ids, side by side in one run, alternating torch and ORT per re
   the largest output difference;
 - build: a whole `IncrementalDocument` open (dense pass, code projections, LM log-sum-exp), its
   dense pass taken from torch or from ORT (the hook `inference/onnx_dense.py` provides, put in
-  `WindowState._dense` for the run), then the ORT-built state checked by `verify()` against
+  `WindowState.dense_pass` for the run), then the ORT-built state checked by `verify()` against
   torch's dense pass.
 Texts are Rust book chapters (real prose) cut to exactly N tokens. Wall-clock ratios are
 torch / ORT (above 1: ORT faster), medians over documents of the median over repeats; the
@@ -35,7 +35,7 @@ import torch
 import inference
 from benchmarks.common import data_dir, markdown_table, revision_histories, run_benchmark
 from inference import argtypes
-from inference.window import WindowState
+from inference.engine import WindowState
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -55,14 +55,14 @@ def documents(data: Path, tokenizer, count: int, tokens: int) -> list[list[int]]
 @contextlib.contextmanager
 def dense_from(forward):
     """Full builds (and verify) of WindowState take their dense pass from `forward` meanwhile."""
-    if not hasattr(WindowState, "_dense"):
-        raise SystemExit("onnx_dense.py: error: WindowState._dense, the hook this benchmark swaps, is gone")
-    original = WindowState._dense
-    WindowState._dense = lambda self, ids, pos: forward(ids, pos)
+    if not hasattr(WindowState, "dense_pass"):
+        raise SystemExit("onnx_dense.py: error: WindowState.dense_pass, the hook this benchmark swaps, is gone")
+    original = WindowState.dense_pass
+    WindowState.dense_pass = lambda self, ids, pos: forward(ids, pos)
     try:
         yield
     finally:
-        WindowState._dense = original
+        WindowState.dense_pass = original
 
 
 def code_mismatches(a, b) -> int:

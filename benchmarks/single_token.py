@@ -109,7 +109,7 @@ def main() -> None:
     ap.add_argument("--lengths", type=int, nargs="+", default=[500, 2000, 8000])
     ap.add_argument("--edits", type=int, default=40)
     ap.add_argument("--dtype", nargs="+", choices=list(PRECISIONS), default=["float64", "float32"])
-    ap.add_argument("--sizing", nargs="+", choices=inference.window.SIZINGS, default=list(inference.window.SIZINGS))
+    ap.add_argument("--sizing", nargs="+", choices=inference.engine.SIZINGS, default=list(inference.engine.SIZINGS))
     ap.add_argument("--context", nargs="+", choices=inference.CONTEXTS, default=["window"])
     ap.add_argument("--layout", nargs="+", choices=inference.LAYOUTS, default=["full"],
                     help="state layouts to compare (inference.LAYOUTS; default full, load_model's default)")

@@ -38,7 +38,7 @@ def drift(model, doc) -> tuple[float, float]:
     for w in doc.windows:
         order = torch.tensor(w.order)
         with torch.no_grad():
-            out = w._dense(torch.from_numpy(w.ids_host[w.order]), torch.from_numpy(w.pos_host[w.order]))
+            out = w.dense_pass(torch.from_numpy(w.ids_host[w.order]), torch.from_numpy(w.pos_host[w.order]))
         for l, tr in enumerate(out.traces):
             s = tr.s[0].double().view(len(w.order), h, -1)
             cb = model.net.layers[l].vq.codebook.double()
@@ -46,7 +46,7 @@ def drift(model, doc) -> tuple[float, float]:
             err = 4 * (w.proj[l, order].double() - exact).abs().amax(-1)  # (n, h)
             cmax = model.consts.code_sq_max[l].double()
             worst = max(worst, float((err / (s.pow(2).sum(-1) + cmax)).max()))
-            u = w._bound(w.sp[l, order]).double()
+            u = w.bounds_of(w.sums[l, order]).double()
             use = max(use, float((err / (w.tie_rel * (u * u + cmax))).max()))
     return worst, use
 

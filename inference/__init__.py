@@ -5,6 +5,11 @@
     res = doc.apply([inference.Splice(start, end, new_ids)])
     res.scores, res.cost, doc.scores, doc.span_scores(a, b), doc.surprise(a, b), doc.verify()
     inference.diff(old_ids, new_ids) -> list[Splice]
+    inference.save_snapshot(doc, path); inference.load_snapshot(model, path, ids)  # state on disk
+
+Inside: edits.py (Splice, diff), document.py and windowing.py (a document as windows), engine/
+(one window's incremental state and its update), model.py and kernels.py (the dense pass),
+loading.py, checkpoint.py, snapshot.py, costs.py and pass_costs.py (what an update costs).
 
 This package never imports the language server or training code.
 """
@@ -12,15 +17,19 @@ This package never imports the language server or training code.
 from .checkpoint import ModelLoadError, load_hf_opt, load_model_folder, save_model_folder
 from .config import VQOPTConfig
 from .costs import Cost, dense_macs
-from .diff import apply_splices, diff
 from .document import DocumentBuilder, EditResult, IncrementalDocument, VerifyResult, estimate_state_bytes
+from .edits import Splice, apply_splices, diff
 from .loading import CONTEXTS, DEFAULT_MODEL_DIR, LAYOUTS, LoadedModel, load_model, pick_device
 from .model import VQOPT
+from .paths import snapshot_dir
+from .snapshot import SnapshotError, SnapshotFormatError, load_snapshot, model_fingerprint, save_snapshot, snapshot_key
 from .tokenizer import Tokenizer
-from .window import Splice
 
 __all__ = [
     "CONTEXTS", "LAYOUTS", "Cost", "DEFAULT_MODEL_DIR", "DocumentBuilder", "estimate_state_bytes", "EditResult", "IncrementalDocument", "LoadedModel", "ModelLoadError", "Splice",
     "Tokenizer", "VQOPT", "VQOPTConfig", "VerifyResult", "apply_splices", "dense_macs", "diff", "load_hf_opt",
     "load_model", "load_model_folder", "pick_device", "save_model_folder",
+    # state on disk (snapshot.py)
+    "SnapshotError", "SnapshotFormatError", "load_snapshot", "model_fingerprint", "save_snapshot", "snapshot_dir",
+    "snapshot_key",
 ]

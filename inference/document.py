@@ -12,7 +12,6 @@ outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one i
 from __future__ import annotations
 
 import bisect
-import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
@@ -21,9 +20,13 @@ import numpy as np
 import torch
 
 from .costs import Cost
-from .diff import apply_splices
+from .edits import Splice, apply_splices
+from .engine import WindowState
+from .engine.heads import predecessor_logprobs
 from .tokenizer import paragraph_breaks
-from .window import SLACK, Splice, WindowState
+from .windowing import cut_document, estimate_state_bytes, line_end_flags, new_window, tiles
+
+__all__ = ["DocumentBuilder", "EditResult", "IncrementalDocument", "VerifyResult", "estimate_state_bytes", "span_probs"]
 
 if TYPE_CHECKING:
     from .loading import LoadedModel
@@ -41,51 +44,6 @@ class VerifyResult:
     max_abs_diff: float
     mismatched_codes: int  # (row, layer) pairs whose codes differ from the dense pass
     windows: int
-
-
-def split_windows(n: int, capacity: int, paragraph_ends: np.ndarray | None = None,
-                  line_ends: np.ndarray | None = None, fill: float = 0.9) -> list[tuple[int, int]]:
-    """Token ranges of at most `capacity` tokens, cut after paragraph breaks where possible.
-
-    `paragraph_ends` / `line_ends` flag the tokens a cut may follow (blank line, line break).
-    Windows are balanced and filled to about `fill` of capacity, so that a window that has just
-    been split has room to grow instead of overflowing again on the next keystroke.
-    """
-    k = max(1, math.ceil(n / (fill * capacity)))
-    bounds, start = [], 0
-    for w in range(k - 1):
-        left = k - w  # windows still to cut, this one included
-        ideal = start + (n - start) // left
-        lo = max(start + 1, n - (left - 1) * capacity, ideal - capacity // 4)
-        hi = min(start + capacity, ideal + capacity // 4)
-        cut = min(max(ideal, lo), hi)
-        for flags in (paragraph_ends, line_ends):
-            if flags is not None and lo <= hi:
-                hits = np.nonzero(flags[lo - 1 : hi])[0] + lo  # cut after a flagged token
-                if len(hits):
-                    cut = int(hits[np.argmin(np.abs(hits - ideal))])
-                    break
-        bounds.append((start, cut))
-        start = cut
-    bounds.append((start, n))
-    return bounds
-
-
-def split_paragraphs(n: int, capacity: int, paragraph_ends: np.ndarray, line_ends: np.ndarray | None = None
-                     ) -> list[tuple[int, int]]:
-    """Token ranges, one per paragraph (cut after every flagged token); a paragraph longer than
-    `capacity` is tiled as `split_windows` cuts a document."""
-    out, start = [], 0
-    for end in (np.flatnonzero(paragraph_ends[: n - 1]) + 1).tolist() + [n]:
-        lines = line_ends[start:end] if line_ends is not None else None
-        out += [(start + a, start + b) for a, b in tiles(end - start, capacity, lines)]
-        start = end
-    return out
-
-
-def tiles(n: int, capacity: int, line_ends: np.ndarray | None = None) -> list[tuple[int, int]]:
-    """One paragraph's windows: the whole paragraph when it fits, else balanced tiles cut at line breaks."""
-    return [(0, n)] if n <= capacity else split_windows(n, capacity, None, line_ends)
 
 
 def span_probs(logp_sum: torch.Tensor, n_tokens: int) -> torch.Tensor:
@@ -125,16 +83,7 @@ class IncrementalDocument:
         return self.model.config.window_tokens - 1
 
     def _split(self, ids: Sequence[int]) -> list[tuple[int, int]]:
-        return self._split_for(self.model, ids)
-
-    @staticmethod
-    def _split_for(m: "LoadedModel", ids: Sequence[int]) -> list[tuple[int, int]]:
-        breaks = paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids)
-        split = split_paragraphs if m.context == "paragraph" else split_windows
-        return split(len(ids), m.config.window_tokens - 1, breaks, _line_ends(m, ids))
-
-    def _window(self, ids: Sequence[int]) -> WindowState:
-        return _window_of(self.model, ids)
+        return cut_document(self.model, ids)
 
     def _bounds(self) -> list[tuple[int, int]]:
         out, start = [], 0
@@ -160,6 +109,11 @@ class IncrementalDocument:
     @property
     def window_bounds(self) -> list[tuple[int, int]]:
         return self._bounds()
+
+    @property
+    def window_count(self) -> int:
+        """How many windows (independent contexts, each a BOS row and its own state) the document holds."""
+        return len(self.windows)
 
     @property
     def scores(self) -> dict[str, float]:
@@ -225,27 +179,7 @@ class IncrementalDocument:
         with torch.no_grad():
             if not rows:
                 return torch.zeros(0, vocab) if candidates is None else []
-            # the predecessor rows' final hidden states, per window (recomputed from their codes, or
-            # kept: WindowState.hidden), then their LM logits; every candidate of every row in one gather
-            by_window: dict[int, tuple[WindowState, list[int]]] = {}
-            for n, (w, _) in enumerate(rows):
-                by_window.setdefault(id(w), (w, []))[1].append(n)
-            order, hidden = [], []
-            for w, ns in by_window.values():
-                slots = torch.as_tensor([int(rows[n][1]) for n in ns], device=w.kpos.device)
-                order += ns
-                hidden.append(w.hidden(slots))
-            back = torch.as_tensor(np.argsort(order), device=hidden[0].device)
-            h = torch.cat(hidden).index_select(0, back)
-            logits = self.model.consts.lm_logits(h)
-            lse = torch.logsumexp(logits, -1)
-            if candidates is None:
-                return (logits - lse.unsqueeze(1)).float().cpu()
-            sizes = [len(ids) for ids in candidates]
-            owner = torch.as_tensor(np.repeat(np.arange(len(sizes)), sizes), device=h.device)
-            flat = torch.as_tensor([int(t) for ids in candidates for t in ids], dtype=torch.long, device=h.device)
-            scores = logits[owner, flat] - lse.index_select(0, owner)
-            return list(scores.float().cpu().split(sizes))
+            return predecessor_logprobs(self.model.consts, rows, candidates)
 
     def verify(self) -> VerifyResult:
         checks = [w.verify() for w in self.windows]
@@ -331,14 +265,14 @@ class IncrementalDocument:
         return self._done(cost, t0)
 
     def _done(self, cost: Cost, t0: float) -> EditResult:
-        if self.windows and self.windows[0].kpos.is_cuda:
+        if self.windows and self.windows[0].key_pos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return EditResult(scores=self.scores, cost=cost)
 
     def _fresh(self, ids: Sequence[int], cost: Cost) -> WindowState:
         """A window built by a dense pass, its cost counted as such."""
-        fresh = self._window(ids)
+        fresh = new_window(self.model, ids)
         macs = fresh.dense_macs()
         cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[len(ids) + 1] * len(fresh.net.layers)))
         return fresh
@@ -417,16 +351,7 @@ class IncrementalDocument:
 
     def _fresh_split(self, ids: Sequence[int], cost: Cost) -> list[WindowState]:
         """Fresh windows for (part of) one paragraph: one window, or balanced tiles cut at line breaks."""
-        return [self._fresh(ids[a:b], cost) for a, b in tiles(len(ids), self.capacity, _line_ends(self.model, ids))]
-
-
-def _line_ends(m: "LoadedModel", ids: Sequence[int]) -> np.ndarray | None:
-    """Which tokens end a line (a window may be cut after them), or None for a model without a tokenizer."""
-    return np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
-
-
-def _window_of(model: "LoadedModel", ids: Sequence[int]) -> WindowState:
-    return WindowState(model.net, model.consts, ids, tie_rel=model.tie_rel, tie_growth=model.tie_growth)
+        return [self._fresh(ids[a:b], cost) for a, b in tiles(len(ids), self.capacity, line_end_flags(self.model, ids))]
 
 
 class DocumentBuilder:
@@ -445,17 +370,22 @@ class DocumentBuilder:
             raise ValueError("cannot open an empty document: it needs at least one token")
         IncrementalDocument._check_ids(model, ids)
         self.model, self.ids = model, ids
-        self.bounds = IncrementalDocument._split_for(model, ids)
+        self.bounds = cut_document(model, ids)
         self.windows: list[WindowState] = []
 
     @property
     def done(self) -> bool:
         return len(self.windows) == len(self.bounds)
 
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(windows built, windows in all)."""
+        return len(self.windows), len(self.bounds)
+
     def step(self) -> None:
         """Build the next window."""
         a, b = self.bounds[len(self.windows)]
-        self.windows.append(_window_of(self.model, self.ids[a:b]))
+        self.windows.append(new_window(self.model, self.ids[a:b]))
 
     def document(self) -> IncrementalDocument:
         if not self.done:
@@ -463,24 +393,3 @@ class DocumentBuilder:
         doc = IncrementalDocument.__new__(IncrementalDocument)
         doc.model, doc.windows = self.model, self.windows
         return doc
-
-
-def estimate_state_bytes(model: "LoadedModel", tokens: int | Sequence[int]) -> int:
-    """What the state of a document (its token ids, or only their count) would hold, without
-    building it (memory budgets).
-
-    Measured, not modelled: the bytes per slot of a tiny window of this model, times the slots
-    its windows allocate (each reserves room to grow). Given the ids, the windows are the ones the
-    document would be cut into (with context "paragraph", one per paragraph); given a count, they
-    are full windows.
-    """
-    per_slot = getattr(model, "_state_bytes_per_slot", None)
-    if per_slot is None:
-        tiny = _window_of(model, [model.config.bos_token_id] * 8)
-        per_slot = model._state_bytes_per_slot = tiny.state_bytes() / tiny.alive.numel()
-    if isinstance(tokens, int):  # balanced windows filled to 0.9 of capacity, as split_windows cuts them
-        windows = max(1, math.ceil(tokens / (0.9 * (model.config.window_tokens - 1))))
-        sizes = [tokens / windows] * windows
-    else:
-        sizes = [b - a for a, b in IncrementalDocument._split_for(model, tokens)] if len(tokens) else [0]
-    return int(per_slot * sum(max(16, SLACK * (n + 1)) + 1 for n in sizes))  # a BOS row and a spare slot each

@@ -1,9 +1,13 @@
-"""Pure tensor functions shared by the dense forward pass and the incremental engine.
+"""Pure tensor functions of the dense forward pass (model.py), and those the engine shares with it.
 
-Both paths must compute the same numbers, so every formula lives here once: positional
-embeddings from the factorised pool, the attention weighting (softmax or GELU without
-normalisation), and vector quantization (distances through code projections, argmin, gap).
-Modules only hold parameters; nothing here keeps state.
+Both paths must compute the same numbers. The engine calls the functions here where one function
+can serve both bit for bit: `position_rows` (which rows of the position tables a position reads)
+and `code_distances` (|s - c|^2 less |s|^2 from code projections). The dense pass uses the rest:
+positional embeddings from the factorised pool, the attention weighting (softmax, or GELU
+without normalisation), head splitting and vector quantization. The engine's own forms of the
+same formulas (on gathered rows, weights in place, s kept as its code projections) are in
+inference/engine/rows.py, whose docstring says why each cannot be the function here. Modules
+only hold parameters; nothing here keeps state.
 """
 
 from __future__ import annotations
@@ -59,13 +63,21 @@ def code_projections(s: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
     return torch.einsum("...hw,hkw->...hk", chunks, codebook)
 
 
+def code_distances(proj: torch.Tensor, code_sq: torch.Tensor) -> torch.Tensor:
+    """|s - c|^2 - |s|^2 for every code, from the projections s . c (..., h, K) and |c|^2 (h, K).
+
+    |s|^2 is the same for every code and dropped. One add with alpha -2: 2 s.c is exact, so this
+    is the same number as code_sq - 2 proj, in one op (the engine runs it per layer of an update)."""
+    return torch.add(code_sq, proj, alpha=-2.0)
+
+
 def nearest_codes(proj: torch.Tensor, code_sq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Argmin over codes of |s - c|^2 = |s|^2 - 2 s.c + |c|^2, from projections alone.
 
     Returns the codes (..., h) and the gap between the best and second best distance (..., h),
     which the engine's near-tie guard reads.
     """
-    dist = code_sq - 2.0 * proj  # (..., h, K), |s|^2 dropped: the same for every code
+    dist = code_distances(proj, code_sq)  # (..., h, K)
     top = torch.topk(dist, 2, dim=-1, largest=False)
     return top.indices[..., 0], top.values[..., 1] - top.values[..., 0]
 

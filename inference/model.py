@@ -1,10 +1,13 @@
 """VQ-OPT: an OPT decoder whose attention is GELU-weighted and vector-quantized.
 
 This file holds the parameters (with Hugging Face OPT's names, so checkpoints load without
-renaming) and the dense batched forward pass, used by training and by `verify()`. It knows
-nothing about documents, edits or tokenization: token ids and pool positions in, hidden states
-and per-token logits out. The per-row pieces (`attn_inputs`, `attention_sum`, `finish`) are
-the same functions the incremental engine calls on its dirty rows.
+renaming) and the dense batched forward pass, used by training, by the builds of the engine's
+window states and by `verify()`. It knows nothing about documents, edits or tokenization: token
+ids and pool positions in, hidden states and per-token logits out. The incremental engine does
+not call the per-row pieces (`attn_inputs`, `attention_sum`, `finish`): it runs the same formulas
+on gathered rows with fused or pre-transposed weights (inference/engine/rows.py says where and
+why) and adds `embed`'s three rows in the same order from one stacked table. It does call
+`heads` (final LayerNorm, classification head) and the code distances of inference/kernels.py.
 
 Per layer (pre-LayerNorm, ReLU FFN):
     a = LN1(x);  q, k, v = a Wq * hd^-0.5, a Wk, a Wv

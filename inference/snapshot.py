@@ -1,23 +1,25 @@
 """A document's engine state on disk: msgpack metadata plus the raw bytes of its tensors.
 
-Restoring a state is a read of its bytes; rebuilding it is a dense pass over every window. The
-walk is generic on purpose: it writes whatever the document and its WindowStates hold
-(`vars()`), so the state's fields can change without this module changing:
+Restoring a state is a read of its bytes; rebuilding it is a dense pass over every window. What
+is written is explicit: each window's WindowState.SNAPSHOT_FIELDS, under the version numbers
+FORMAT_VERSION (this file layout) and engine.STATE_FORMAT (that field list and its tensors'
+layouts). The model's own objects a state refers to (network, config, constants, tie guard) are
+re-attached from the model on restore, and the per-layer views are remade. A window holding an
+attribute outside its field list is refused at write time, so a new field cannot be dropped
+silently. Values a field may hold:
   - torch tensors (any dtype, shape, device) and numpy arrays: raw bytes, dtype and shape in
     the metadata; lists, tuples, dicts, plain scalars, dtypes and devices: inline in the
     metadata; objects of this package's classes (small records): their attributes, the same way;
-  - references to the model's shared objects (net, config, consts, the model itself): a name,
-    re-attached from the model on restore;
-  - derived views (a view into one of the window's tensors, or an object holding only such
-    views and the window's own tensors, like `layer_views`): not written; the window's
-    `_views()` remakes them, and a restore that finds one not remade fails rather than guess.
-Anything else is refused with SnapshotError at write time.
+  - references to the model's objects (its modules, parameters, constants' tensors): a name.
+A tensor sharing memory with another of the window's tensors would come back as a copy, no longer
+tied to it, and is refused.
 
 File: MAGIC, the metadata's length (8 bytes) and CRC-32 (4 bytes), the metadata, then the
-tensor bytes in metadata order. The metadata holds the format version, the key (model
-fingerprint + token ids), the window layout (attribute names, kinds, dtypes) and a CRC-32 of
-the tensor bytes. A file that disagrees with any of these, or is cut short or too long,
-raises SnapshotError, so that the caller can drop it and rebuild from the text.
+tensor bytes in metadata order. The metadata holds both versions, the field list, the key
+(model fingerprint + token ids), the window layout (field kinds, dtypes) and a CRC-32 of the
+tensor bytes. A file of another version raises SnapshotFormatError; one that disagrees with
+anything else, or is cut short or too long, raises SnapshotError (its base class), so that the
+caller can drop it and rebuild from the text.
 """
 
 from __future__ import annotations
@@ -36,54 +38,66 @@ import msgpack
 import numpy as np
 import torch
 
-from .document import IncrementalDocument, _window_of
-from .window import WindowState
+from .document import IncrementalDocument
+from .engine import STATE_FORMAT, WindowState
+from .windowing import new_window
 
 if TYPE_CHECKING:
     from .loading import LoadedModel
 
-FORMAT_VERSION = 3  # 2: sp rows hold the code projections and |s| bounds, not s; 3: no inner layer outputs
+FORMAT_VERSION = 4  # 2: sums rows hold code projections and bounds; 3: no inner layer outputs; 4: explicit fields
 MAGIC = b"VQSNAP\r\n"
 _HEADER = struct.Struct("<QI")  # metadata length, metadata CRC-32
 MAX_META_BYTES = 256 * 2**20
 _SCALARS = (type(None), bool, int, float, str, bytes)
+# a window's attributes that are the model's (re-attached on restore) or remade (make_views)
+_ATTACHED = ("net", "cfg", "consts", "tie_rel", "tie_growth", "tie_code_term", "layer_views")
+_DOCUMENT_FIELDS = ("model", "windows")
+# the constants' tensors a field may refer to by name (LayerConstants)
+_CONSTANT_TABLES = ("code_sq", "code_sq_max", "sum_map", "sum_map_scaled", "qkv_weight", "qkv_bias", "finish",
+                    "embed_table", "head_mask")
 
 
 class SnapshotError(ValueError):
-    """A snapshot that cannot be written, or cannot be trusted when read."""
+    """A snapshot that cannot be written, or cannot be trusted when read: drop it and rebuild."""
+
+
+class SnapshotFormatError(SnapshotError):
+    """A snapshot written in another format (an older or newer engine): never read, rebuild instead."""
 
 
 def _shared(model: "LoadedModel") -> dict[str, Any]:
     """The model's objects a state may refer to, by name: the model, its network, config and
-    constants, every module, parameter and buffer of the network, and every tensor the constants
-    hold. Never written: re-attached from the model on restore. Once per model."""
-    cached = model.__dict__.get("_snapshot_shared")
-    if cached is not None:
-        return cached
-    out: dict[str, Any] = {"model": model, "net": model.net, "config": model.net.config, "consts": model.consts}
-    for name, module in model.net.named_modules():
-        out.setdefault(f"net.{name}", module)
-    for name, t in [*model.net.named_parameters(), *model.net.named_buffers()]:
-        out.setdefault(f"net.{name}", t)
+    constants, every module, parameter and buffer of the network, and the constants' tensors.
+    Never written: re-attached from the model on restore. Once per model."""
 
-    def walk(v: Any, name: str, depth: int) -> None:
-        if isinstance(v, torch.Tensor):
-            out.setdefault(name, v)
-        elif isinstance(v, (list, tuple)) and depth < 3:
-            for i, x in enumerate(v):
-                walk(x, f"{name}[{i}]", depth + 1)
+    def make() -> dict[str, Any]:
+        out: dict[str, Any] = {"model": model, "net": model.net, "config": model.net.config, "consts": model.consts}
+        for name, module in model.net.named_modules():
+            out.setdefault(f"net.{name}", module)
+        for name, t in [*model.net.named_parameters(), *model.net.named_buffers()]:
+            out.setdefault(f"net.{name}", t)
 
-    for name, v in vars(model.consts).items():
-        walk(v, f"consts.{name}", 0)
-    model._snapshot_shared = out
-    return out
+        def walk(v: Any, name: str, depth: int) -> None:
+            if isinstance(v, torch.Tensor):
+                out.setdefault(name, v)
+            elif isinstance(v, (list, tuple)) and depth < 3:
+                for i, x in enumerate(v):
+                    walk(x, f"{name}[{i}]", depth + 1)
+
+        for name in _CONSTANT_TABLES:
+            walk(getattr(model.consts, name), f"consts.{name}", 0)
+        return out
+
+    return model.cached("snapshot_shared", make)
 
 
 # ----------------------------------------------------------------- keys
 def _layout(window: WindowState) -> dict[str, list]:
-    """Attribute name -> (kind, dtype, ndim): what a window of this engine holds."""
+    """Field name -> (kind, dtype, ndim): what a window of this engine stores."""
     out = {}
-    for name, value in sorted(vars(window).items()):
+    for name in WindowState.SNAPSHOT_FIELDS:
+        value = getattr(window, name)
         if isinstance(value, torch.Tensor):
             out[name] = ["tensor", str(value.dtype), value.dim()]
         elif isinstance(value, np.ndarray):
@@ -95,10 +109,7 @@ def _layout(window: WindowState) -> dict[str, list]:
 
 def reference_layout(model: "LoadedModel") -> dict[str, list]:
     """The layout of a window this engine builds for this model (a one-token window, once per model)."""
-    cached = model.__dict__.get("_snapshot_layout")
-    if cached is None:
-        cached = model._snapshot_layout = _layout(_window_of(model, [model.config.bos_token_id]))
-    return cached
+    return model.cached("snapshot_layout", lambda: _layout(new_window(model, [model.config.bos_token_id])))
 
 
 def fingerprint(model: "LoadedModel") -> str:
@@ -108,9 +119,9 @@ def fingerprint(model: "LoadedModel") -> str:
     if cached is not None and cached[0] == model.context:
         return cached[1]
     h = hashlib.sha256()
-    h.update(json.dumps({"format": FORMAT_VERSION, "config": model.config.to_dict(), "dtype": str(model.dtype),
-                         "device": model.device.type, "tie_rel": model.tie_rel, "tie_growth": model.tie_growth,
-                         "context": model.context,
+    h.update(json.dumps({"format": FORMAT_VERSION, "state_format": STATE_FORMAT, "config": model.config.to_dict(),
+                         "dtype": str(model.dtype), "device": model.device.type, "tie_rel": model.tie_rel,
+                         "tie_growth": model.tie_growth, "context": model.context,
                          "layout": reference_layout(model)}, sort_keys=True).encode())
     for name, t in model.net.state_dict().items():
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
@@ -147,12 +158,10 @@ class _Writer:
     def value(self, v: Any, where: str, nested: bool = True) -> Any:
         if id(v) in self.shared:
             return {"t": "S", "ref": self.shared[id(v)]}
-        if isinstance(v, WindowState):
-            return {"t": "W", "v": self.window(v, where)}
         if isinstance(v, torch.Tensor):
             if v.requires_grad:
                 raise SnapshotError(f"{where}: a tensor that requires grad")
-            if nested and (id(v) in self.own or (v._base is not None and id(v._base) in self.own)):
+            if (nested and id(v) in self.own) or (v._base is not None and id(v._base) in self.own):
                 raise SnapshotError(f"{where}: shares memory with a window tensor; written as data it would "
                                     "come back as a copy")
             return {"t": "T", "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
@@ -169,7 +178,8 @@ class _Writer:
         if isinstance(v, list) and all(type(x) in _SCALARS for x in v):
             return v  # bare: token orders and free lists are long lists of ints
         if isinstance(v, (list, tuple)):
-            return {"t": "L" if isinstance(v, list) else "U", "v": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+            items = [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]
+            return {"t": "L" if isinstance(v, list) else "U", "v": items}
         if isinstance(v, dict) and all(isinstance(k, (str, int)) for k in v):
             return {"t": "D", "v": [[k, self.value(x, f"{where}[{k!r}]")] for k, x in v.items()]}
         if isinstance(v, torch.dtype):
@@ -183,40 +193,34 @@ class _Writer:
         raise SnapshotError(f"{where}: cannot snapshot a {type(v).__name__}")
 
     def window(self, w: WindowState, where: str) -> dict:
-        outer, self.own = self.own, {id(t) for t in vars(w).values() if isinstance(t, torch.Tensor)}
-        out = {}
-        for name, v in vars(w).items():
-            out[name] = {"t": "V"} if _derived(v, self.own) else self.value(v, f"{where}.{name}", nested=False)
-        self.own = outer
-        return out
-
-
-def _derived(v: Any, own: set[int], depth: int = 0) -> bool:
-    """A view into one of the window's own tensors, or a holder of such views (and of the own
-    tensors themselves): `_views()` remakes it. A view of anything else is data of its own."""
-    if isinstance(v, torch.Tensor):
-        return (v._base is not None and id(v._base) in own) or (depth > 0 and id(v) in own)
-    if depth > 3 or isinstance(v, (np.ndarray, *_SCALARS)):
-        return False
-    if isinstance(v, (list, tuple)):
-        items = list(v)
-    elif isinstance(v, dict):
-        items = list(v.values())
-    elif hasattr(v, "__dict__") and not isinstance(v, type):
-        items = list(vars(v).values())
-    else:
-        return False
-    tensors = [x for x in items if not isinstance(x, _SCALARS)]
-    return bool(tensors) and all(_derived(x, own, depth + 1) for x in tensors)
+        fields = WindowState.SNAPSHOT_FIELDS
+        unknown = sorted(set(vars(w)) - set(fields) - set(_ATTACHED))
+        if unknown:
+            raise SnapshotError(f"{where}.{unknown[0]}: not a snapshot field of the window "
+                                f"(WindowState.SNAPSHOT_FIELDS); add it there and raise STATE_FORMAT")
+        missing = [name for name in fields if not hasattr(w, name)]
+        if missing:
+            raise SnapshotError(f"{where}.{missing[0]}: a snapshot field the window does not hold")
+        values = {name: getattr(w, name) for name in fields}
+        self.own = {id(t) for t in values.values() if isinstance(t, torch.Tensor)}
+        try:
+            return {name: self.value(v, f"{where}.{name}", nested=False) for name, v in values.items()}
+        finally:
+            self.own = set()
 
 
 def write_document(doc: IncrementalDocument, path: str | os.PathLike, key: str) -> int:
     """Write `doc` under `key` to `path` atomically (a temporary file, then a rename); returns bytes written."""
+    unknown = sorted(set(vars(doc)) - set(_DOCUMENT_FIELDS))
+    if unknown:
+        raise SnapshotError(f"document.{unknown[0]}: not a snapshot field of the document")
     wr = _Writer(doc.model)
-    state = {name: wr.value(v, f"document.{name}") for name, v in vars(doc).items()}
-    meta = msgpack.packb({"format": FORMAT_VERSION, "key": key, "fingerprint": fingerprint(doc.model),
-                          "layout": reference_layout(doc.model), "state": state,
-                          "blob_bytes": sum(c.nbytes for c in wr.chunks), "crc": wr.crc}, use_bin_type=True)
+    windows = [wr.window(w, f"document.windows[{i}]") for i, w in enumerate(doc.windows)]
+    meta = msgpack.packb({"format": FORMAT_VERSION, "state_format": STATE_FORMAT,
+                          "fields": list(WindowState.SNAPSHOT_FIELDS), "key": key,
+                          "fingerprint": fingerprint(doc.model), "layout": reference_layout(doc.model),
+                          "windows": windows, "blob_bytes": sum(c.nbytes for c in wr.chunks), "crc": wr.crc},
+                         use_bin_type=True)
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -262,8 +266,6 @@ class _Reader:
         tag = v.get("t")
         if tag == "S":
             return self.shared[v["ref"]]
-        if tag == "W":
-            return self.window(v["v"], where)
         if tag == "T":
             dtype = getattr(torch, v["dtype"], None)
             if not isinstance(dtype, torch.dtype):
@@ -310,22 +312,29 @@ class _Reader:
         return obj
 
     def window(self, fields: dict, where: str) -> WindowState:
-        w = WindowState.__new__(WindowState)
-        derived = [name for name, v in fields.items() if isinstance(v, dict) and v.get("t") == "V"]
-        for name, v in fields.items():
-            if name not in derived:
-                setattr(w, name, self.value(v, f"{where}.{name}"))
-        w._views()
-        missing = [name for name in derived if name not in vars(w)]
-        if missing:
-            raise SnapshotError(f"{where}: {missing} are views that _views() does not remake")
-        return w
+        if not isinstance(fields, dict) or list(fields) != list(WindowState.SNAPSHOT_FIELDS):
+            raise SnapshotError(f"{where}: its fields are not the window's snapshot fields")
+        values = {name: self.value(v, f"{where}.{name}") for name, v in fields.items()}
+        m = self.model
+        return WindowState.restore(m.net, m.consts, m.tie_rel, m.tie_growth, values)
+
+
+def _check_format(meta: Any) -> None:
+    """SnapshotFormatError unless the file is of this engine's file format, state format and fields."""
+    if not isinstance(meta, dict):
+        raise SnapshotError("malformed metadata")
+    if meta.get("format") != FORMAT_VERSION:
+        raise SnapshotFormatError(f"format {meta.get('format')!r}, this engine reads {FORMAT_VERSION}")
+    if meta.get("state_format") != STATE_FORMAT or meta.get("fields") != list(WindowState.SNAPSHOT_FIELDS):
+        raise SnapshotFormatError(f"state format {meta.get('state_format')!r} with other fields, this engine "
+                                  f"reads {STATE_FORMAT}")
 
 
 def read_document(model: "LoadedModel", path: str | os.PathLike, key: str,
                   ids: Sequence[int] | None = None) -> IncrementalDocument:
-    """The document stored at `path`, exactly as it was written; SnapshotError if the file is not
-    a complete, intact snapshot under `key` for this model and engine (or its tokens are not `ids`)."""
+    """The document stored at `path`, exactly as it was written; SnapshotFormatError if it is of
+    another format, SnapshotError if the file is not a complete, intact snapshot under `key` for
+    this model and engine (or its tokens are not `ids`)."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(len(MAGIC) + _HEADER.size)
@@ -341,9 +350,7 @@ def read_document(model: "LoadedModel", path: str | os.PathLike, key: str,
             meta = msgpack.unpackb(raw, raw=False, strict_map_key=False)
         except Exception as e:  # msgpack raises several types on bad input
             raise SnapshotError(f"unreadable metadata ({type(e).__name__}: {e})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
-            raise SnapshotError(f"format {meta.get('format') if isinstance(meta, dict) else '?'}, "
-                                f"this engine reads {FORMAT_VERSION}")
+        _check_format(meta)
         if meta.get("fingerprint") != fingerprint(model):
             raise SnapshotError("written for a different model (fingerprint mismatch)")
         if meta.get("key") != key:
@@ -355,18 +362,40 @@ def read_document(model: "LoadedModel", path: str | os.PathLike, key: str,
             raise SnapshotError(f"{size} bytes on disk, {len(head) + meta_len}+{blob} expected (truncated or padded)")
         rd = _Reader(model, f, blob)
         try:
-            fields = {name: rd.value(v, f"document.{name}") for name, v in meta["state"].items()}
+            windows = [rd.window(w, f"document.windows[{i}]") for i, w in enumerate(meta["windows"])]
         except SnapshotError:
             raise
         except Exception as e:  # a malformed entry: wrong types, unknown references, shapes torch refuses
             raise SnapshotError(f"malformed state ({type(e).__name__}: {e})") from None
         if rd.crc != meta.get("crc"):
             raise SnapshotError("tensor data checksum mismatch (corrupt)")
+    if not windows:
+        raise SnapshotError("malformed state (no windows)")
     doc = IncrementalDocument.__new__(IncrementalDocument)
-    for name, v in fields.items():
-        setattr(doc, name, v)
-    if getattr(doc, "model", None) is not model or not all(isinstance(w, WindowState) for w in getattr(doc, "windows", [])):
-        raise SnapshotError("malformed state (no model or windows)")
+    doc.model, doc.windows = model, windows
     if ids is not None and doc.token_ids != list(ids):
         raise SnapshotError("its tokens differ from the text's")
     return doc
+
+
+# ----------------------------------------------------------------- public names (exported by the package)
+snapshot_key = document_key  # the key a document of these tokens is stored under for this model
+model_fingerprint = fingerprint  # the hash of everything a stored state depends on
+
+
+def save_snapshot(doc: IncrementalDocument, path: str | os.PathLike, key: str | None = None) -> int:
+    """Write `doc`'s state to `path` atomically under `key` (default: snapshot_key of its tokens);
+    returns the bytes written. SnapshotError if the state cannot be written."""
+    return write_document(doc, path, snapshot_key(doc.model, doc.token_ids) if key is None else key)
+
+
+def load_snapshot(model: "LoadedModel", path: str | os.PathLike, ids: Sequence[int] | None = None,
+                  key: str | None = None) -> IncrementalDocument:
+    """The document stored at `path` for this model: its tokens must be `ids` (when given) and its key
+    `key` (default: snapshot_key of `ids`). SnapshotFormatError for a file of another format,
+    SnapshotError for anything else that cannot be trusted: the caller drops it and rebuilds."""
+    if key is None:
+        if ids is None:
+            raise ValueError("load_snapshot needs the document's token ids or its key")
+        key = snapshot_key(model, ids)
+    return read_document(model, path, key, ids)

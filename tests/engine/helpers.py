@@ -39,7 +39,7 @@ def seed_codebooks(net: inference.VQOPT, seed: int = 0, rows: int = 96) -> infer
 
 def tiny_model(seed: int = 0, tokenizer=None, dtype=torch.float64, sizing: str | None = None,
                layout: str = "lean", **overrides) -> inference.LoadedModel:
-    """A small random VQ-OPT; `sizing` forces how updates size their row sets (inference.window.SIZINGS):
+    """A small random VQ-OPT; `sizing` forces how updates size their row sets (inference.engine.SIZINGS):
     the CPU default is "exact", and "bucketed", the CUDA path, is tested on the CPU through it;
     `layout`: what a state keeps (inference.LAYOUTS)."""
     torch.manual_seed(seed)

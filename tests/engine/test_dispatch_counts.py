@@ -39,7 +39,7 @@ def _sync_budget(model, passes: int) -> int:
     return (passes if model.consts.sizing == "bucketed" else layers) + 1
 
 
-@pytest.mark.parametrize("sizing", inference.window.SIZINGS)
+@pytest.mark.parametrize("sizing", inference.engine.SIZINGS)
 def test_ops_and_syncs_do_not_grow_with_windows(sizing):
     model = tiny_model(11, window_tokens=64, sizing=sizing)
     counts = {}
@@ -66,7 +66,7 @@ def _no_flip_model(sizing: str):
     return model
 
 
-@pytest.mark.parametrize("sizing", inference.window.SIZINGS)
+@pytest.mark.parametrize("sizing", inference.engine.SIZINGS)
 def test_one_pass_and_the_same_ops_at_every_length_and_window_count(sizing):
     model = _no_flip_model(sizing)
     counts = set()

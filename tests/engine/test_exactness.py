@@ -88,7 +88,7 @@ def _run(model, edits, start_len=60):
     return doc, stats
 
 
-SIZINGS = pytest.mark.parametrize("sizing", inference.window.SIZINGS)  # exact (CPU) and bucketed (CUDA's path)
+SIZINGS = pytest.mark.parametrize("sizing", inference.engine.SIZINGS)  # exact (CPU) and bucketed (CUDA's path)
 
 
 @SIZINGS
@@ -175,18 +175,18 @@ def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dty
     (win,) = doc.windows
     order = torch.tensor(win.order)
     ids, pos = torch.from_numpy(win.ids_host[win.order]), torch.from_numpy(win.pos_host[win.order])
-    assert torch.equal(win._layer_input(0, order), model.net.embed(ids, pos))
+    assert torch.equal(win.layer_input(0, order), model.net.embed(ids, pos))
     rng = np.random.default_rng(0)  # and anywhere in the vocabulary and the position pool
     ids = rng.integers(0, model.config.vocab_size, 5000)
     pos = rng.integers(0, model.config.position_pool, 5000)
     bag = model.consts.embed(torch.from_numpy(model.consts.embed_rows(ids, pos)))
     assert torch.equal(bag, model.net.embed(torch.from_numpy(ids), torch.from_numpy(pos)))
     s = torch.randn(9, model.config.hidden_size, dtype=dtype)
-    rows = s @ model.consts.sp_map[0]
+    rows = s @ model.consts.sum_map[0]
     h, K = model.config.vq_heads, model.config.vq_codes
     cb = model.net.layers[0].vq.codebook
     per_head = torch.stack([s.view(9, h, -1)[:, j] @ cb[j].t() for j in range(h)], 1)  # (9, h, K)
-    torch.testing.assert_close(win._per_vq_head(rows), per_head)
+    torch.testing.assert_close(win.per_vq_head(rows), per_head)
     assert rows.shape[1] == h * K + h and not rows[:, h * K :].any()  # the |s| bounds are set apart
 
 
@@ -210,4 +210,4 @@ def test_layer_outputs_recomputed_or_kept_match_the_dense_pass(sizing, dtype, la
         out = model.net(torch.from_numpy(win.ids_host[win.order])[None], torch.from_numpy(win.pos_host[win.order])[None],
                         collect=True)
         for l in range(1, model.config.num_hidden_layers + 1):  # (the last: what the heads read)
-            torch.testing.assert_close(win._layer_input(l, order), out.layer_outputs[l - 1][0], rtol=0, atol=TOL[dtype])
+            torch.testing.assert_close(win.layer_input(l, order), out.layer_outputs[l - 1][0], rtol=0, atol=TOL[dtype])

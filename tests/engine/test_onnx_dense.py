@@ -10,8 +10,8 @@ import torch
 
 import inference
 from inference import onnx_dense
+from inference.engine import WindowState
 from inference.positions import spread_positions
-from inference.window import WindowState
 from tests.engine.helpers import seed_codebooks, tiny_config
 
 try:
@@ -70,7 +70,7 @@ def test_same_codes_and_outputs_as_torch(model, forward, n):
 def test_a_build_from_onnx_traces_is_exact(model, forward, monkeypatch):
     """The hook: a window built (and rebuilt) from ORT's traces passes torch's verify after edits."""
     ids = inputs(model, 90, seed=7)[0][1:].tolist()
-    monkeypatch.setattr(WindowState, "_dense", lambda self, i, p: forward(i, p))
+    monkeypatch.setattr(WindowState, "dense_pass", lambda self, i, p: forward(i, p))
     doc = inference.IncrementalDocument(model, ids)
     built = [w.codes.clone() for w in doc.windows]
     monkeypatch.undo()

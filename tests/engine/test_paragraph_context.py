@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import inference
-from inference.document import split_paragraphs
+from inference.windowing import split_paragraphs
 
 from .helpers import tiny_model
 

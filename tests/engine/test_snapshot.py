@@ -1,19 +1,24 @@
 """Snapshots of engine state (inference/snapshot.py): a restored document is the same state bit for
 bit, keeps editing exactly, and anything that cannot be trusted (corrupt, cut short, another
-model, other tokens, an attribute the walk cannot write or remake) raises SnapshotError."""
+model, other tokens, another format, an attribute outside the window's snapshot fields or one it
+cannot write) raises SnapshotError."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
+import zlib
 
+import msgpack
 import numpy as np
 import pytest
 import torch
 
 import inference
 from inference import snapshot
-from inference.snapshot import SnapshotError
+from inference.engine import WindowState
+from inference.snapshot import SnapshotError, SnapshotFormatError
 
 from .helpers import tiny_model
 
@@ -32,6 +37,15 @@ def edited_document(model, n=300, seed=0) -> inference.IncrementalDocument:
         a = rng.randrange(doc.n_tokens - 3)
         doc.apply([inference.Splice(a, a + rng.randrange(3), [rng.randrange(vocab) for _ in range(rng.randrange(4))])])
     return doc
+
+
+@contextlib.contextmanager
+def extra_fields(model, *names):
+    """The window's snapshot fields plus `names`, as a new field of the engine would be declared."""
+    snapshot.fingerprint(model)  # the reference layout (of the engine's own fields) is taken first
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(WindowState, "SNAPSHOT_FIELDS", WindowState.SNAPSHOT_FIELDS + names)
+        yield
 
 
 def write(doc, path):
@@ -82,10 +96,19 @@ def test_restore_is_exact_and_keeps_editing_exactly(model, tmp_path):
     assert_same_state(doc, back)
 
 
+EXTRA = ("extra_bf16", "extra_int8", "extra_bool", "extra_scalar", "extra_list", "extra_host", "extra_dict",
+         "extra_dtype", "extra_device", "extra_record", "extra_refs")
+
+
 def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
-    """The walk is generic: a window attribute it has never seen (another dtype, a numpy array, a
-    list of tensors, a dict, a record, references to the model's modules, weights and constants)
-    comes back as it was, with no change to snapshot.py."""
+    """A new window field of any kind (another dtype, a numpy array, a list of tensors, a dict, a
+    record, references to the model's modules, weights and constants) comes back as it was once
+    it is named in WindowState.SNAPSHOT_FIELDS, with no change to snapshot.py."""
+    with extra_fields(model, *EXTRA):
+        _round_trip_new_fields(model, tmp_path)
+
+
+def _round_trip_new_fields(model, tmp_path):
     doc = edited_document(model, n=60)
     w = doc.windows[0]
     w.extra_bf16 = torch.randn(3, 5).to(torch.bfloat16)
@@ -129,10 +152,12 @@ def test_views_are_remade_not_written(model, tmp_path):
 
 def test_a_view_that_views_do_not_remake_is_refused(model, tmp_path):
     doc = edited_document(model, n=60)
-    doc.windows[0].cached_q = big_tensor(doc.windows[0])[0, :, :4]  # a view _views() knows nothing about
-    key = write(doc, tmp_path / "s")
-    with pytest.raises(SnapshotError, match="cached_q"):
-        snapshot.read_document(model, tmp_path / "s", key)
+    doc.windows[0].cached_q = big_tensor(doc.windows[0])[0, :, :4]  # a view make_views() knows nothing about
+    with pytest.raises(SnapshotError, match=r"windows\[0\]\.cached_q: not a snapshot field"):
+        write(doc, tmp_path / "s")
+    with extra_fields(model, "cached_q"), pytest.raises(SnapshotError, match=r"cached_q: shares memory"):
+        write(doc, tmp_path / "s")  # declared a field, it would still come back as a copy
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_data_sharing_memory_with_a_window_tensor_is_refused(model, tmp_path):
@@ -141,17 +166,22 @@ def test_data_sharing_memory_with_a_window_tensor_is_refused(model, tmp_path):
     doc = edited_document(model, n=60)
     w = doc.windows[0]
     w.mixed = [big_tensor(w)[0], torch.ones(2)]
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.mixed\[0\]: shares memory with a window tensor"):
-        write(doc, tmp_path / "s")
-    w.mixed = [w.nll, torch.ones(2)]  # the window's own tensor, aliased inside other data
-    with pytest.raises(SnapshotError, match="shares memory"):
-        write(doc, tmp_path / "s")
+    with extra_fields(model, "mixed"):
+        with pytest.raises(SnapshotError, match=r"windows\[0\]\.mixed\[0\]: shares memory with a window tensor"):
+            write(doc, tmp_path / "s")
+        w.mixed = [w.nll, torch.ones(2)]  # the window's own tensor, aliased inside other data
+        with pytest.raises(SnapshotError, match="shares memory"):
+            write(doc, tmp_path / "s")
 
 
 def test_an_attribute_it_cannot_write_is_refused(model, tmp_path):
     doc = edited_document(model, n=200)
     doc.windows[1].handle = object()
-    with pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: cannot snapshot a object"):
+    with pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: not a snapshot field"):
+        write(doc, tmp_path / "s")  # an attribute outside the field list is never dropped silently
+    doc.windows[0].handle = None  # (a declared field every window holds)
+    cannot = r"windows\[1\]\.handle: cannot snapshot a object"
+    with extra_fields(model, "handle"), pytest.raises(SnapshotError, match=cannot):
         write(doc, tmp_path / "s")
     assert not (tmp_path / "s").exists() and list(tmp_path.iterdir()) == []  # no partial file left
 
@@ -218,3 +248,45 @@ def test_fingerprint_is_computed_once_per_model(model, monkeypatch):
     first = snapshot.fingerprint(model)
     monkeypatch.setattr(snapshot, "_raw", lambda t: pytest.fail("hashed the weights again"))
     assert snapshot.fingerprint(model) == first
+
+
+def _rewrite_metadata(data: bytes, change) -> bytes:
+    """The same file with its metadata changed by `change(meta)` and its checksum made valid again."""
+    head = len(snapshot.MAGIC) + snapshot._HEADER.size
+    meta_len, _ = snapshot._HEADER.unpack(data[len(snapshot.MAGIC):head])
+    meta = msgpack.unpackb(data[head:head + meta_len], raw=False, strict_map_key=False)
+    change(meta)
+    raw = msgpack.packb(meta, use_bin_type=True)
+    return snapshot.MAGIC + snapshot._HEADER.pack(len(raw), zlib.crc32(raw)) + raw + data[head + meta_len:]
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: m.update(format=3),  # written before the fields were explicit
+    lambda m: m.update(format=snapshot.FORMAT_VERSION + 1),  # by a newer engine
+    lambda m: m.update(state_format=m["state_format"] + 1),  # another state layout
+    lambda m: m.update(fields=m["fields"][::-1]),  # other fields
+    lambda m: m.pop("state_format"),
+])
+def test_snapshots_of_another_format_are_refused_cleanly(model, stored, tmp_path, change):
+    """A file of another format (an older or newer engine) is refused with SnapshotFormatError, a
+    SnapshotError the caller already catches to drop the file and rebuild, never read as this format."""
+    doc, _, key, data = stored
+    (tmp_path / "old").write_bytes(_rewrite_metadata(data, change))
+    with pytest.raises(SnapshotFormatError):
+        snapshot.read_document(model, tmp_path / "old", key)
+    with pytest.raises(SnapshotError, match="format"):
+        inference.load_snapshot(model, tmp_path / "old", doc.token_ids, key=key)
+    (tmp_path / "same").write_bytes(_rewrite_metadata(data, lambda m: None))  # the rewrite itself is sound
+    assert snapshot.read_document(model, tmp_path / "same", key).token_ids == doc.token_ids
+
+
+def test_public_save_and_load(model, tmp_path):
+    doc = edited_document(model, n=120)
+    assert inference.save_snapshot(doc, tmp_path / "p") == (tmp_path / "p").stat().st_size
+    assert inference.snapshot_key(model, doc.token_ids) == snapshot.document_key(model, doc.token_ids)
+    assert inference.model_fingerprint(model) == snapshot.fingerprint(model)
+    back = inference.load_snapshot(model, tmp_path / "p", doc.token_ids)
+    assert_same_state(doc, back)
+    assert back.window_count == doc.window_count == len(doc.windows)
+    with pytest.raises(SnapshotError, match="key mismatch"):
+        inference.load_snapshot(model, tmp_path / "p", doc.token_ids[1:])

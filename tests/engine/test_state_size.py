@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import inference
-from inference.window import SLACK
+from inference.engine import SLACK
 
 from .helpers import tiny_model
 

@@ -33,9 +33,9 @@ def _bounds_and_norms(model, doc):
     (win,) = doc.windows
     order = torch.tensor(win.order)
     with torch.no_grad():
-        out = win._dense(torch.from_numpy(win.ids_host[win.order]), torch.from_numpy(win.pos_host[win.order]))
+        out = win.dense_pass(torch.from_numpy(win.ids_host[win.order]), torch.from_numpy(win.pos_host[win.order]))
     h = model.config.vq_heads
-    u = torch.stack([win._bound(win.sp[l, order]) for l in range(model.config.num_hidden_layers)])
+    u = torch.stack([win.bounds_of(win.sums[l, order]) for l in range(model.config.num_hidden_layers)])
     s = torch.stack([tr.s[0].view(len(order), h, -1).norm(dim=-1) for tr in out.traces])
     return u, s
 

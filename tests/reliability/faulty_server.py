@@ -4,7 +4,7 @@ Run as `python -m tests.reliability.faulty_server [vq-lsp options]` with VQ_FAUL
 comma-separated "where:first[:count]": calls number first .. first + count - 1 (1-based;
 count 0: every call from `first` on) of the chosen function raise RuntimeError("injected
 fault"). Where:
-  layer  inference.window.WindowState._layer: one layer of one window inside an incremental
+  layer  inference.engine.layer.update_layer: one layer of one window inside an incremental
          update, i.e. in the middle of the engine's state update
   build  inference.DocumentBuilder.step: one window's full pass of a build (open or rebuild;
          the tests' documents are one window each)
@@ -42,11 +42,11 @@ def _install(spec: str) -> None:
     where, first, *rest = spec.split(":")
     first, count = int(first), int(rest[0]) if rest else 1
     import inference
-    import inference.window
+    import inference.engine.layer
     from vq_lsp.hints import lsp as hints
 
     if where == "layer":
-        inference.window.WindowState._layer = _wrap(inference.window.WindowState._layer, first, count)
+        inference.engine.layer.update_layer = _wrap(inference.engine.layer.update_layer, first, count)
     elif where == "build":
         inference.DocumentBuilder.step = _wrap(inference.DocumentBuilder.step, first, count)
     elif where == "hints":

@@ -1,16 +1,34 @@
-"""Token diff: the Splice list that turns one token sequence into another.
+"""Edits of a token sequence: the Splice record, the diff that finds them, and their reference application.
 
-Used by the server (old vs new tokens of an edited span) and the batch scorer (consecutive
-revisions). The common prefix and suffix are trimmed first, then `difflib` aligns the middle
-without its junk heuristic; adjacent operations are merged into one splice.
+Small and pure on purpose: the server (old vs new tokens of an edited span) and the batch scorer
+(consecutive revisions) use it without loading the engine. `diff` trims the common prefix and
+suffix first, then `difflib` aligns the middle without its junk heuristic; adjacent operations
+are merged into one splice.
 """
 
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from typing import Sequence
 
-from .window import Splice
+
+@dataclass(frozen=True)
+class Splice:
+    """Replace tokens [start, end) of the current document with `new_ids`.
+
+    Insert is start == end, delete is empty new_ids. Offsets refer to the document as it is
+    before the call that receives the splice.
+    """
+
+    start: int
+    end: int
+    new_ids: tuple[int, ...] = ()
+
+    def __init__(self, start: int, end: int, new_ids: Sequence[int] = ()) -> None:
+        object.__setattr__(self, "start", int(start))
+        object.__setattr__(self, "end", int(end))
+        object.__setattr__(self, "new_ids", tuple(int(t) for t in new_ids))
 
 
 def diff(old: Sequence[int], new: Sequence[int]) -> list[Splice]:

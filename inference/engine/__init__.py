@@ -1,0 +1,41 @@
+"""The incremental engine: one window's state, and the update that keeps it exact under edits.
+
+State (state.py): per layer l, q, k, v, the code projections of the attention sum s (s . c for
+every code: a "sums" row), an upper bound of |s| per VQ head (the tie guard's scale) and the
+codes; per row, what the heads read off its last layer's output: the class log-probabilities and
+the surprise of the next token. The layer outputs are kept only with the "full" layout
+(policy.LAYOUTS): a row's is its embedding, then each layer's output projection and FFN of the
+row's code (no attention: the codes carry it), which the "lean" layout recomputes for the few rows
+that need it (they would be a fifth of the state). s itself is not kept (a VQ layer's output reads
+only its codes): it would be two thirds of a sums row, and the passes over every affected row
+would move three times the bytes. A changed key's v projected on the codes of its VQ head is
+computed during the update, for the few changed keys only: it lets a changed key move every later
+query's code distances at H x K cost instead of K x d, and storing it for every key would cost a
+quarter of the state.
+
+An update (one revision) goes layer by layer (DESIGN.md, "The incremental engine"):
+  D      dirty rows: their layer input changed (edited, inserted or relabelled at layer 0)
+  keys   changed keys: D (new k, v) and D-before-the-edit plus deleted rows (old k, v)
+  clean  queries at or after the first changed key get their code projections moved by the delta
+         of gelu(q.k) v over the changed keys (and u by a bound of it); dirty queries get their
+         whole row recomputed
+  VQ     re-checked for every row whose projections moved; a near-tie is recomputed in full first
+  next   D plus the rows whose code flipped: their Wo z and FFN are recomputed
+The engine knows nothing about text: token ids and positions only.
+
+Modules, one job each:
+  constants  LayerConstants: the per-model tables (fused weights, codebook maps, embedding table)
+  policy     sizing (exact vs bucketed), layouts, slack and the capacities a padded pass reserves
+  state      WindowState: slots, layout, alloc/grow, build, reading, the snapshot field list
+  plan       the typed plan of one update, built on the host
+  layer      the update of one layer (update_layer), over the pure kernels of rows.py
+  passes     an update's passes: overflow resumption and near-tie fixes
+  heads      the LM head and the classification head of a window's rows
+The cost accounting of a pass lives beside the counting rules, in inference/pass_costs.py.
+"""
+
+from .constants import LayerConstants
+from .policy import LAYOUTS, SIZINGS, SLACK
+from .state import STATE_FORMAT, WindowCheck, WindowState
+
+__all__ = ["LAYOUTS", "LayerConstants", "SIZINGS", "SLACK", "STATE_FORMAT", "WindowCheck", "WindowState"]

@@ -1,0 +1,178 @@
+"""The passes of an update: layer after layer, with overflow resumption and near-tie fixes.
+
+An update (one revision) plans on the host (plan.py), then runs a pass over layers 0..L-1
+(layer.update_layer for each), then refreshes the heads of the rows whose output changed.
+Exact sizes (CPU) read each layer's next rows on the host, so one pass always completes. Padded
+sizes (GPU) reserve each layer's rows in advance (policy.capacities) and read everything once at
+the end; a layer that found more flipped rows or near-ties than it had room for leaves the state
+self-consistent (each layer's q, k, v, sums and codes match the inputs it was given) and a further
+pass from that layer propagates what was left out, exactly like an edit of those rows.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import torch
+
+from ..costs import Cost, finish_row_macs
+from ..edits import Splice
+from ..pass_costs import account_pass
+from . import layer as layer_update
+from . import rows as kernels
+from .heads import update_heads
+from .plan import EditPlan, PassState, plan_edit, reorder, stale_predecessors
+from .policy import bucket, capacities, growth, tie_rows
+
+if TYPE_CHECKING:
+    from .state import WindowState
+
+Finals = list[tuple[np.ndarray, torch.Tensor]]  # (slots, outputs) of each pass's last layer, for the heads
+
+
+def apply_update(state: "WindowState", splices: Sequence[Splice]) -> Cost:
+    """Host bookkeeping (order, positions, the affected rows A), then the batched layer passes."""
+    edit = reorder(state, splices)
+    cost, plan = plan_edit(state, edit)
+    if plan is None:
+        return cost
+    finals: Finals = []
+    # rows whose last-layer output the heads need although it may not change: the predecessors
+    # of tokens with a new predecessor or id (their surprise). They ride along the first pass.
+    riders = stale_predecessors(state, np.asarray(edit.old_order, dtype=np.int64),
+                                np.asarray(edit.inserted + edit.changed, dtype=np.int64))
+    a = plan.host.n_affected
+    plan.riders = (torch.from_numpy(riders).to(state.key_pos.device) if len(riders) and a and state.outputs is None
+                   else None)
+    rode, plan.rider_outputs = plan.riders is not None, None
+    if a:  # (none: only the last rows were deleted, and no row sees a changed key)
+        caps = None if state.consts.sizing == "exact" else capacities(
+            state.cfg.num_hidden_layers, state.cfg.vq, state.tie_rel, state.key_pos.device.type, 0,
+            max(1, plan.host.n_edited), plan.last_affected)
+        run_pass(state, plan, 0, plan.edited_rows, caps, cost, True, {}, finals)
+    update_heads(state, finals, riders, plan.rider_outputs if rode else None, cost)
+    state.free += edit.deleted
+    state.update_total()
+    return cost
+
+
+def run_pass(state: "WindowState", plan: EditPlan, first: int, dirty: torch.Tensor,
+             caps: list[tuple[int, int]] | None, cost: Cost, with_deleted: bool,
+             extras: dict[int, tuple], finals: Finals) -> None:
+    """Layers first..L-1 of an update; `caps` None: exact sizes (each layer reads its next set),
+    else fixed capacities and one host sync at the end, then a resumed pass on overflow."""
+    cfg = state.cfg
+    layers = cfg.num_hidden_layers
+    run = PassState(first=first)
+    for l in range(first, layers):
+        extra_full, extra_next = extras.get(l, (None, None))
+        tie_cap, next_cap = (0, None) if caps is None else (caps[l][1], caps[l + 1][0])
+        dirty = layer_update.update_layer(state, plan, run, l, dirty, tie_cap, next_cap, with_deleted,
+                                          extra_full, extra_next)
+    if plan.riders is not None:  # they rode this pass (the first) through every layer
+        cost.incremental_macs += len(plan.riders) * layers * finish_row_macs(cfg)
+        plan.riders = None
+    if caps is None:  # exact sizes: the host read every set already
+        sets = [rec.sets for rec in run.records]
+        _account(state, plan, run, sets, cost)
+        finals.append((plan.host.affected[sets[-1][2]], run.carry[1]))  # the last layer's rows and outputs
+        return
+    # padded: the counts and every row set in one read, for overflow and the host's exact accounting
+    parts = [torch.stack(run.counts)] + [t for rec in run.records for t in rec.sets]
+    flat = torch.cat(parts).tolist()
+    at = len(run.counts)
+    counts = flat[:at]
+    sets = []
+    for rec in run.records:
+        got = []
+        for t in rec.sets:
+            got.append(np.asarray(flat[at : at + t.numel()], dtype=np.int64))
+            at += t.numel()
+        sets.append(got)
+    overflow = None
+    for i, rec in enumerate(run.records):
+        rec.n_tied, rec.n_next = int(counts[2 * i]), int(counts[2 * i + 1])
+        if overflow is None and (rec.n_next > rec.next_cap or rec.n_tied > rec.tie_cap):
+            overflow = i
+    _account(state, plan, run, sets, cost)
+    finals.append((plan.host.affected[sets[-1][2]], run.carry[1]))
+    if overflow is not None:
+        resume(state, plan, run, first + overflow, cost, finals)
+
+
+def _account(state: "WindowState", plan: EditPlan, run: PassState, sets: list, cost: Cost) -> None:
+    account_pass(state.cfg, state.consts.segments, state.pos_host, plan.host, plan.pad_index, run.records, sets,
+                 run.first, cost)
+
+
+def resume(state: "WindowState", plan: EditPlan, run: PassState, first: int, cost: Cost, finals: Finals) -> None:
+    """Propagate what a pass left out from layer `first` on: near-ties it had no room to check
+    and rows cut from a next set.
+
+    Sizes are known from the pass's sync. Near-ties alone are recomputed on their own (they
+    rarely change a code); only rows whose output changed start a further pass, from the
+    layer where they are, with room for all the leftovers there (later layers may overflow
+    again and resume again, each time from a later layer, so it ends)."""
+    layers, pad = state.cfg.num_hidden_layers, plan.pad_index
+    full = plan.last_affected + 1
+    left = {}  # layer -> [unchecked near-ties (local) or None, dropped rows (mask) or None, counts of both]
+    for i, rec in enumerate(run.records):
+        l = run.first + i
+        saved = run.saved[l]
+        n_unchecked, n_dropped = max(0, rec.n_tied - rec.tie_cap), max(0, rec.n_next - rec.next_cap)
+        unchecked = dropped = None
+        if n_unchecked:
+            untreated = saved.tied.index_fill(0, saved.tie_rows, False)
+            top, where = torch.topk(untreated.to(plan.valid.dtype), min(full, bucket(n_unchecked)))
+            unchecked = torch.where(top > 0, where, pad)
+        if n_dropped:
+            dropped = saved.goes_next.index_fill(0, saved.next_rows, False)
+        left[l] = [unchecked, dropped, n_unchecked, n_dropped]
+    start = first
+    while start < layers:
+        unchecked, dropped, n_unchecked, n_dropped = left[start]
+        if n_dropped == 0 and n_unchecked:  # near-ties only: fix them alone, go on only if a code changed
+            changed = fix_ties(state, plan, start, unchecked, cost)
+            left[start] = [None, changed, 0, n_unchecked if changed is not None else 0]
+            if changed is None:
+                start += 1
+                continue
+        if left[start][3] or left[start][2]:
+            break
+        start += 1
+    if start >= layers:
+        return
+    extras, caps = {}, [(0, 0)] * (start + 1)
+    ties = tie_rows(state.tie_rel)
+    c = 0
+    for l in range(start, layers):
+        unchecked, dropped, n_unchecked, n_dropped = left[l]
+        extras[l] = (unchecked, dropped)
+        c = min(full, bucket(max(math.ceil(c * growth(state.key_pos.device.type)[0]), c + n_dropped + n_unchecked, 1)))
+        if l > start:
+            caps[l] = (caps[l][0], min(ties, full))
+        caps.append((c, 0))
+    run_pass(state, plan, start, plan.empty, caps, cost, False, extras, finals)
+
+
+def fix_ties(state: "WindowState", plan: EditPlan, l: int, unchecked: torch.Tensor, cost: Cost) -> torch.Tensor | None:
+    """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
+    returns the local mask of those whose code changed (their output must be propagated)."""
+    cfg, view, affected = state.cfg, state.layer_views[l], plan.affected
+    slots = affected.index_select(0, unchecked)
+    sums = kernels.full_sums(cfg, state.consts, l, view.keys_by_head, view.values_by_head, view.key_pos,
+                             view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, unchecked))
+    view.sums.index_put_((slots,), sums)
+    codes = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
+    changed = (codes != view.codes.index_select(0, slots)).any(-1) & plan.valid_rows.index_select(0, unchecked)
+    view.codes.index_put_((slots,), codes)
+    flat = torch.cat([changed.sum().view(1), unchecked]).tolist()  # the rare overflow path: one more sync
+    host = plan.host
+    real = np.asarray(flat[1:], dtype=np.int64)
+    fixed = host.affected[real[real != plan.pad_index]]
+    cost.near_ties += len(fixed)
+    pairs = int(np.searchsorted(state.pos_host[host.order], state.pos_host[fixed], side="right").sum())
+    cost.incremental_macs += pairs * 2 * cfg.hidden_size + len(fixed) * cfg.vq_codes * cfg.hidden_size
+    return plan.no_rows.index_put((unchecked,), changed) if int(flat[0]) else None

@@ -1,0 +1,98 @@
+"""Pure kernels the engine's layer update calls on its rows: no state, tensors in, tensors out.
+
+They compute what DecoderLayer computes, in the form an update needs: on a few gathered rows,
+with the weights pre-fused or pre-transposed (LayerConstants), the attention weights in place,
+and the attention sum kept as its code projections (a sums row) rather than as s. Where a
+formula is the dense pass's own and exactness allows one function, it lives in inference/kernels.py
+and both call it (`code_distances`). The rest cannot be the dense pass's function:
+  - `finish_rows` is DecoderLayer.finish with the weights transposed once: the same addmm calls
+    (F.linear of 2-D rows is addmm with the weight's transposed view), fewer dispatches per call.
+  - `full_sums` weights with gelu in place and folds the attention scale into the codebook map
+    when it is a power of two (exact), and maps s to its code projections with one matmul: the
+    dense pass keeps s and quantizes it with `kernels.quantize`. The codes agree (the tie guard
+    recomputes any row whose two best codes are closer than the rounding could move them).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import kernels
+from ..config import VQOPTConfig
+from .constants import LayerConstants
+
+
+def gelu_(x: torch.Tensor) -> torch.Tensor:
+    """F.gelu in place (the same kernel, the same numbers): attention weights are the update's
+    largest temporaries."""
+    return torch.ops.aten.gelu_(x)
+
+
+def head_norms(cfg: VQOPTConfig, s: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """|s^j| per VQ head of attention sums (r, d): (r, h), what a row's bound u is reset to."""
+    return torch.linalg.vector_norm(s.view(s.shape[0], cfg.vq_heads, -1), dim=-1, out=out)
+
+
+def code_distances(consts: LayerConstants, layer: int, proj: torch.Tensor) -> torch.Tensor:
+    """|s - c|^2 - |s|^2 for every VQ head and code of the rows, from their projections (a, h, K)."""
+    return kernels.code_distances(proj, consts.code_sq[layer])
+
+
+def full_sums(cfg: VQOPTConfig, consts: LayerConstants, layer: int, keys_by_head: torch.Tensor,
+              values_by_head: torch.Tensor, key_pos: torch.Tensor, queries: torch.Tensor,
+              query_pos: torch.Tensor) -> torch.Tensor:
+    """Sums rows (p^j per VQ head j, then u = |s^j|) of rows with queries (H, r, hd) at positions
+    query_pos (r, 1), over every key (keys (H, hd, slots), values (H, slots, hd), their positions)."""
+    r = queries.shape[1]
+    mask = key_pos <= query_pos  # (r, slots): causal, alive keys only
+    weights = gelu_(torch.bmm(queries, keys_by_head))  # (H, r, slots), weighted in place
+    if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the map
+        weights.mul_(mask)
+        sum_map = consts.sum_map_scaled[layer]
+    else:
+        weights.mul_(mask * cfg.attention_scale)
+        sum_map = consts.sum_map[layer]
+    s = torch.bmm(weights, values_by_head).transpose(0, 1).reshape(r, -1)  # (r, d)
+    out = torch.mm(s, sum_map)
+    if cfg.vq:
+        bounds = out[..., consts.proj_width :]
+        if consts.scale_exact:  # s is unscaled here (the scale is in sum_map_scaled)
+            torch.mul(head_norms(cfg, s), cfg.attention_scale, out=bounds)
+        else:
+            head_norms(cfg, s, out=bounds)
+    return out
+
+
+def widen_bounds(cfg: VQOPTConfig, bounds: torch.Tensor, weights: torch.Tensor, values_per_head: torch.Tensor,
+                 tie_growth: float) -> None:
+    """The bounds u of the affected rows after a move by weights (a, H m) over keys whose values per
+    attention head are values_per_head (H m, d): u (1 + tie_growth) + the sum over keys and heads of
+    |w| times the norm of v's part in the head and VQ head j, a bound of |delta s^j| (the rounding
+    a row accumulates grows with its moves; a full recomputation resets u)."""
+    per_key = torch.linalg.vector_norm(values_per_head.view(values_per_head.shape[0], cfg.vq_heads, -1), dim=-1)
+    bounds.addmm_(weights.abs(), per_key, beta=1.0 + tie_growth)
+
+
+def near_ties(cfg: VQOPTConfig, tie_rel: float, tie_code_term: torch.Tensor, bounds: torch.Tensor,
+              distances: torch.Tensor, best: torch.Tensor, clean: torch.Tensor | None,
+              counts: bool = False) -> torch.Tensor:
+    """Rows (among `clean` ones, None: all) whose best two codes are within the tie guard (bool (a,)):
+    some VQ head has a second code closer than tie_rel * (u^2 + max |c|^2), u >= |s chunk|; best
+    (a, h) is each head's smallest distance. counts: instead, how many codes of the row are within
+    the guard (int (a,)): tied when more than h (each head's best is one)."""
+    threshold = torch.addcmul(best + tie_code_term, bounds, bounds, value=tie_rel)  # (a, h)
+    within = (distances < threshold.unsqueeze(-1)).sum((-2, -1))
+    if counts:
+        return within
+    tied = within > cfg.vq_heads
+    return tied if clean is None else tied & clean
+
+
+def finish_rows(consts: LayerConstants, layer: int, final_norm: torch.nn.LayerNorm, x: torch.Tensor,
+                z: torch.Tensor) -> torch.Tensor:
+    """DecoderLayer.finish with its weights transposed once: the same addmm calls, fewer dispatches."""
+    wo, bo, w1, b1, w2, b2 = consts.finish[layer]
+    x = x + (torch.addmm(bo, z, wo) if bo is not None else z @ wo)
+    a = final_norm(x)
+    a = torch.relu(torch.addmm(b1, a, w1) if b1 is not None else a @ w1)
+    return x + (torch.addmm(b2, a, w2) if b2 is not None else a @ w2)

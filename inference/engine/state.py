@@ -1,0 +1,328 @@
+"""WindowState: the slots of one window's incremental state, their layout, allocation and growth.
+
+Rows live in *slots* of preallocated tensors, in no particular order; attention is causal by
+position value, so slot order never matters and an insertion or deletion moves no data. `order`
+lists the slots in document order (BOS first). Row tensors have cap + 1 rows: the last is the
+trash slot, never alive, which the padded entries of bucketed index lists read and write. What a
+snapshot stores is the explicit list SNAPSHOT_FIELDS, versioned by STATE_FORMAT: renaming or
+changing a field means changing that list and that number, never a silent change of the format.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..costs import Cost, dense_macs
+from ..edits import Splice
+from ..model import VQOPT
+from ..positions import spread_positions
+from . import heads, passes
+from .constants import LayerConstants
+from .policy import FAR, SLACK
+from .rows import finish_rows, head_norms
+
+# The version of the field list below and of the layout of the tensors it names. Raise it with any
+# change of either: snapshots of another version are refused, and the caller rebuilds from the text.
+STATE_FORMAT = 1
+
+
+@dataclass
+class WindowCheck:
+    codes_equal: bool
+    mismatched_codes: int
+    max_abs_diff: float
+
+
+@dataclass
+class LayerView:
+    """One layer's slices of the state, in the shapes the update reads (remade when tensors grow)."""
+
+    qkv: torch.Tensor  # (slots, 3d)
+    sums: torch.Tensor  # (slots, C)
+    codes: torch.Tensor  # (slots, h)
+    keys_by_head: torch.Tensor  # every key, head-major (H, hd, slots)
+    values_by_head: torch.Tensor  # every value, head-major (H, slots, hd)
+    queries: torch.Tensor  # every query (slots, H, hd)
+    # and head-major (H, slots, hd): gathers of a few rows, by advanced indexing (aten.index reads
+    # only those rows; index_select on this view copied all of q first)
+    queries_by_head: torch.Tensor
+    outputs: torch.Tensor | None  # the layer's outputs (full layout)
+    key_pos: torch.Tensor  # (slots,) every slot's position, FAR where not alive
+
+
+class WindowState:
+    """BOS plus up to `window_tokens - 1` tokens, with every layer's state kept up to date."""
+
+    # What a snapshot stores, and restores by name (snapshot.py); everything else is the model's
+    # (net, cfg, consts and the tie guard, re-attached) or remade (layer_views).
+    SNAPSHOT_FIELDS = (
+        "cap",  # slots (the trash slot excluded)
+        "ids_host", "pos_host",  # token id and position per slot (host arrays)
+        "order", "free",  # slots in document order (BOS first); free slots
+        "key_pos",  # position per slot, FAR where no row (for masks)
+        "embed_idx",  # rows of the stacked embedding table per slot (3)
+        "qkv", "sums", "codes",  # per layer and slot: q|k|v, the attention sum's code projections and bounds, codes
+        "outputs",  # per layer and slot: the layer's output ("full" layout), or None
+        "cls_logp", "nll",  # per slot: class log-probabilities; -log p(token | its predecessor)
+        "cls_total",  # the sum of the tokens' class log-probabilities
+    )
+
+    def __init__(self, net: VQOPT, consts: LayerConstants, ids: Sequence[int], positions: Sequence[int] | None = None,
+                 tie_rel: float = 1e-9, tie_growth: float = 0.0) -> None:
+        self.attach(net, consts, tie_rel, tie_growth)
+        rows = [self.cfg.bos_token_id, *ids]
+        pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
+        self.build(np.asarray(rows, dtype=np.int64), pos.numpy().astype(np.int64))
+
+    def attach(self, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float) -> None:
+        """The model's objects a state refers to (never stored in a snapshot)."""
+        self.net, self.cfg, self.consts, self.tie_rel, self.tie_growth = net, net.config, consts, tie_rel, tie_growth
+        self.tie_code_term = [tie_rel * m for m in consts.code_sq_max]  # the tie guard's code term, (h,) per layer
+
+    @classmethod
+    def restore(cls, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float,
+                fields: dict) -> "WindowState":
+        """A state from its SNAPSHOT_FIELDS (exactly those), re-attached to the model."""
+        state = cls.__new__(cls)
+        state.attach(net, consts, tie_rel, tie_growth)
+        for name in cls.SNAPSHOT_FIELDS:
+            setattr(state, name, fields[name])
+        state.make_views()
+        return state
+
+    # ----------------------------------------------------------------- layout
+    def per_vq_head(self, t: torch.Tensor) -> torch.Tensor:
+        """Sums rows (..., C) -> their code projections per VQ head (..., h, K) (a view)."""
+        return t[..., : self.consts.proj_width].unflatten(-1, (self.cfg.vq_heads, -1))
+
+    def split_sums(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sums rows (r, C) -> (their code projections per VQ head (r, h, K), u (r, h)) (views)."""
+        p, u = t.split([self.consts.proj_width, self.cfg.vq_heads], -1)
+        return p.view(t.shape[0], self.cfg.vq_heads, -1), u
+
+    def bounds_of(self, t: torch.Tensor) -> torch.Tensor:
+        """Sums rows (..., C) -> u, the upper bounds of |s^j| per VQ head (..., h) (a view)."""
+        return t[..., self.consts.proj_width :]
+
+    @property
+    def q(self) -> torch.Tensor:
+        return self.qkv[..., : self.cfg.hidden_size]
+
+    @property
+    def k(self) -> torch.Tensor:
+        d = self.cfg.hidden_size
+        return self.qkv[..., d : 2 * d]
+
+    @property
+    def v(self) -> torch.Tensor:
+        return self.qkv[..., 2 * self.cfg.hidden_size :]
+
+    @property
+    def pos(self) -> torch.Tensor:
+        """Pool position of every slot (0 where no row): (cap + 1,) long."""
+        return torch.where(self.alive, self.key_pos, 0).long()
+
+    @property
+    def proj(self) -> torch.Tensor:
+        """Code projections s . c per VQ head: (layers, slots, h, K)."""
+        return self.per_vq_head(self.sums)
+
+    @property
+    def alive(self) -> torch.Tensor:
+        """Which slots hold a row (BOS or a token): (cap + 1,) bool."""
+        return self.key_pos < FAR
+
+    @property
+    def trash(self) -> int:
+        return self.cap
+
+    # ----------------------------------------------------------------- full pass
+    def build(self, rows: np.ndarray, pos: np.ndarray) -> None:
+        """Allocate the slots and fill them with a dense pass (open, rebuild after a fault)."""
+        cfg, consts = self.cfg, self.consts
+        p = next(self.net.parameters())
+        dev, dt = p.device, p.dtype
+        n = len(rows)
+        cap = max(16, int(n * SLACK))
+        L, d, h, C = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.sum_width
+        self.cap = cap
+        self.ids_host = np.zeros(cap + 1, dtype=np.int64)
+        self.pos_host = np.zeros(cap + 1, dtype=np.int64)
+        self.key_pos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)
+        self.embed_idx = torch.zeros(cap + 1, 3, dtype=torch.long, device=dev)
+        self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
+        self.sums = torch.zeros(L, cap + 1, C, dtype=dt, device=dev)
+        self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
+        self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)
+        self.nll = torch.zeros(cap + 1, dtype=dt, device=dev)
+        # layer outputs: kept with the "full" layout (and without VQ, where an output needs its attention)
+        self.outputs = torch.zeros(L, cap + 1, d, dtype=dt, device=dev) if consts.keep_outputs or not cfg.vq else None
+        self.order = list(range(n))
+        self.free = list(range(cap - 1, n - 1, -1))
+        self.ids_host[:n], self.pos_host[:n] = rows, pos
+        self.embed_idx[:n] = torch.from_numpy(consts.embed_rows(rows, pos)).to(dev)
+        pos_t = torch.from_numpy(pos).to(dev)
+        self.key_pos[:n] = pos_t.to(dt)
+        with torch.no_grad():
+            out = self.dense_pass(torch.from_numpy(rows).to(dev), pos_t)
+            for l, tr in enumerate(out.traces):
+                self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
+                torch.mm(tr.s[0], consts.sum_map[l], out=self.sums[l, :n])
+                if cfg.vq:
+                    self.bounds_of(self.sums[l, :n]).copy_(head_norms(cfg, tr.s[0]))
+                    self.codes[l, :n] = tr.codes[0]
+            heads.fill_heads(self, np.arange(n), out.hidden[0], out.cls_logits[0])
+            if self.outputs is not None:
+                for l, x in enumerate(out.layer_outputs):
+                    self.outputs[l, :n] = x[0]
+        self.make_views()
+        self.update_total()
+
+    def update_total(self) -> None:
+        """cls_total: the sum of the tokens' class log-probabilities (BOS excluded), kept per window
+        so that a document's score costs the same few ops whatever its number of windows."""
+        rows = torch.from_numpy(np.asarray(self.order[1:], dtype=np.int64)).to(self.key_pos.device)
+        self.cls_total = self.cls_logp.index_select(0, rows).sum(0)
+
+    def make_views(self) -> None:
+        """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
+        d, H, L = self.cfg.hidden_size, self.cfg.num_attention_heads, self.cfg.num_hidden_layers
+        n = self.cap + 1
+        self.layer_views = []
+        for l in range(L):
+            t = self.qkv[l]
+            self.layer_views.append(LayerView(
+                qkv=t, sums=self.sums[l], codes=self.codes[l],
+                keys_by_head=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),
+                values_by_head=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),
+                queries=t[:, :d].view(n, H, d // H),
+                queries_by_head=t[:, :d].view(n, H, d // H).transpose(0, 1),
+                outputs=None if self.outputs is None else self.outputs[l], key_pos=self.key_pos))
+
+    def dense_pass(self, ids: torch.Tensor, pos: torch.Tensor):
+        """The dense forward pass with traces over rows (ids, positions): builds and verify."""
+        if self.consts.dense is not None:  # another backend (inference/onnx_dense.py) where it was measured faster
+            return self.consts.dense(ids, pos)
+        return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
+
+    def layer_input(self, l: int, rows: torch.Tensor) -> torch.Tensor:
+        """Input rows of layer l (l = L: the last layer's output): kept (full layout), or from the
+        rows' embedding and their codes at the earlier layers, the same finish as the pass that wrote
+        them (l output projections and FFNs per row, no attention). An update needs it only for rows
+        whose code flipped at layer l without being dirty there."""
+        if l and self.outputs is not None:  # the full layout keeps them
+            return self.layer_views[l - 1].outputs.index_select(0, rows)
+        x = self.consts.embed(self.embed_idx.index_select(0, rows))
+        for j in range(l):
+            x = finish_rows(self.consts, j, self.net.layers[j].final_layer_norm, x,
+                            self.code_vectors(j, self.codes[j].index_select(0, rows)))
+        return x
+
+    def code_vectors(self, l: int, codes: torch.Tensor) -> torch.Tensor:
+        """A VQ layer's output before its projection: each VQ head's code vector, concatenated (r, d)."""
+        return self.net.layers[l].vq.codebook[self.consts.vq_heads_idx, codes].flatten(-2)
+
+    def hidden(self, slots: torch.Tensor) -> torch.Tensor:
+        """Final hidden states (after the last LayerNorm) of some slots: what the LM head reads
+        (lean layout: recomputed from their codes, L layer finishes per row)."""
+        return self.net.decoder.final_layer_norm(self.layer_input(self.cfg.num_hidden_layers, slots))
+
+    def successors(self) -> np.ndarray:
+        """Each slot's next row in document order (the trash slot for the last row and dead slots)."""
+        succ = np.full(self.cap + 1, self.trash, dtype=np.int64)
+        succ[self.order[:-1]] = self.order[1:]
+        return succ
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def n_tokens(self) -> int:
+        """Tokens in the window, BOS not counted."""
+        return len(self.order) - 1
+
+    def token_ids(self) -> list[int]:
+        return self.ids_host[self.order[1:]].tolist()
+
+    def positions(self) -> list[int]:
+        return self.pos_host[self.order[1:]].tolist()
+
+    def token_slots(self, start: int = 0, end: int | None = None) -> torch.Tensor:
+        """Slots of tokens [start, end) (BOS excluded)."""
+        end = self.n_tokens if end is None else end
+        return torch.tensor(self.order[1 + start : 1 + end], dtype=torch.long, device=self.key_pos.device)
+
+    def surprise(self, start: int, end: int) -> torch.Tensor:
+        """-log p(token | prefix) for tokens [start, end), as the update left them."""
+        return self.nll.index_select(0, self.token_slots(start, end))
+
+    def dense_macs(self) -> int:
+        return dense_macs(self.cfg, len(self.order))
+
+    def state_bytes(self) -> int:
+        """Memory held by this window's tensors and host arrays (capacity included)."""
+        values = [getattr(self, name) for name in self.SNAPSHOT_FIELDS]
+        tensors = sum(t.element_size() * t.nelement() for t in values if isinstance(t, torch.Tensor))
+        return tensors + self.ids_host.nbytes + self.pos_host.nbytes
+
+    # ----------------------------------------------------------------- editing
+    def alloc(self, count: int) -> list[int]:
+        """`count` free slots, growing the tensors when too few are left."""
+        if len(self.free) < count:
+            self.grow(max(int(self.cap * SLACK) + 16, self.cap + count))
+        return [self.free.pop() for _ in range(count)]
+
+    def grow(self, cap: int) -> None:
+        old = self.cap
+        for name in ("ids_host", "pos_host"):
+            arr = getattr(self, name)
+            setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
+        for name, dim in (("key_pos", 0), ("embed_idx", 0), ("cls_logp", 0),
+                          ("nll", 0), ("outputs", 1), ("qkv", 1), ("sums", 1), ("codes", 1)):
+            t = getattr(self, name)
+            if t is None:
+                continue
+            shape = list(t.shape)
+            shape[dim] = cap + 1 - old
+            pad = t.new_full(shape, FAR) if name == "key_pos" else t.new_zeros(shape)
+            setattr(self, name, torch.cat([t.narrow(dim, 0, old), pad], dim=dim))
+        self.cap = cap
+        self.free = list(range(cap - 1, old - 1, -1)) + self.free
+        self.make_views()
+
+    def apply(self, splices: Sequence[Splice]) -> Cost:
+        """Apply validated, sorted, non-overlapping splices (window-local token offsets) as one revision."""
+        t0 = time.perf_counter()
+        before = (self.ids_host[self.order].copy(), self.pos_host[self.order].copy())
+        try:
+            with torch.no_grad():
+                cost = passes.apply_update(self, splices)
+        except BaseException:
+            self.build(*before)  # never leave a half-updated state behind
+            raise
+        if self.key_pos.is_cuda:
+            torch.cuda.synchronize()
+        cost.seconds = time.perf_counter() - t0
+        return cost
+
+    # ----------------------------------------------------------------- checking
+    def verify(self) -> WindowCheck:
+        """Run the dense pass at the same positions and compare codes and outputs."""
+        order = torch.tensor(self.order, dtype=torch.long, device=self.key_pos.device)
+        ids = torch.from_numpy(self.ids_host[self.order]).to(order.device)
+        with torch.no_grad():
+            out = self.dense_pass(ids, torch.from_numpy(self.pos_host[self.order]).to(order.device))
+        mismatched = 0
+        if self.cfg.vq:
+            for l, tr in enumerate(out.traces):
+                mismatched += int((tr.codes[0] != self.codes[l, order]).any(-1).sum())
+        diffs = [
+            (out.hidden[0] - self.hidden(order)).abs().max(),
+            (torch.log_softmax(out.cls_logits[0], -1) - self.cls_logp[order]).abs().max(),
+            (heads.next_token_nll(self, out.hidden[0, :-1], ids[1:]) - self.nll[order[1:]]).abs().max()
+            if len(order) > 1 else out.hidden.new_zeros(()),
+        ]
+        return WindowCheck(mismatched == 0, mismatched, float(max(diffs)))
