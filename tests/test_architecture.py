@@ -15,10 +15,10 @@ there is one, else on the package itself.
 from __future__ import annotations
 
 import ast
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import networkx as nx  # installed with torch
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +49,7 @@ class Import:
     target: str  # a repository module, or the imported name for anything else
     line: int
     internal: bool  # target is a module of the repository
+    type_only: bool = False  # under `if TYPE_CHECKING:`: an annotation's dependency, never run
 
     def where(self) -> str:
         return f"{self.source}:{self.line} imports {self.target}"
@@ -77,21 +78,28 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> list[Import]:
     """Every import in a module's source, relative ones resolved against its package."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    names: list[tuple[str, int]] = []
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    names: list[tuple[str, int, bool]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names += [(alias.name, node.lineno) for alias in node.names]
+            names += [(alias.name, node.lineno, id(node) in type_only) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module
-            names += [(f"{target}.{alias.name}", node.lineno) for alias in node.names]
+            names += [(f"{target}.{alias.name}", node.lineno, id(node) in type_only) for alias in node.names]
     out = []
-    for name, line in names:
+    for name, line, typing_only in names:
         resolved = _resolve(name, known)
-        out.append(Import(module, resolved or name, line, resolved is not None))
+        out.append(Import(module, resolved or name, line, resolved is not None, typing_only))
     return out
 
 
@@ -125,41 +133,17 @@ def forbidden_imports(graph: list[Import]) -> list[str]:
 
 def cycles(graph: list[Import]) -> list[list[str]]:
     """Import cycles between modules of one package (strongly connected components of two or
-    more modules, or a module importing itself), each as its sorted module names."""
-    edges: dict[str, set[str]] = defaultdict(set)
+    more modules, or a module importing itself), each as its sorted module names. Imports under
+    `if TYPE_CHECKING:` do not count: they never run, and annotations may name each other."""
+    edges = nx.DiGraph()
     for imp in graph:
-        if imp.internal and imp.source.split(".")[0] == imp.target.split(".")[0]:
-            edges[imp.source].add(imp.target)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-
-    def visit(v: str) -> None:  # Tarjan's algorithm
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1 or v in edges.get(v, ()):
-                found.append(sorted(component))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
+        if imp.internal and not imp.type_only and imp.source.split(".")[0] == imp.target.split(".")[0]:
+            edges.add_edge(imp.source, imp.target)
+    found = [
+        sorted(component)
+        for component in nx.strongly_connected_components(edges)
+        if len(component) > 1 or edges.has_edge(next(iter(component)), next(iter(component)))
+    ]
     return sorted(found)
 
 
@@ -211,3 +195,9 @@ def test_a_forbidden_import_is_reported_with_its_line(tmp_path):
                            "vq_lsp.documents.store:1 imports pygls",
                            "vq_lsp.hints.lsp:1 imports vq_lsp.documents.store",
                            "vq_lsp.scoring.scorer:1 imports training.cli"]
+
+
+def test_imports_for_annotations_only_make_no_cycle(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "from . import b\n",
+                      "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n"})
+    assert cycles(import_graph(tmp_path, ("pkg",))) == []

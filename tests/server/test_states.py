@@ -146,5 +146,5 @@ def test_the_state_layout_setting_reaches_the_engine(model_dir, layout, keeps_ou
     d.load_model()
     d.process_now("mem://layout", [Opened(1, "plaintext", "A fine film.\n\nI hated the ending.")])
     doc = d.states["mem://layout"].doc
-    assert all((w.x is not None) == keeps_outputs for w in doc.windows)
+    assert all((w.outputs is not None) == keeps_outputs for w in doc.windows)
     assert doc.verify().codes_equal

@@ -29,7 +29,7 @@ def scores(docs: Documents, uri: str) -> dict:
         "version": st.version,
         "scores": st.doc.scores,
         "tokens": st.doc.n_tokens,
-        "windows": len(st.doc.windows),
+        "windows": st.doc.window_count,
         "paragraphs": [{"range": hint_lsp.lsp_range(st.tracked, a, b), "tokens": [ta, tb], "scores": sc}
                        for a, b, ta, tb, sc in paragraphs],
         "cost": st.last_cost,

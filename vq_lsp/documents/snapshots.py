@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Sequence
 
 import inference
-from inference import paths, snapshot
 
 from ..settings import Settings
 from .state import DocumentState
@@ -42,7 +41,7 @@ class SnapshotStore:
     """Snapshots in one folder, with counters the server reports (scores request, `memory`)."""
 
     def __init__(self, folder: str | os.PathLike | None = None, background: bool = True) -> None:
-        self.folder = Path(folder) if folder is not None else paths.snapshot_dir()
+        self.folder = Path(folder) if folder is not None else inference.snapshot_dir()
         self.saved = self.restored = self.rejected = self.misses = self.evicted = 0
         self.background = background
         self._pending: dict[Path, threading.Event] = {}  # writes queued or under way
@@ -55,7 +54,7 @@ class SnapshotStore:
 
     def prepare(self, model: inference.LoadedModel) -> None:
         """Hash the model now (while it loads) rather than at the first open that looks for a snapshot."""
-        snapshot.fingerprint(model)
+        inference.model_fingerprint(model)
 
     def save(self, doc: inference.IncrementalDocument, cap_bytes: float) -> bool:
         """Store `doc` (unless the same tokens are stored already) and trim the folder to `cap_bytes`;
@@ -65,7 +64,7 @@ class SnapshotStore:
         if doc.state_bytes() > cap_bytes:
             log.info("no snapshot: the state (%d bytes) is over the cache cap (%d bytes)", doc.state_bytes(), cap_bytes)
             return False
-        path = self.path(snapshot.document_key(doc.model, doc.token_ids))
+        path = self.path(inference.snapshot_key(doc.model, doc.token_ids))
         if self.background:
             self.flush()  # at most one state held for writing
         with self._lock:
@@ -103,8 +102,8 @@ class SnapshotStore:
         t0 = time.perf_counter()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            size = snapshot.write_document(doc, path, path.stem)
-        except (OSError, snapshot.SnapshotError) as e:
+            size = inference.save_snapshot(doc, path, path.stem)
+        except (OSError, inference.SnapshotError) as e:
             log.warning("could not write a snapshot to %s: %s", self.folder, e)
             return False
         self.saved += 1
@@ -127,18 +126,18 @@ class SnapshotStore:
     def load(self, model: inference.LoadedModel, ids: Sequence[int]) -> inference.IncrementalDocument | None:
         """The stored state of exactly these tokens under this model, or None (a miss, or a
         snapshot that failed its checks: logged and deleted)."""
-        path = self.path(snapshot.document_key(model, ids))
+        path = self.path(inference.snapshot_key(model, ids))
         with self._lock:
             writing = self._pending.get(path)
         if writing is not None:
             writing.wait()
         t0 = time.perf_counter()
         try:
-            doc = snapshot.read_document(model, path, path.stem, ids)
+            doc = inference.load_snapshot(model, path, ids, path.stem)
         except FileNotFoundError:
             self.misses += 1
             return None
-        except (OSError, snapshot.SnapshotError) as e:
+        except (OSError, inference.SnapshotError) as e:
             log.warning("ignored snapshot %s (%s); rebuilding the state from the text", path, e)
             self.rejected += 1
             try:

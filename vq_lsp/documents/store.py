@@ -180,7 +180,7 @@ class Documents:
         b = st.builder
         b.step()
         if not b.done:
-            return len(b.windows), len(b.bounds)
+            return b.progress
         st.builder, doc = None, b.document()
         if b.ids != st.tracked.ids:  # edited while it was being built: catch up incrementally
             doc.apply(inference.diff(b.ids, st.tracked.ids))
@@ -248,7 +248,7 @@ class Documents:
         t0 = time.perf_counter()
         st.doc = inference.IncrementalDocument(self.model, st.tracked.ids)
         macs = st.doc.dense_macs()
-        rows = [st.doc.n_tokens + len(st.doc.windows)] * self.model.config.num_hidden_layers  # BOS row per window
+        rows = [st.doc.n_tokens + st.doc.window_count] * self.model.config.num_hidden_layers  # BOS row per window
         cost = inference.Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=rows,
                               seconds=time.perf_counter() - t0)
         return inference.EditResult(scores=st.doc.scores, cost=cost)

@@ -8,9 +8,8 @@ needs nothing from the document store.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
-from typing import Callable, Generic, Protocol, TypeVar
+from typing import Protocol
 
 import numpy as np
 
@@ -20,7 +19,6 @@ from ..settings import DiagnosticSettings
 from . import markup, typos
 from .paragraphs import paragraphs
 
-T = TypeVar("T")
 
 
 class TokenizedText(Protocol):
@@ -32,34 +30,11 @@ class TokenizedText(Protocol):
     def position(self, offset: int) -> tuple[int, int]: ...
 
 
-class PerModel(Generic[T]):
-    """One value per loaded model, made on first use and forgotten with the model.
-
-    Kept here rather than as an attribute set on `LoadedModel` from outside: the engine owns that
-    class, and a cache is this package's business. Keyed by identity (a LoadedModel compares by
-    value and is not hashable); a weak reference drops the entry when the model goes away."""
-
-    def __init__(self, make: Callable[[inference.LoadedModel], T]) -> None:
-        self._make = make
-        self._values: dict[int, tuple[weakref.ref, T]] = {}
-
-    def get(self, model: inference.LoadedModel) -> T:
-        key = id(model)
-        found = self._values.get(key)
-        if found is not None and found[0]() is model:
-            return found[1]
-        value = self._make(model)
-        self._values[key] = (weakref.ref(model, lambda _ref, key=key: self._values.pop(key, None)), value)
-        return value
-
-
-# one detector per loaded model: it caches how candidate words tokenize
-_DETECTORS: PerModel[typos.Detector] = PerModel(lambda model: typos.Detector(model.tokenizer))
-
-
 def detector(doc: inference.IncrementalDocument) -> typos.Detector:
-    """The typo detector of the document's model."""
-    return _DETECTORS.get(doc.model)
+    """The typo detector of the document's model: one per loaded model (it caches how candidate
+    words tokenize), kept with the model through the engine's `LoadedModel.cached`."""
+    model = doc.model
+    return model.cached("typo_detector", lambda: typos.Detector(model.tokenizer))
 
 
 def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:

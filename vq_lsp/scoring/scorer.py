@@ -23,8 +23,6 @@ from ..hints.selection import select
 from ..settings import DiagnosticSettings
 from .revisions import Revision
 
-VERIFY_TOL = 1e-4  # max |difference| from a dense pass; float32 states built by ONNX Runtime get DENSE_TOL
-DENSE_TOL = 1e-3  # ONNX Runtime's and torch's float32 kernels differ by about 1.3e-4 (benchmarks/onnx_dense.py)
 
 
 @dataclass
@@ -115,8 +113,7 @@ class BatchScorer:
                    typos=typo_rows, incremental_macs=macs, dense_macs=dense, seconds=round(seconds, 6))
         if self.verify:
             check = doc.verify()
-            tol = VERIFY_TOL if self.model.consts.dense is None else DENSE_TOL
-            row["verified"] = check.codes_equal and check.max_abs_diff < tol
+            row["verified"] = check.codes_equal and check.max_abs_diff < self.model.verify_tolerance
         return row
 
     def _hints(self, doc, name: str, label: str, text: str, offsets) -> tuple[list, list, list]:
