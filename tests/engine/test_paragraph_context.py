@@ -1,5 +1,5 @@
 """Context "paragraph": every paragraph is its own window, so what the engine says about a
-paragraph is a function of that paragraph alone (issue 16: a table, a code block or an opposite
+paragraph is a function of that paragraph alone (a table, a code block or an opposite
 paragraph before it must not change its tone), and edits that make or remove paragraph breaks
 keep the windows equal to the new text's paragraphs, with codes equal to a dense pass."""
 
