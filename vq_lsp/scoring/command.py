@@ -10,6 +10,7 @@ Every flag's help states its default.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import deque
 from pathlib import Path
@@ -127,6 +128,16 @@ def revisions_for(args: argparse.Namespace, warn, note=None) -> RevisionSource:
     raise ValueError(f"{path}: no such file or folder")
 
 
+def progress_screen() -> dict[str, int]:
+    """The progress bar's screen size: tqdm follows the terminal's, but a terminal that reports none (a
+    pseudo-terminal nobody sized, as under `script` or a task runner) would hide the bar: 80 x 24 then."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError):  # not a real file: tqdm finds its own size
+        return {}
+    return {} if size.columns > 0 and size.lines > 0 else {"ncols": 80, "nrows": 24}
+
+
 def remembering(revisions: Iterator[Revision], texts: deque[str]) -> Iterator[Revision]:
     """The revisions, each text also queued for the writer: rows come back in input order (both
     scorers), so a row's text is the oldest one queued (a few, with Ray's revisions in flight)."""
@@ -168,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold, args.tone_min_words,
                                commits=source.commits, changes_only=changes_only)
             bar = tqdm(scorer.score(revisions), total=source.expected, unit="rev", disable=not sys.stderr.isatty(),
-                       file=sys.stderr)
+                       file=sys.stderr, **progress_screen())
             writer.bar = bar if out is sys.stdout else None
             with bar:
                 for row in bar:
