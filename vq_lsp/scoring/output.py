@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, TextIO
+from typing import TextIO
 
 from tqdm import tqdm
 
