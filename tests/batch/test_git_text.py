@@ -4,6 +4,7 @@ commit (`--all-hints`: all of them), a progress bar on a terminal only, and the 
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import re
@@ -18,6 +19,8 @@ import pytest
 from tests.batch.git_repo import Repo
 from vq_lsp.scoring import command
 from vq_lsp.scoring.hint_changes import ListedHint, changes, line_map
+from vq_lsp.scoring.output import RowWriter
+from vq_lsp.scoring.revisions import CommitHeader, parse_raw_log
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
@@ -147,3 +150,39 @@ def test_a_repeated_word_counts_once_per_occurrence():
     assert changes([_hint("typo", "teh", 0)], [_hint("typo", "teh", 0)], old, "so teh cat.\n").new == []
     gone = changes([_hint("typo", "teh", 0), _hint("typo", "teh", 1)], [_hint("typo", "teh", 0)], new, old)
     assert [h.line for h in gone.gone] == [1]
+
+
+def _row(label: str, scores: dict[str, float] | None, typos: list[tuple[int, int, str]]) -> dict:
+    """A scorer row with only what the text output reads."""
+    return {"doc": "essay.md", "revision": label, "scores": scores, "tokens": 10, "changed_tokens": 10,
+            "incremental_macs": 1, "dense_macs": 1, "paragraphs": [], "surprises": [],
+            "typos": [{"line": line, "column": column, "text": word, "kind": "non-word", "surprise": 9.0,
+                       "fixes": ["the"]} for line, column, word in typos]}
+
+
+def test_an_empty_commit_restarts_the_comparison():
+    """After a commit that empties the file, the next one is compared with nothing: its hints are new,
+    and no score change is given."""
+    out = io.StringIO()
+    labels = ("aaaaaaaaa1", "aaaaaaaaa2", "aaaaaaaaa3")
+    commits = {c: CommitHeader(c, "2024-01-0" + c[-1], f"subject {c}") for c in labels}
+    writer = RowWriter(out, "text", ("negative", "positive"), commits=commits, changes_only=True)
+    writer.row(_row("aaaaaaaaa1", {"negative": 0.3, "positive": 0.7}, [(0, 0, "teh")]), "teh cat\n")
+    writer.row(_row("aaaaaaaaa2", None, []), "")
+    writer.row(_row("aaaaaaaaa3", {"negative": 0.4, "positive": 0.6}, [(0, 0, "teh")]), "teh cat\n")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "2024-01-01 aaaaaaaaa1 subject aaaaaaaaa1"
+    assert lines[3:5] == ["2024-01-02 aaaaaaaaa2 subject aaaaaaaaa2", "  empty"]
+    assert lines[5] == "2024-01-03 aaaaaaaaa3 subject aaaaaaaaa3"
+    assert lines[6].startswith("  positive 0.60; ") and lines[6].endswith("1 hints: 1 new, 0 gone")
+    assert lines[7].startswith("  + line 1:1: possible typo 'teh'") and len(lines) == 8
+
+
+def test_log_records_split_at_commits_only():
+    """A subject may hold the record separator or start like a raw entry; neither splits or adds a record."""
+    blob = "1" * 40
+    record = (b"\x01" + b"a" * 40 + b"\x002024-05-06T07:08:09+02:00\x00:memo: odd \x01 subject\x00\n"
+              + f":100644 100644 {'0' * 40} {blob} M".encode() + b"\x00essay.md\x00")
+    (rev,) = parse_raw_log(record)
+    assert (rev.commit, rev.date, rev.subject) == ("a" * 40, "2024-05-06", ":memo: odd \x01 subject")
+    assert (rev.blob, rev.path, rev.status) == (blob, "essay.md", "M")
