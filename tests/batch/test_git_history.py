@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.batch.git_repo import Repo
 from vq_lsp.scoring import command
 from vq_lsp.scoring.revisions import from_git, git_history
 
@@ -18,41 +18,6 @@ A = "The film was slow.\n\nThe actors tried hard.\n"
 B = "The film was slow and dull.\n\nThe actors tried hard.\n"
 C = "The film was quick and bright.\n\nThe actors tried very hard.\n"
 D = "A side branch rewrote the ending.\n"
-
-
-class Repo:
-    """A throwaway repository; every commit gets a distinct, increasing date so the order is certain."""
-
-    def __init__(self, root: Path) -> None:
-        self.root, self.clock = root, 0
-        root.mkdir()
-        self.git("init", "-q", "-b", "main")
-
-    def git(self, *args: str) -> str:
-        env = {"GIT_AUTHOR_DATE": f"{1_700_000_000 + self.clock} +0000",
-               "GIT_COMMITTER_DATE": f"{1_700_000_000 + self.clock} +0000",
-               "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(self.root), "PATH": _path()}
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false",
-                               *args], cwd=self.root, env=env, check=True, capture_output=True, text=True).stdout
-
-    def commit(self, message: str, **files: str | bytes | None) -> str:
-        for name, content in files.items():
-            path = self.root / name.replace("__", "/")
-            if content is None:
-                self.git("rm", "-q", str(path.relative_to(self.root)))
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content if isinstance(content, bytes) else content.encode())
-            self.git("add", str(path.relative_to(self.root)))
-        self.clock += 60
-        self.git("commit", "-q", "--allow-empty", "-m", message)
-        return self.git("rev-parse", "HEAD").strip()
-
-
-def _path() -> str:
-    import os
-
-    return os.environ.get("PATH", "")
 
 
 def _texts(path: Path, **kw) -> tuple[list[str], list[str], list[str]]:

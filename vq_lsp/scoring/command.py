@@ -1,14 +1,18 @@
 """The `vq-lsp score` command: flags, where the revisions come from, and the run.
 
-Rows go out as JSONL or CSV (output.py); the summary (total speedup over scoring every revision
-from scratch) goes to stderr, and as a last JSONL record. Bad files are reported and skipped.
-With --ray the rows are computed on a Ray cluster (ray.py), else in this process (scorer.py).
+Rows go out as JSONL, CSV or text (output.py); the summary (total speedup over scoring every
+revision from scratch) goes to stderr, and as a last JSONL record. Bad files are reported and
+skipped. With --ray the rows are computed on a Ray cluster (ray.py), else in this process
+(scorer.py). A progress bar is drawn on stderr when stderr is a terminal, whatever the format.
+Every flag's help states its default.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections import deque
 from pathlib import Path
 from typing import Iterator
 
@@ -22,7 +26,7 @@ from ..hints import markup
 from ..settings import DiagnosticSettings
 from .output import RowWriter
 from .ray import INSTALL_HINT, RayScorer, ray_address, ray_installed
-from .revisions import GIT_MERGES, Revision, from_folder, from_git, from_jsonl
+from .revisions import GIT_MERGES, Revision, RevisionSource, folder_source, from_jsonl, git_source
 from .scorer import BatchScorer, Summary
 
 
@@ -31,31 +35,43 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument("path", nargs="?", help="a folder of revision files, or a JSONL(.gz) revision file")
     ap.add_argument("--git", metavar="FILE",
                     help="score FILE's git history, oldest commit first: every commit that changed its content is "
-                         "a revision, followed across renames; a commit that only renames it is not")
+                         "a revision, followed across renames; a commit that only renames it is not (default: "
+                         "none, PATH is scored)")
     ap.add_argument("--git-merges", choices=GIT_MERGES, default="first-parent",
                     help="first-parent (default): the main line only, a merge is one revision compared with its "
                          "first parent; all: also the commits of merged branches, in topological order")
-    ap.add_argument("--order", choices=["name", "mtime"], default="name", help="order of files in a folder")
+    ap.add_argument("--order", choices=["name", "mtime"], default="name",
+                    help="order of files in a folder (default: %(default)s)")
     ap.add_argument("--format", choices=["jsonl", "csv", "text"], default="jsonl",
-                    help="jsonl and csv: a row per revision; text: the hints, as a writer would read them")
+                    help="jsonl and csv: a row per revision; text: the hints, as a writer would read them; with "
+                         "--git, each commit's date, short hash and subject, the change of the document score and "
+                         "the hints new (+) or gone (-, at their line in the previous revision) since the previous "
+                         "commit (default: %(default)s)")
+    ap.add_argument("--all-hints", action="store_true",
+                    help="text output of --git lists every hint of every revision, not only the new and gone ones "
+                         "(default: off)")
     ap.add_argument("--sentiment-threshold", type=argtypes.probability,
                     default=DiagnosticSettings().sentiment_threshold,
-                    help="paragraph tone shown in text output at this probability (0 to 1) or above")
+                    help="paragraph tone shown in text output at this probability (0 to 1) or above "
+                         "(default: %(default)s)")
     ap.add_argument("--surprise-threshold", type=argtypes.non_negative_float,
                     help="list words at least this surprising (whole-word -log p, nats, >= 0) as unlikely "
                          "words (default: not listed)")
     ap.add_argument("--tone-min-words", type=argtypes.non_negative_int,
                     default=DiagnosticSettings().tone_min_words,
-                    help="text output shows a tone only for prose paragraphs of at least this many words")
+                    help="text output shows a tone only for prose paragraphs of at least this many words "
+                         "(default: %(default)s)")
     ap.add_argument("--markup", choices=[markup.MARKDOWN, markup.RST, markup.PLAIN, markup.SOURCE, markup.NONE],
                     help="read every revision as this markup (default: from the file name's extension)")
-    ap.add_argument("--output", "-o", metavar="FILE", help="write rows here instead of stdout")
-    ap.add_argument("--verify", action="store_true", help="check every revision against a full dense pass")
+    ap.add_argument("--output", "-o", metavar="FILE", help="write rows here (default: stdout)")
+    ap.add_argument("--verify", action="store_true",
+                    help="check every revision against a full dense pass (default: off)")
     ap.add_argument("--model", metavar="DIR|NAME", help="model folder, or the name of a model installed with "
                     "vq-train export --install NAME (default: the bundled model)")
     ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
     ap.add_argument("--threads", type=argtypes.threads,
-                    help="CPU threads for torch, 1 to 1024 (with --ray: per worker)")
+                    help="CPU threads for torch, 1 to 1024 (with --ray: per worker) (default: torch's own choice, "
+                         "usually one per CPU core)")
     ap.add_argument("--dense", choices=("torch", "onnx", "auto"), default="torch",
                     help="backend of the full passes (first revision, --verify): torch (default), onnx (ONNX Runtime, "
                          "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)")
@@ -71,7 +87,7 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument("--ray", nargs="?", const="local", type=ray_address, metavar="ADDRESS",
                     help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
                          "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
-                         "ray://HOST:PORT; needs the [cluster] extra")
+                         "ray://HOST:PORT; needs the [cluster] extra (default: off, scored in this process)")
     ap.add_argument("--ray-workers", type=argtypes.positive_int, metavar="N",
                     help="Ray workers (actors, each loads the model once); default: the cluster's CPUs / --threads")
     return ap
@@ -88,6 +104,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error("give a folder or JSONL file of revisions (PATH), or --git FILE")
     if args.git_merges != "first-parent" and not args.git:
         ap.error("--git-merges only applies with --git FILE")
+    if args.all_hints and not (args.git and args.format == "text"):
+        ap.error("--all-hints only applies with --git FILE --format text (other sources list every hint)")
     if args.ray_workers and not args.ray:
         ap.error("--ray-workers only applies with --ray")
     if args.ray and args.device and args.device != "cpu":
@@ -99,15 +117,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def revisions_for(args: argparse.Namespace, warn, note=None) -> Iterator[Revision]:
+def revisions_for(args: argparse.Namespace, warn, note=None) -> RevisionSource:
     if args.git:
-        return from_git(Path(args.git), warn, note, merges=args.git_merges)
+        return git_source(Path(args.git), warn, note, merges=args.git_merges)
     path = Path(args.path)
     if path.is_dir():
-        return from_folder(path, args.order, warn)
+        return folder_source(path, args.order, warn)
     if path.is_file():
-        return from_jsonl(path, warn)
+        return RevisionSource(from_jsonl(path, warn))
     raise ValueError(f"{path}: no such file or folder")
+
+
+def progress_screen() -> dict[str, int]:
+    """The progress bar's screen size: tqdm follows the terminal's, but a terminal that reports none (a
+    pseudo-terminal nobody sized, as under `script` or a task runner) would hide the bar: 80 x 24 then."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError):  # not a real file: tqdm finds its own size
+        return {}
+    return {} if size.columns > 0 and size.lines > 0 else {"ncols": 80, "nrows": 24}
+
+
+def remembering(revisions: Iterator[Revision], texts: deque[str]) -> Iterator[Revision]:
+    """The revisions, each text also queued for the writer: rows come back in input order (both
+    scorers), so a row's text is the oldest one queued (a few, with Ray's revisions in flight)."""
+    for revision in revisions:
+        texts.append(revision[2])
+        yield revision
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.threads:
             torch.set_num_threads(args.threads)
-        revisions = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
+        source = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
+        changes_only = bool(args.git) and args.format == "text" and not args.all_hints
+        texts: deque[str] = deque()
+        revisions = remembering(source.revisions, texts) if changes_only else source.revisions
         load = dict(dtype=args.precision, dense=args.dense, context=args.context, layout=args.state_layout)
         model = inference.load_model(args.model, device=args.device, **load)
         surprise = {} if args.surprise_threshold is None else {"surprise": True,
@@ -137,12 +176,14 @@ def main(argv: list[str] | None = None) -> int:
         summary_holder.append(scorer.summary)
         out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
         try:
-            writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold, args.tone_min_words)
-            bar = tqdm(scorer.score(revisions), unit="rev", disable=not sys.stderr.isatty(), file=sys.stderr)
+            writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold, args.tone_min_words,
+                               commits=source.commits, changes_only=changes_only)
+            bar = tqdm(scorer.score(revisions), total=source.expected, unit="rev", disable=not sys.stderr.isatty(),
+                       file=sys.stderr, **progress_screen())
             writer.bar = bar if out is sys.stdout else None
             with bar:
                 for row in bar:
-                    writer.row(row)
+                    writer.row(row, texts.popleft() if changes_only else None)
                     bar.set_postfix(speedup=f"{scorer.summary.speedup:.1f}x")
             writer.bar = None  # closed: the summary goes below it
             writer.summary(scorer.summary)

@@ -1,26 +1,51 @@
 """`vq-lsp score` output: a row per revision as JSONL (as is), CSV (scores flattened) or readable
-text (the document's tone and the hints an editor would show), and the summary as a last JSONL record."""
+text (the document's tone and the hints an editor would show), and the summary as a last JSONL record.
+
+Text output of a git history names each revision by its commit (date, short hash, subject), gives
+the change of the document score, and lists only the hints that are new or gone since the previous
+revision (hint_changes.py), so that a long history reads as what each commit changed; every hint
+of every revision (the listing of folders and revision files) is one flag away.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from tqdm import tqdm
 
 from ..hints.selection import shown_tone
 from ..settings import DiagnosticSettings
+from .hint_changes import ListedHint, changes
+from .revisions import CommitHeader
 from .scorer import Summary
+
+
+@dataclass
+class _Previous:
+    """A document's previous revision, as the changes listing compares with it."""
+
+    text: str = ""
+    hints: list[ListedHint] = field(default_factory=list)
+    scores: dict[str, float] | None = None
 
 
 class RowWriter:
     """JSONL (every row as is), CSV (scores flattened, paragraphs as a JSON column) or readable text."""
 
     def __init__(self, out: TextIO, fmt: str, labels: tuple[str, ...], sentiment_threshold: float = 0.75,
-                 tone_min_words: int = 0) -> None:
+                 tone_min_words: int = 0, commits: Mapping[str, CommitHeader] | None = None,
+                 changes_only: bool = False) -> None:
+        """`commits`: the commit behind each revision label (a git history), named in text headers;
+        `changes_only`: text lists the hints new or gone since the previous revision (needs `row`'s text)."""
         self.out, self.fmt, self.labels, self.sentiment_threshold = out, fmt, labels, sentiment_threshold
         self.tone_min_words = tone_min_words
+        self.commits = commits or {}
+        self.changes_only = changes_only
+        self.previous: dict[str, _Previous] = {}
         self.tone = DiagnosticSettings(sentiment_threshold=sentiment_threshold, tone_min_words=tone_min_words)
         self.bar: tqdm | None = None  # a progress bar drawn on the same terminal: rows are written around it
         if fmt == "csv":
@@ -29,9 +54,10 @@ class RowWriter:
                                *[f"score_{lab}" for lab in labels], "paragraphs", "incremental_macs",
                                "dense_macs", "seconds", "verified"])
 
-    def row(self, r: dict) -> None:
+    def row(self, r: dict, text: str | None = None) -> None:
+        """Write one revision's row; `text` is the revision's text (the changes listing maps lines with it)."""
         if self.fmt == "text":
-            self._write(self._text(r))
+            self._write(self._text(r, text or ""))
             return
         if self.fmt == "jsonl":
             self._write(json.dumps(r) + "\n")
@@ -51,26 +77,62 @@ class RowWriter:
         else:
             self.out.write(chunk)
 
-    def _text(self, r: dict) -> str:
-        """What a writer reads: the document's tone, then the hints an editor would show (1-based lines)."""
+    def _text(self, r: dict, text: str) -> str:
+        """What a writer reads: the revision, the document's tone, then the hints an editor would show
+        (1-based lines): all of them, or only those new (+) or gone (-) since the previous revision."""
+        commit = self.commits.get(r["revision"])
+        if commit is None:
+            return self._plain_text(r)
+        head = f"{commit.date} {commit.short_hash} {commit.subject}".rstrip()
+        before = self.previous.get(r["doc"], _Previous())
+        if r["scores"] is None:
+            self.previous[r["doc"]] = _Previous()
+            return f"{head}\n  empty\n"
+        hints = self._hints(r)
+        self.previous[r["doc"]] = _Previous(text, hints, r["scores"])
+        label = max(r["scores"], key=r["scores"].get)
+        score = f"{label} {r['scores'][label]:.2f}"
+        if before.scores is not None and label in before.scores:
+            score += f" ({r['scores'][label] - before.scores[label]:+.2f})"
+        status = (f"  {score}; {r['changed_tokens']} of {r['tokens']} tokens changed, "
+                  f"{r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs than scoring from scratch; "
+                  f"{len(hints)} hints")
+        if not self.changes_only:
+            return "\n".join([head, status, *(f"  {h.text}" for h in hints)]) + "\n"
+        diff = changes(before.hints, hints, before.text, text)
+        status += f": {len(diff.new)} new, {len(diff.gone)} gone"
+        return "\n".join([head, status, *(f"  + {h.text}" for h in diff.new),
+                          *(f"  - {h.text}" for h in diff.gone)]) + "\n"
+
+    def _plain_text(self, r: dict) -> str:
+        """A revision of a folder or a revision file: `doc/revision:`, the tone, every hint."""
         if r["scores"] is None:
             return f"{r['doc']}/{r['revision']}: empty\n"
         label = max(r["scores"], key=r["scores"].get)
         lines = [f"{r['doc']}/{r['revision']}: {label} {r['scores'][label]:.2f}  ({r['changed_tokens']} of "
                  f"{r['tokens']} tokens changed, {r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs "
                  f"than scoring from scratch)"]
+        lines += [f"  {h.text}" for h in self._hints(r)]
+        return "\n".join(lines) + "\n"
+
+    def _hints(self, r: dict) -> list[ListedHint]:
+        """The row's hints in the order they are listed: paragraph tones, typos, unexpected words."""
+        hints = []
         for p in r["paragraphs"]:
             shown = shown_tone(p["scores"], p["words"], self.tone)  # the server's rule for a shown tone
             if shown is not None:
-                lines.append(f"  line {p['line'] + 1}: {shown[0]} tone ({shown[1]:.2f})")
+                hints.append(ListedHint(("tone", shown[0]), p["line"], False,
+                                        f"line {p['line'] + 1}: {shown[0]} tone ({shown[1]:.2f})"))
         for h in r["typos"]:
             fixes = ", ".join(repr(w) for w in h["fixes"])
-            lines.append(f"  line {h['line'] + 1}:{h['column'] + 1}: possible typo {h['text']!r} "
-                         f"({h['kind']}, {h['surprise']:.1f} nats; likely: {fixes})")
+            hints.append(ListedHint((f"typo {h['kind']}", h["text"]), h["line"], True,
+                                    f"line {h['line'] + 1}:{h['column'] + 1}: possible typo {h['text']!r} "
+                                    f"({h['kind']}, {h['surprise']:.1f} nats; likely: {fixes})"))
         for h in r["surprises"]:
-            lines.append(f"  line {h['line'] + 1}:{h['column'] + 1}: unexpected {h['text']!r} "
-                         f"(surprise {h['surprise']:.1f}): possible typo or awkward wording")
-        return "\n".join(lines) + "\n"
+            hints.append(ListedHint(("unexpected", h["text"]), h["line"], True,
+                                    f"line {h['line'] + 1}:{h['column'] + 1}: unexpected {h['text']!r} "
+                                    f"(surprise {h['surprise']:.1f}): possible typo or awkward wording"))
+        return hints
 
     def summary(self, s: Summary) -> None:
         if self.fmt == "jsonl":

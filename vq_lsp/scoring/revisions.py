@@ -2,7 +2,9 @@
 
 Every source yields (document name, revision label, text). Bad files never abort a run: an
 unreadable or binary file is reported and skipped, non-UTF-8 text is decoded with replacement
-characters and a warning. Problems are reported through the `warn` callback.
+characters and a warning. Problems are reported through the `warn` callback. `RevisionSource`
+adds what is known before the first revision is read: how many there will be (a progress bar's
+total) and, for a git history, the date and subject of the commit behind each revision label.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -37,9 +39,42 @@ def decode(data: bytes, label: str, warn: Warn) -> str | None:
         return data.decode("utf-8", errors="replace")
 
 
+@dataclass(frozen=True)
+class CommitHeader:
+    """What names a git revision to a reader: the commit's short hash (the revision label), its
+    author date (YYYY-MM-DD, in the author's time zone) and the first line of its message."""
+
+    short_hash: str
+    date: str
+    subject: str
+
+
+@dataclass
+class RevisionSource:
+    """Revisions to score, with what is known before they are read: `expected` revisions (None when
+    unknown; an upper bound, as a bad file is skipped) and, for a git history, each revision
+    label's commit."""
+
+    revisions: Iterator[Revision]
+    expected: int | None = None
+    commits: dict[str, CommitHeader] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[Revision]:
+        return self.revisions
+
+
+def revision_files(folder: Path) -> list[Path]:
+    """The files of a folder of revisions (hidden files are not revisions), unsorted."""
+    return [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+
+
+def folder_source(folder: Path, order: str, warn: Warn) -> RevisionSource:
+    return RevisionSource(from_folder(folder, order, warn), expected=len(revision_files(folder)))
+
+
 def from_folder(folder: Path, order: str, warn: Warn) -> Iterator[Revision]:
     """Every file in a folder is one revision of one document, in natural name or mtime order."""
-    files = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    files = revision_files(folder)
     if not files:
         raise ValueError(f"{folder}: no revision files in this folder")
     key = (lambda p: (p.stat().st_mtime, natural_key(p.name))) if order == "mtime" else (lambda p: natural_key(p.name))
@@ -67,6 +102,8 @@ class GitRevision:
     blob: str | None  # None: the commit deleted the file
     mode: str
     status: str  # A, M, R100, D, ... as `git log --raw` prints it
+    date: str = ""  # author date, YYYY-MM-DD
+    subject: str = ""  # the first line of the commit message
 
 
 def _git(cwd: Path, *args: str) -> bytes:
@@ -82,17 +119,26 @@ def _git(cwd: Path, *args: str) -> bytes:
     return proc.stdout
 
 
-def parse_raw_log(out: bytes) -> list[GitRevision]:
-    """`git log --raw --no-abbrev -z --format=%x01%H` output -> one GitRevision per commit, newest first.
+LOG_FORMAT = "--format=%x01%H%x00%aI%x00%s"
+_RECORD = re.compile(rb"\x01(?=[0-9a-f]{40,64}\x00)")  # a record's start: a \x01 in a subject is not one
 
-    Raw entries are `:modes... blobs... STATUS NUL path [NUL path]`; the last path is where the
-    file lives after the commit, the last blob and mode are its content then (also for the
-    `::` entries of combined merge diffs).
+
+def parse_raw_log(out: bytes) -> list[GitRevision]:
+    """`git log --raw --no-abbrev -z` output in LOG_FORMAT -> one GitRevision per commit, newest first.
+
+    A record is `\\x01 HASH NUL DATE NUL SUBJECT NUL` and the raw entries,
+    `:modes... blobs... STATUS NUL path [NUL path]`; the last path is where the file lives after
+    the commit, the last blob and mode are its content then (also for the `::` entries of
+    combined merge diffs).
     """
     revs = []
-    for record in out.split(b"\x01")[1:]:
-        head, _, rest = record.partition(b"\0")
-        commit = head.decode().strip()
+    for record in _RECORD.split(out)[1:]:
+        head = record.split(b"\0", 3)
+        commit, date, subject = (head + [b"", b"", b""])[:3]
+        commit = commit.decode().strip()
+        date = date.decode(errors="replace").strip()[:10]
+        subject = subject.decode("utf-8", errors="replace").strip()
+        rest = head[3] if len(head) > 3 else b""
         fields = rest.lstrip(b"\n").split(b"\0")
         entries, i = [], 0
         while i < len(fields):
@@ -107,7 +153,8 @@ def parse_raw_log(out: bytes) -> list[GitRevision]:
             i += 1 + npaths
             parents = len(meta) - len(meta.lstrip(":"))
             blob, mode = parts[-2], parts[parents]
-            entries.append(GitRevision(commit, paths[-1], None if set(blob) <= _NO_BLOB else blob, mode, status))
+            entries.append(GitRevision(commit, paths[-1], None if set(blob) <= _NO_BLOB else blob, mode, status,
+                                       date, subject))
         if entries:
             # a commit that deletes one path and adds the followed one lists both: the one with content wins
             revs.append(next((e for e in entries if e.blob is not None), entries[-1]))
@@ -141,7 +188,7 @@ def git_history(file: Path, merges: str = "first-parent") -> tuple[Path, list[Gi
         rel = file.resolve().relative_to(top.resolve()).as_posix()
     except ValueError:
         raise ValueError(f"{file}: lies outside its repository {top} (a symbolic link?)") from None
-    log = ["log", "--follow", "--raw", "--no-abbrev", "-z", "--format=%x01%H", "--no-color", "--no-ext-diff"]
+    log = ["log", "--follow", "--raw", "--no-abbrev", "-z", LOG_FORMAT, "--no-color", "--no-ext-diff"]
     log += ["--first-parent", "--diff-merges=first-parent"] if merges == "first-parent" else ["--topo-order", "--cc"]
     try:
         revs = parse_raw_log(_git(top, *log, "--", rel))
@@ -157,7 +204,12 @@ def git_history(file: Path, merges: str = "first-parent") -> tuple[Path, list[Gi
 
 
 def from_git(file: Path, warn: Warn, note: Warn | None = None, merges: str = "first-parent") -> Iterator[Revision]:
-    """Every commit that changed `file`'s content, oldest first, across renames.
+    """Every commit that changed `file`'s content, oldest first, across renames (see `git_source`)."""
+    return git_source(file, warn, note, merges).revisions
+
+
+def git_source(file: Path, warn: Warn, note: Warn | None = None, merges: str = "first-parent") -> RevisionSource:
+    """Every commit that changed `file`'s content, oldest first, across renames, with its commit header.
 
     The history is read (and every problem with the path raised as ValueError) before the
     first revision is yielded. A commit that leaves the content as it was (a pure rename, a
@@ -208,7 +260,8 @@ def from_git(file: Path, warn: Warn, note: Warn | None = None, merges: str = "fi
         if deleted_at is not None:
             warn(f"{name}: deleted in {deleted_at} and not restored; its last content was scored last")
 
-    return texts()
+    commits = {r.commit[:10]: CommitHeader(r.commit[:10], r.date, r.subject) for r in content}
+    return RevisionSource(texts(), expected=distinct, commits=commits)
 
 
 def from_jsonl(path: Path, warn: Warn) -> Iterator[Revision]:
