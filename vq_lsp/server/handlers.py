@@ -15,6 +15,7 @@ from ..documents.store import Documents
 from ..documents.textsync import Change
 from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
+from . import dictionary_actions, workspace_files
 from .language_server import EXIT_GRACE_S, VQServer
 from .protocol import RequestFailed
 
@@ -55,11 +56,27 @@ def build(defaults: Settings | None = None) -> VQServer:
 
     @ls.feature(types.INITIALIZE)
     async def initialize(ls: VQServer, params: types.InitializeParams):
+        ls.workspace_files.open(params)  # vq-lsp.toml and the word lists, before the editor's settings
+        ls.docs.conventions = ls.workspace_files.conventions
         await ls.apply_settings(params.initialization_options, initial=True)
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: VQServer, params: types.InitializedParams):
+        workspace_files.report_problems(ls)
+        await workspace_files.register_watchers(ls)
         await ls.load_model()
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def did_change_watched_files(ls: VQServer, params: types.DidChangeWatchedFilesParams):
+        await workspace_files.files_changed(ls, [c.uri for c in params.changes])
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: VQServer, params: types.DidSaveTextDocumentParams):
+        await workspace_files.files_changed(ls, [params.text_document.uri])
+
+    @ls.command(workspace_files.ADD_WORD)
+    def add_word(ls: VQServer, *args):
+        workspace_files.add_word(ls, args[0] if args else None)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: VQServer, params: types.DidOpenTextDocumentParams):
@@ -109,7 +126,7 @@ def build(defaults: Settings | None = None) -> VQServer:
             found = await ls.ready(uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
         except RequestFailed:
             return []
-        return hint_lsp.quick_fix_actions(uri, ours, found)
+        return hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours)
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: VQServer, params: types.CodeLensParams):
