@@ -53,8 +53,8 @@ class DiagnosticSettings:
         "false: no hints in source files."))
     sentiment_severity: str = field(default="information", metadata=_meta(
         "Severity of tone diagnostics.", choices=SEVERITIES))
-    typo_severity: str = field(default="hint", metadata=_meta(
-        "Severity of typo diagnostics (`vq-lsp check --fail-on` compares against it).", choices=SEVERITIES))
+    typo_severity: str = field(default="warning", metadata=_meta(
+        "Severity of typo diagnostics (warning: `vq-lsp check` fails on typos by default).", choices=SEVERITIES))
     surprise_severity: str = field(default="hint", metadata=_meta(
         "Severity of unlikely-word diagnostics.", choices=SEVERITIES))
 
