@@ -51,12 +51,17 @@ class DiagnosticSettings:
     source_comments: bool = field(default=True, metadata=_meta(
         "In source files (a languageId in fileTypes such as python), hint comments and docstrings only; "
         "false: no hints in source files."))
+    grammar: bool = field(default=True, metadata=_meta(
+        "Publish Harper's grammar and word-choice lints (agreement, articles, repeated words, capitalization) "
+        "in prose, with their suggestions as quick fixes; spelling stays the model's typo hints."))
     sentiment_severity: str = field(default="information", metadata=_meta(
         "Severity of tone diagnostics.", choices=SEVERITIES))
     typo_severity: str = field(default="warning", metadata=_meta(
         "Severity of typo diagnostics (warning: `vq-lsp check` fails on typos by default).", choices=SEVERITIES))
     surprise_severity: str = field(default="hint", metadata=_meta(
         "Severity of unlikely-word diagnostics.", choices=SEVERITIES))
+    grammar_severity: str = field(default="hint", metadata=_meta(
+        "Severity of grammar (Harper) diagnostics.", choices=SEVERITIES))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,7 @@ def client_reading_code_actions_right():
         kind = types.Command if isinstance(obj.get("command"), str) else types.CodeAction
         return converter.structure(obj, kind)
 
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)  # noqa: UP007 (the key)
     return client
 
 
@@ -237,3 +237,28 @@ async def test_a_malformed_configuration_file_names_the_file_and_key(client):
     assert typo_words(client, uri, text) == ["mornning", "recieve"]
     config.write_text('words = ["recieve"]\n')
     watched_change(client, config)
+
+
+async def test_grammar_lints_come_with_quick_fixes_and_go_when_turned_off(client):
+    uri = (ROOT / "grammar.md").as_uri()
+    text = ("# Notes\n\nHe go to the market every morning before the shops open.\n\n"
+            "```\nhe go\n```\n\nThis is a example of a sentence that the model reads well enough.\n")
+    open_doc(client, uri, text, language="markdown")
+    got = await diagnostics_for(client, uri, 1)
+    grammar = sorted((d for d in got.diagnostics if d.code == "grammar"), key=lambda d: d.range.start.line)
+    assert [(d.range.start.line, d.range.start.character) for d in grammar] == [(2, 3), (8, 8)], grammar
+    assert all(d.severity == types.DiagnosticSeverity.Hint and "(harper: " in d.message for d in grammar)
+    agreement = grammar[0]
+    actions = await actions_for(client, uri, agreement)
+    assert actions and actions[0].is_preferred and actions[0].title == "Replace 'go' with 'goes'"
+    (edit,) = actions[0].edit.changes[uri]
+    assert edit.new_text == "goes" and edit.range == agreement.range
+    config = ROOT / "vq-lsp.toml"
+    config.write_text('words = ["recieve"]\n[diagnostics]\ngrammar = false\n')
+    watched_change(client, config)
+    await wait_until(client, PUBLISH, lambda: not [d for d in client.published[uri][-1].diagnostics
+                                                   if d.code == "grammar"])
+    config.write_text('words = ["recieve"]\n')
+    watched_change(client, config)
+    await wait_until(client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics
+                                                   if d.code == "grammar"]) == 2)

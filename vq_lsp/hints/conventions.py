@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from ..settings import DiagnosticSettings
-from . import excludes, ignores, lsp, markup
+from . import excludes, grammar, ignores, lsp, markup
 from .dictionary import Dictionary
-from .material import HintMaterial, TokenizedText
+from .material import HintMaterial, TokenizedText, layout_for
 
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
             "information": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
@@ -59,7 +59,30 @@ def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings, c
     silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
     words = conventions.dictionary.union(silenced.words)
     picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced), cfg)
+    if cfg.grammar:
+        picked += grammar_hints(tt.text, grammar_lints(tt.text, language_id, cfg, words), picked, silenced)
     return [dataclasses.replace(h, severity=severity_of(h.code, cfg)) for h in picked]
+
+
+def grammar_lints(text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary
+                  ) -> list[grammar.GrammarLint]:
+    """Harper's lints of the document's prose, with the writer's words."""
+    return grammar.checker().lints(text, layout_for(text, language_id, cfg), words.words)
+
+
+def grammar_hints(text: str, lints: list[grammar.GrammarLint], word_hints: list[lsp.Hint],
+                  silenced: ignores.Ignores) -> list[lsp.Hint]:
+    """Harper's lints as hints: none where the model already flags a word (one hint per span) or
+    an ignore comment silences grammar."""
+    taken = [(h.start, h.end) for h in word_hints if h.code != "sentiment"]
+    out = []
+    for lint in lints:
+        if any(a < lint.end and lint.start < b for a, b in taken) or silenced.silences("grammar", lint.start,
+                                                                                       lint.end):
+            continue
+        out.append(lsp.Hint(lint.start, lint.end, f"{lint.message} (harper: {lint.kind})",
+                            types.DiagnosticSeverity.Hint, "grammar"))
+    return out
 
 
 def severity_of(code: str, cfg: DiagnosticSettings) -> types.DiagnosticSeverity:

@@ -22,9 +22,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 TEACHABLE = ("typo", "surprise")  # diagnostic codes whose word can be added to a dictionary
 
 
-def _offset(text: str, line: int, character: int) -> int:
+def lsp_offset(text: str, line: int, character: int) -> int:
     """The char offset of an LSP position (UTF-16 column)."""
     start = 0
     for _ in range(line):
@@ -41,7 +41,7 @@ def _offset(text: str, line: int, character: int) -> int:
     return i
 
 
-def _position(text: str, offset: int) -> types.Position:
+def lsp_position(text: str, offset: int) -> types.Position:
     line = text.count("\n", 0, offset)
     column = text[text.rfind("\n", 0, offset) + 1:offset]
     return types.Position(line, len(column.encode("utf-16-le")) // 2)
@@ -80,8 +80,8 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
         lists.insert(0, ("the workspace dictionary", dictionaries.workspace_dictionary_path(ls.workspace_files.root)))
     out, seen = [], set()
     for d in ours:
-        a = _offset(text, d.range.start.line, d.range.start.character)
-        b = _offset(text, d.range.end.line, d.range.end.character)
+        a = lsp_offset(text, d.range.start.line, d.range.start.character)
+        b = lsp_offset(text, d.range.end.line, d.range.end.character)
         word = text[a:b].strip()
         if not word or " " in word or word in seen:
             continue
@@ -94,7 +94,7 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
                                             command=types.Command(title="learn the word", command=ADD_WORD,
                                                                   arguments=[word])))
         at, insert = ignores.document_words_insert(text, st.language_id, word)
-        pos = _position(text, at)
+        pos = lsp_position(text, at)
         out.append(types.CodeAction(
             title=f"Ignore {word!r} in this document", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
             edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=types.Range(pos, pos), new_text=insert)]})))

@@ -15,7 +15,7 @@ from ..documents.store import Documents
 from ..documents.textsync import Change
 from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
-from . import dictionary_actions, workspace_files
+from . import dictionary_actions, grammar_actions, workspace_files
 from .language_server import EXIT_GRACE_S, VQServer
 from .protocol import RequestFailed
 
@@ -118,15 +118,16 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def code_action(ls: VQServer, params: types.CodeActionParams):
         """Quick fixes for our typo and surprise hints: the dictionary words one edit away (two for
         a non-word with nothing closer) that the LM head finds likeliest there, best first."""
+        grammar = await grammar_actions.actions(ls, params.text_document.uri, params.context.diagnostics)
         ours = hint_lsp.fixable(params.context.diagnostics)
         if not ours:
-            return []
+            return grammar
         uri = params.text_document.uri
         try:
             found = await ls.ready(uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
         except RequestFailed:
-            return []
-        return hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours)
+            return grammar
+        return hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours) + grammar
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: VQServer, params: types.CodeLensParams):
