@@ -2,7 +2,7 @@
 
 A word in the configuration file's `words` is never flagged; the "Add 'X' to the workspace
 dictionary" quick fix creates the word list and the hint then disappears in this and another open
-document; "Ignore 'X' in this document" writes a comment that silences it there only; ignore
+document (read from the file, or from the editor's unsaved buffer of it); "Ignore 'X' in this document" writes a comment that silences it there only; ignore
 comments silence hints inside their region and only there; the configuration file's thresholds
 and excludes apply, without a restart, when the client reports the file changed; a malformed file
 gives one message naming the file and the key, and the server goes on.
@@ -137,8 +137,8 @@ async def test_adding_a_word_to_the_workspace_dictionary_clears_it_everywhere(cl
     assert not (ROOT / ".vq-lsp-words.txt").exists()
     apply_file_edit(add.edit)
     assert (ROOT / ".vq-lsp-words.txt").read_text() == "statoin\n"
-    await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=add.command.command, arguments=add.command.arguments))
+    assert add.command is None  # a plain edit: the server learns the word from the changed file
+    watched_change(client, ROOT / ".vq-lsp-words.txt", types.FileChangeType.Created)
     assert await latest_typos(client, first, text_one, []) == []
     assert await latest_typos(client, second, text_two, ["wekend"]) == ["wekend"]
 
@@ -154,8 +154,28 @@ async def test_adding_to_the_user_dictionary_appends_to_its_file(client):
     add = next(a for a in actions if a.title == "Add 'beleive' to your dictionary")
     apply_file_edit(add.edit)
     assert USER_WORDS.read_text() == "# my words\nfoo\nbeleive\n"
-    watched_change(client, USER_WORDS)  # the file alone (no command) is enough
+    watched_change(client, USER_WORDS)
     assert await latest_typos(client, uri, text, []) == []
+
+
+async def test_a_word_list_open_in_the_editor_counts_unsaved(client):
+    """Neovim applies the fix to a buffer it opens and does not save: the buffer's words count."""
+    uri = (ROOT / "buffer.md").as_uri()
+    text = "We think the forcast says rain for the whole of the coming week, sadly.\n"
+    open_doc(client, uri, text, language="markdown")
+    await diagnostics_for(client, uri, 1)
+    assert typo_words(client, uri, text) == ["forcast"]
+    words_uri = (ROOT / ".vq-lsp-words.txt").as_uri()
+    on_disk = (ROOT / ".vq-lsp-words.txt").read_text()
+    open_doc(client, words_uri, on_disk, language="plaintext")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=words_uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=on_disk + "forcast\n")]))
+    assert await latest_typos(client, uri, text, []) == []
+    assert (ROOT / ".vq-lsp-words.txt").read_text() == on_disk  # unsaved
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=words_uri)))
+    assert await latest_typos(client, uri, text, ["forcast"]) == ["forcast"]  # closed unsaved: the file counts
 
 
 async def test_ignoring_a_word_in_the_document_writes_a_comment_there_only(client):

@@ -3,9 +3,11 @@
 Each is a standard code action whose `WorkspaceEdit` does the work, so Neovim and VS Code apply it
 with no client-side command: creating the word list if needed (CreateFile, ignored if it exists)
 and appending the word (a TextEdit at the file's end); for the document, a `vq-lsp-words:` comment
-(hints/ignores.py). The dictionary fixes also carry the server command `vqLsp.addWord`, which
-clients run after the edit: the server learns the word at once and re-hints every open document,
-even before the editor saves the word list (a saved word list is read again anyway).
+(hints/ignores.py). No command rides along (lsprotocol-based clients read any code action with a
+`command` as a bare Command): the server learns the word when the word list changes, from the file
+watcher or a save (VS Code saves files a workspace edit creates), or from the editor's buffer when
+the editor opens the word list to apply the edit (Neovim), see workspace_files.py; every open
+document is then re-hinted.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from lsprotocol import types
 from ..hints import ignores
 from ..hints.lsp import SOURCE
 from ..workspace import dictionaries
-from .workspace_files import ADD_WORD
 
 if TYPE_CHECKING:
     from .language_server import VQServer
@@ -90,9 +91,7 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
             edit = _file_edit(path, word, can_create)
             if edit is not None:
                 out.append(types.CodeAction(title=f"Add {word!r} to {where}", kind=types.CodeActionKind.QuickFix,
-                                            diagnostics=[d], edit=edit,
-                                            command=types.Command(title="learn the word", command=ADD_WORD,
-                                                                  arguments=[word])))
+                                            diagnostics=[d], edit=edit))
         at, insert = ignores.document_words_insert(text, st.language_id, word)
         pos = lsp_position(text, at)
         out.append(types.CodeAction(

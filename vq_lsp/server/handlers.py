@@ -74,22 +74,21 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def did_save(ls: VQServer, params: types.DidSaveTextDocumentParams):
         await workspace_files.files_changed(ls, [params.text_document.uri])
 
-    @ls.command(workspace_files.ADD_WORD)
-    def add_word(ls: VQServer, *args):
-        workspace_files.add_word(ls, args[0] if args else None)
-
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: VQServer, params: types.DidOpenTextDocumentParams):
         d = params.text_document
         ls.coalescer.submit(d.uri, Opened(d.version, d.language_id, d.text))
+        ls.workspace_files.watch_buffer(ls, d.uri)  # a word list opened in the editor
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: VQServer, params: types.DidChangeTextDocumentParams):
         ls.coalescer.submit(params.text_document.uri, Edited(params.text_document.version, changes_of(params)))
+        ls.workspace_files.watch_buffer(ls, params.text_document.uri)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: VQServer, params: types.DidCloseTextDocumentParams):
         ls.coalescer.submit(params.text_document.uri, Closed())
+        ls.workspace_files.watch_buffer(ls, params.text_document.uri, closed=True)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: VQServer, params: types.DidChangeConfigurationParams):

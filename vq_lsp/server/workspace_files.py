@@ -7,12 +7,14 @@ again, with no restart, when the client reports a change of `vq-lsp.toml`, `pypr
 word list (`workspace/didChangeWatchedFiles`, registered dynamically where the client allows it)
 or saves one of them (`textDocument/didSave`); every open document is then re-hinted.
 
-The quick fixes that add a word (dictionary_actions.py) carry the edit of the word list and the
-`vqLsp.addWord` command: the server learns the word at once, before the editor saves the file.
+A word list open in the editor counts as its buffer says, saved or not: the quick fixes that add
+a word (dictionary_actions.py) are plain edits of the word list, which Neovim applies to a buffer
+it opens (and does not save); the server reads the buffer once the change is processed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ADD_WORD = "vqLsp.addWord"
 WATCH_REGISTRATION = "vq-lsp/watch-workspace-files"
 REAPPLY = object()  # apply_settings(REAPPLY): the editor's last settings again, over a re-read file
 
@@ -52,10 +53,11 @@ class WorkspaceFiles:
         self.root: Path | None = None
         self.config = config_file.WorkspaceConfig()
         self.problems: list[str] = []  # not yet shown to the user
-        self.learned: set[str] = set()  # words added by a quick fix whose file edit may be unsaved
+        self.buffers: dict[Path, str] = {}  # word lists open in the editor: their unsaved text wins
         self.conventions = Conventions()
         self._init_data: Any = None
         self._editor_data: Any = None
+        self._tasks: set[asyncio.Future] = set()
 
     def open(self, params: types.InitializeParams) -> None:
         self.root = root_of(params)
@@ -64,13 +66,20 @@ class WorkspaceFiles:
     def read(self) -> None:
         """Read the configuration file and the dictionaries again."""
         self.config = config_file.load(self.root)
-        words, problems = dictionaries.load(self.root, self.config.words)
+        words, problems = dictionaries.load(self.root, self.config.words, self.buffers)
         self.problems += list(self.config.problems) + problems
-        self.conventions = Conventions(words.union(self.learned), str(self.root) if self.root else None)
+        self.conventions = Conventions(words, str(self.root) if self.root else None)
 
-    def learn(self, word: str) -> None:
-        self.learned.add(word)
-        self.conventions = Conventions(self.conventions.dictionary.union([word]), self.conventions.root)
+    def word_list(self, uri: str) -> Path | None:
+        """The word list a document is, if it is one."""
+        path = excludes.path_of(uri)
+        if path is None:
+            return None
+        path = Path(path)
+        lists = [dictionaries.user_dictionary_path()]
+        if self.root is not None:
+            lists.append(dictionaries.workspace_dictionary_path(self.root))
+        return path if path in lists else None
 
     def settings(self, defaults: Settings, data: Any, initial: bool) -> tuple[Settings, list[str]]:
         """Defaults, then the configuration file, then initializationOptions, then the editor's last
@@ -89,6 +98,13 @@ class WorkspaceFiles:
     def watches(self, path: Path) -> bool:
         names = {*config_file.WATCHED, dictionaries.WORKSPACE_WORDS}
         return path.name in names or path == dictionaries.user_dictionary_path()
+
+    def watch_buffer(self, ls: VQServer, uri: str, closed: bool = False) -> None:
+        """didOpen, didChange, didClose: when the document is a word list, read it again (a task)."""
+        if self.word_list(uri) is not None:
+            task = asyncio.ensure_future(buffer_changed(ls, uri, closed))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def take_problems(self) -> list[str]:
         out, self.problems = self.problems, []
@@ -135,10 +151,19 @@ async def files_changed(ls: VQServer, uris: list[str]) -> None:
         await reload(ls)
 
 
-def add_word(ls: VQServer, word: Any) -> None:
-    """vqLsp.addWord: learn a word added to a dictionary by a quick fix, and re-hint every document."""
-    if not isinstance(word, str) or not word.strip():
+async def buffer_changed(ls: VQServer, uri: str, closed: bool = False) -> None:
+    """A word list opened, edited or closed in the editor: read its words from the buffer (once the
+    change is processed), or from disk again once it is closed."""
+    files = ls.workspace_files
+    path = files.word_list(uri)
+    if path is None:
         return
-    ls.workspace_files.learn(word.strip())
-    ls.docs.conventions = ls.workspace_files.conventions
-    ls.refresh_all(SettingsChanged())
+    if closed:
+        files.buffers.pop(path, None)
+    else:
+        await ls.coalescer.caught_up(uri)
+        st = ls.docs.states.get(uri)
+        if st is None:
+            return
+        files.buffers[path] = st.text
+    await reload(ls)

@@ -12,7 +12,7 @@ for the quick fix that adds it (the editor writes the file: the fix is a plain W
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,11 +45,16 @@ def read_words(path: Path) -> tuple[list[str], str | None]:
         return [], f"{path}: cannot read this word list ({e}); its words are not used"
 
 
-def load(root: Path | None, config_words: Iterable[str] = ()) -> tuple[Dictionary, list[str]]:
-    """The workspace's, the user's and the configuration file's words together, and the problems met."""
+def load(root: Path | None, config_words: Iterable[str] = (),
+         buffers: Mapping[Path, str] | None = None) -> tuple[Dictionary, list[str]]:
+    """The workspace's, the user's and the configuration file's words together, and the problems met.
+    `buffers`: the text of word lists open in an editor, read instead of their files."""
     lists, problems = [list(config_words)], []
     paths = [user_dictionary_path()] + ([workspace_dictionary_path(root)] if root is not None else [])
     for path in paths:
+        if buffers and path in buffers:
+            lists.append(parse_word_list(buffers[path]))
+            continue
         words, problem = read_words(path)
         lists.append(words)
         if problem:
