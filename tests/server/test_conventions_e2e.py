@@ -2,10 +2,11 @@
 
 A word in the configuration file's `words` is never flagged; the "Add 'X' to the workspace
 dictionary" quick fix creates the word list and the hint then disappears in this and another open
-document (read from the file, or from the editor's unsaved buffer of it); "Ignore 'X' in this document" writes a comment that silences it there only; ignore
-comments silence hints inside their region and only there; the configuration file's thresholds
-and excludes apply, without a restart, when the client reports the file changed; a malformed file
-gives one message naming the file and the key, and the server goes on.
+document (read from the file, or from the editor's unsaved buffer of it); "Ignore 'X' in this
+document" writes a comment that silences it there only; ignore comments silence hints inside their
+region and only there; the configuration file's thresholds and excludes apply, without a restart,
+when the client reports the file changed; a malformed file gives one message naming the file and
+the key, and the server goes on; Harper's grammar lints come with quick fixes and go when turned off.
 """
 
 from __future__ import annotations
