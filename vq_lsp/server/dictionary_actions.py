@@ -63,9 +63,11 @@ def _file_edit(path: Path, word: str, can_create: bool) -> types.WorkspaceEdit |
 
 
 def _can_create(ls: VQServer) -> bool:
+    """Whether the client creates files in a WorkspaceEdit. Resource operations only exist in
+    `documentChanges`, so announcing `create` implies them (Neovim announces no documentChanges flag)."""
     caps = ls.client_capabilities.workspace
     edit = caps.workspace_edit if caps is not None else None
-    return bool(edit is not None and edit.document_changes and edit.resource_operations
+    return bool(edit is not None and edit.resource_operations
                 and types.ResourceOperationKind.Create in edit.resource_operations)
 
 
