@@ -71,6 +71,8 @@ def test_dictionary_matching_and_word_lists():
     words = Dictionary.of(["dtype", "GitHub"])
     assert "dtype" in words and "Dtype" in words and "GitHub" in words
     assert "github" not in words and "stdio" not in words
+    assert words.near("dtpye") == ["dtype"] and words.near("Dtyp") == ["Dtype"] and words.near("Githb") == ["GitHub"]
+    assert words.near("dtype") == [] and words.near("types") == []
     assert parse_word_list("# team words\ndtype\n\n  stdio  # the C header\n") == ["dtype", "stdio"]
 
 

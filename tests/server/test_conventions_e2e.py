@@ -142,6 +142,14 @@ async def test_adding_a_word_to_the_workspace_dictionary_clears_it_everywhere(cl
     watched_change(client, ROOT / ".vq-lsp-words.txt", types.FileChangeType.Created)
     assert await latest_typos(client, first, text_one, []) == []
     assert await latest_typos(client, second, text_two, ["wekend"]) == ["wekend"]
+    third = (ROOT / "three.md").as_uri()
+    text_three = "They walked to the staton in the rain and waited for the last train home.\n"
+    open_doc(client, third, text_three, language="markdown")
+    got = await diagnostics_for(client, third, 1)
+    assert typo_words(client, third, text_three) == ["staton"]
+    typo = next(d for d in got.diagnostics if d.code == "typo")
+    titles = [a.title for a in await actions_for(client, third, typo)]
+    assert "Replace 'staton' with 'statoin' (a dictionary word)" in titles  # the dictionary's words are fixes
 
 
 async def test_adding_to_the_user_dictionary_appends_to_its_file(client):

@@ -33,6 +33,16 @@ class Dictionary:
             return True
         return word.lower().replace("’", "'") in self.words
 
+    def near(self, word: str) -> list[str]:
+        """The dictionary's words one edit from `word` (a letter inserted, dropped, replaced or two
+        swapped; case ignored), in `word`'s case when listed in lower case: fixes for a typo of jargon."""
+        lower = word.lower()
+        out = []
+        for w in sorted(self.words):
+            if w.lower() != lower and one_edit_apart(lower, w.lower()):
+                out.append(w[:1].upper() + w[1:] if w.islower() and word[:1].isupper() else w)
+        return out
+
     def union(self, other: Iterable[str]) -> Dictionary:
         return Dictionary(self.words | frozenset(w.strip() for w in other if w.strip()))
 
@@ -45,3 +55,16 @@ def parse_word_list(text: str) -> list[str]:
         if word:
             out.append(word)
     return out
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """Whether b is a with one letter inserted, dropped or replaced, or two neighbours swapped."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long[k]), len(short))
+    return short[i:] == long[i + 1:]

@@ -1,4 +1,5 @@
-"""Quick fixes that teach a word: add it to the workspace dictionary, to the user's, or to the document's.
+"""Quick fixes that teach a word: add it to the workspace dictionary, to the user's, or to the document's;
+and the dictionaries' words one edit away as replacements (a typo of the writer's own jargon).
 
 Each is a standard code action whose `WorkspaceEdit` does the work, so Neovim and VS Code apply it
 with no client-side command: creating the word list if needed (CreateFile, ignored if it exists)
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..hints import ignores
+from ..hints import ignores, markup
 from ..hints.lsp import SOURCE
 from ..workspace import dictionaries
 
@@ -89,6 +90,12 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
         if not word or " " in word or word in seen:
             continue
         seen.add(word)
+        own = ignores.find(text, markup.markup_of(st.language_id), st.language_id).words
+        for near in ls.docs.conventions.dictionary.union(own).near(word):
+            replace = types.TextEdit(range=d.range, new_text=near)
+            out.append(types.CodeAction(
+                title=f"Replace {word!r} with {near!r} (a dictionary word)", kind=types.CodeActionKind.QuickFix,
+                diagnostics=[d], edit=types.WorkspaceEdit(changes={uri: [replace]})))
         for where, path in lists:
             edit = _file_edit(path, word, can_create)
             if edit is not None:
