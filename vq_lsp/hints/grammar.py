@@ -14,15 +14,17 @@ prose (code, tables, URLs, front matter) blanked to spaces, so offsets stay thos
 - the writer's dictionary words are imported into Harper, so its other rules accept them too.
 
 Harper's `Linter` takes about two seconds to build and its first lints warm it up: one is built
-per process, on first use, and each paragraph's lints are cached by the paragraph's text, so a
-publish after an edit lints only the edited paragraph. A `Linter` is not thread-safe: the server
-calls this module from its engine thread only.
+per process (the server starts building it while its model loads), and each paragraph's lints are
+cached by the paragraph's text, so a publish after an edit lints only the edited paragraph. A
+`Linter` is not thread-safe: the server calls this module from its engine thread only (the
+building thread hands it over before any call).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -79,16 +81,32 @@ class GrammarChecker:
         self._words: frozenset[str] = frozenset()
         self._cache: OrderedDict[str, tuple[GrammarLint, ...]] = OrderedDict()
         self.unavailable: str | None = None  # why Harper cannot be used, once that is known
+        self._building: threading.Thread | None = None
+
+    def prepare(self) -> None:
+        """Start building Harper's linter on a thread of its own (the server, while its model loads):
+        the first lints then need not wait the two seconds. Nothing else touches it meanwhile."""
+        if self._linter is None and self.unavailable is None and self._building is None:
+            self._building = threading.Thread(target=self._build, name="vq-harper", daemon=True)
+            self._building.start()
+
+    def _build(self) -> None:
+        try:
+            import harper
+        except ImportError as e:  # a platform without harper-py's wheel
+            self.unavailable = f"grammar hints need harper-py ({e}); pip install harper-py"
+            log.warning(self.unavailable)
+            return
+        linter = harper.Linter()
+        linter.lint("He go to the market.")  # the first lint pays a warm-up of its own
+        self._linter = linter
 
     def _ready(self, words: frozenset[str]) -> bool:
+        if self._building is not None:
+            self._building.join()
+            self._building = None
         if self._linter is None and self.unavailable is None:
-            try:
-                import harper
-            except ImportError as e:  # a platform without harper-py's wheel
-                self.unavailable = f"grammar hints need harper-py ({e}); pip install harper-py"
-                log.warning(self.unavailable)
-                return False
-            self._linter = harper.Linter()
+            self._build()
         if self._linter is None:
             return False
         if words != self._words:

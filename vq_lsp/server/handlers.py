@@ -13,6 +13,7 @@ from ..documents import requests
 from ..documents.events import Closed, Edited, Opened, Refresh
 from ..documents.store import Documents
 from ..documents.textsync import Change
+from ..hints import grammar
 from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
 from . import dictionary_actions, grammar_actions, workspace_files
@@ -64,6 +65,8 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def initialized(ls: VQServer, params: types.InitializedParams):
         workspace_files.report_problems(ls)
         await workspace_files.register_watchers(ls)
+        if ls.docs.settings.diagnostics.grammar:
+            grammar.checker().prepare()  # Harper's linter builds while the model loads
         await ls.load_model()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -117,16 +120,17 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def code_action(ls: VQServer, params: types.CodeActionParams):
         """Quick fixes for our typo and surprise hints: the dictionary words one edit away (two for
         a non-word with nothing closer) that the LM head finds likeliest there, best first."""
-        grammar = await grammar_actions.actions(ls, params.text_document.uri, params.context.diagnostics)
+        grammar_fixes = await grammar_actions.actions(ls, params.text_document.uri, params.context.diagnostics)
         ours = hint_lsp.fixable(params.context.diagnostics)
         if not ours:
-            return grammar
+            return grammar_fixes
         uri = params.text_document.uri
         try:
             found = await ls.ready(uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
         except RequestFailed:
-            return grammar
-        return hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours) + grammar
+            return grammar_fixes
+        return (hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours)
+                + grammar_fixes)
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: VQServer, params: types.CodeLensParams):
