@@ -130,7 +130,8 @@ def main(argv=None) -> int:
         "errors": n_errors, "harper": "harper-py " + _harper_version(),
         "rows": {name: {g: prf(*v) for g, v in groups.items()} for name, groups in rows.items()},
         "publish_cost_seconds": publish_cost(model), "hardware": "one CPU core (torch threads = --threads)",
-        "args": vars(args),
+        "args": {**vars(args), "out": str(Path(args.out).resolve().relative_to(REPO))
+                 if Path(args.out).resolve().is_relative_to(REPO) else args.out},
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
