@@ -126,7 +126,8 @@ def main(argv=None) -> int:
                     rows[name][group][i] += v
         print(f"{title[:40]:40} {len(errors):3} errors", file=sys.stderr)
     results = {
-        "model": args.model or "the bundled model (inference/default_model)", "data": "gutenberg valid split, report half (as benchmarks/typo_detection.py)",
+        "model": args.model or "the bundled model (inference/default_model)",
+        "data": "gutenberg valid split, report half (as benchmarks/typo_detection.py)",
         "errors": n_errors, "harper": "harper-py " + _harper_version(),
         "rows": {name: {g: prf(*v) for g, v in groups.items()} for name, groups in rows.items()},
         "publish_cost_seconds": publish_cost(model), "hardware": "one CPU core (torch threads = --threads)",
