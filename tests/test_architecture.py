@@ -4,7 +4,7 @@
   models; `inference` imports neither `vq_lsp`, `training`, pygls nor lsprotocol, and nothing but
   `training` imports `training` (the tests test everything; benchmarks may import anything);
 - inside `vq_lsp`, each layer imports only the ones below it: `hints` <- `documents` <- `server`,
-  `hints` <- `scoring`, everything <- `settings`, and only `vq_lsp.server` imports pygls;
+  `hints` <- `scoring`, `hints` <- `workspace` <- `server` and `scoring`, everything <- `settings`, and only `vq_lsp.server` imports pygls;
 - no package has an import cycle between its modules.
 
 Every import counts: relative ones, and those inside functions (a lazy import still ties two
@@ -35,9 +35,10 @@ FORBIDDEN_EXTERNAL = {"inference": {"pygls", "lsprotocol"}}
 VQ_LSP_LAYERS = {
     "vq_lsp.settings": set(),
     "vq_lsp.hints": {"vq_lsp.settings"},
+    "vq_lsp.workspace": {"vq_lsp.settings", "vq_lsp.hints"},
     "vq_lsp.documents": {"vq_lsp.settings", "vq_lsp.hints"},
-    "vq_lsp.server": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.documents"},
-    "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.hints"},
+    "vq_lsp.server": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.documents", "vq_lsp.workspace"},
+    "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.workspace"},
     "vq_lsp.cli": {"vq_lsp.settings", "vq_lsp.server", "vq_lsp.scoring"},
 }
 ONLY_IMPORTED_BY = {"pygls": "vq_lsp.server"}  # within vq_lsp

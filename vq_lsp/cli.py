@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vq-lsp", description="Live sentiment and writing-quality hints (LSP).")
     sub = p.add_subparsers(dest="command")
     sub.add_parser("score", help="score revision histories (see vq-lsp score --help)", add_help=False)
+    sub.add_parser("check", help="print the hints of files and folders, for CI (see vq-lsp check --help)",
+                   add_help=False)
     serve = sub.add_parser("serve", help="run the language server over stdio (the default)")
     for q in (p, serve):
         # `vq-lsp --threads 2 serve`: the subcommand must not reset what was given before it
@@ -74,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         from .scoring.command import main as score
 
         return score(argv[1:])
+    if argv[:1] == ["check"]:  # the CI checker too
+        from .scoring.check import main as check
+
+        return check(argv[1:])
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="vq-lsp %(levelname)s %(name)s: %(message)s")

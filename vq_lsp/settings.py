@@ -17,6 +17,7 @@ SECTION = "vqLsp"
 # Typo thresholds (nats of gain, see typos.py), chosen on the tuning split of benchmarks/typo_detection.py
 NON_WORD_THRESHOLD = 1.76
 REAL_WORD_THRESHOLD = 1.94
+SEVERITIES = ("error", "warning", "information", "hint")  # LSP's DiagnosticSeverity, most severe first
 
 
 def _meta(doc: str, lo: float | None = None, hi: float | None = None, choices: tuple | None = None) -> dict:
@@ -50,6 +51,17 @@ class DiagnosticSettings:
     source_comments: bool = field(default=True, metadata=_meta(
         "In source files (a languageId in fileTypes such as python), hint comments and docstrings only; "
         "false: no hints in source files."))
+    grammar: bool = field(default=True, metadata=_meta(
+        "Publish Harper's grammar and word-choice lints (agreement, articles, repeated words, capitalization) "
+        "in prose, with their suggestions as quick fixes; spelling stays the model's typo hints."))
+    sentiment_severity: str = field(default="information", metadata=_meta(
+        "Severity of tone diagnostics.", choices=SEVERITIES))
+    typo_severity: str = field(default="warning", metadata=_meta(
+        "Severity of typo diagnostics (warning: `vq-lsp check` fails on typos by default).", choices=SEVERITIES))
+    surprise_severity: str = field(default="hint", metadata=_meta(
+        "Severity of unlikely-word diagnostics.", choices=SEVERITIES))
+    grammar_severity: str = field(default="hint", metadata=_meta(
+        "Severity of grammar (Harper) diagnostics.", choices=SEVERITIES))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +88,9 @@ class Settings:
     file_types: tuple[str, ...] = field(default=(
         "plaintext", "text", "markdown", "restructuredtext", "rst", "asciidoc", "org", "tex", "latex", "mail",
         "gitcommit"), metadata=_meta("languageIds the server gives hints for; '*' means every document."))
+    exclude: tuple[str, ...] = field(default=(), metadata=_meta(
+        "Glob patterns of files that get no hints, relative to the workspace root (`docs/generated/**`, "
+        "`*.min.md`); a pattern without a slash matches a file name in any folder."))
     diagnostics: DiagnosticSettings = field(default_factory=DiagnosticSettings, metadata=_meta("Diagnostics."))
     hover: bool = field(default=True, metadata=_meta("Answer hover requests with document and paragraph scores."))
     code_lens: bool = field(default=True, metadata=_meta("Show the document score as a code lens on the first line."))

@@ -27,7 +27,7 @@ import torch
 
 import inference
 
-from ..hints import lsp as hint_lsp
+from ..hints import conventions
 from ..hints.material import HintMaterial
 from ..settings import Settings
 from . import memory, remap
@@ -49,6 +49,7 @@ class Documents:
         self.model_error: str | None = "the model is not loaded yet"
         self.states: OrderedDict[str, DocumentState] = OrderedDict()  # least recently used first
         self.snapshots = SnapshotStore()
+        self.conventions = conventions.Conventions()  # dictionaries and workspace root (server/workspace_files.py)
 
     # ----------------------------------------------------------------- model
     def load_model(self) -> str:
@@ -149,7 +150,8 @@ class Documents:
             st.material = HintMaterial.of(st.tracked, st.doc, st.version, st.language_id, self.settings.diagnostics)
         elif not (self._material_current(st) and st.tracked is not None):
             return out
-        chosen = hint_lsp.choose(st.tracked, st.material, self.settings.diagnostics)
+        chosen = conventions.choose(st.tracked, st.material, self.settings.diagnostics, self.conventions,
+                                    st.language_id)
         if not pending:
             out.diagnostics = [h.lsp(st.tracked.position, st.version) for h in chosen]
             return out
@@ -274,7 +276,7 @@ class Documents:
             return Problem(Reason.OUT_OF_SYNC)
         if self.model is None:
             return Problem(Reason.NO_MODEL)
-        if not self.settings.wants(st.language_id):
+        if not self.settings.wants(st.language_id) or self.conventions.excludes(st.uri, self.settings.exclude):
             return Problem(Reason.FILE_TYPE)
         if st.tracked is None or st.problem is not None:
             bad = text_problem(st.text)

@@ -85,6 +85,11 @@ def language_of(name: str) -> str:
     return _SUFFIX.get(PurePath(name).suffix.lower(), "plaintext")
 
 
+def comment_family(language_id: str) -> str | None:
+    """How a source language writes a line comment: "hash" (#), "slash" (//) or "dash" (--); None: not source."""
+    return _SOURCE.get(language_id.lower())
+
+
 def markup_of(language_id: str | None = None, name: str | None = None, source_hints: str = "comments") -> str:
     """The markup to parse a document as, from its LSP languageId or (batch) its file name;
     source files give SOURCE, or NONE when `source_hints` is "off"."""

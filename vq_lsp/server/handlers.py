@@ -13,8 +13,10 @@ from ..documents import requests
 from ..documents.events import Closed, Edited, Opened, Refresh
 from ..documents.store import Documents
 from ..documents.textsync import Change
+from ..hints import grammar
 from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
+from . import dictionary_actions, grammar_actions, workspace_files
 from .language_server import EXIT_GRACE_S, VQServer
 from .protocol import RequestFailed
 
@@ -55,24 +57,41 @@ def build(defaults: Settings | None = None) -> VQServer:
 
     @ls.feature(types.INITIALIZE)
     async def initialize(ls: VQServer, params: types.InitializeParams):
+        ls.workspace_files.open(params)  # vq-lsp.toml and the word lists, before the editor's settings
+        ls.docs.conventions = ls.workspace_files.conventions
         await ls.apply_settings(params.initialization_options, initial=True)
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: VQServer, params: types.InitializedParams):
+        workspace_files.report_problems(ls)
+        await workspace_files.register_watchers(ls)
+        if ls.docs.settings.diagnostics.grammar:
+            grammar.checker().prepare()  # Harper's linter builds while the model loads
         await ls.load_model()
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def did_change_watched_files(ls: VQServer, params: types.DidChangeWatchedFilesParams):
+        await workspace_files.files_changed(ls, [c.uri for c in params.changes])
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: VQServer, params: types.DidSaveTextDocumentParams):
+        await workspace_files.files_changed(ls, [params.text_document.uri])
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: VQServer, params: types.DidOpenTextDocumentParams):
         d = params.text_document
         ls.coalescer.submit(d.uri, Opened(d.version, d.language_id, d.text))
+        ls.workspace_files.watch_buffer(ls, d.uri)  # a word list opened in the editor
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: VQServer, params: types.DidChangeTextDocumentParams):
         ls.coalescer.submit(params.text_document.uri, Edited(params.text_document.version, changes_of(params)))
+        ls.workspace_files.watch_buffer(ls, params.text_document.uri)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: VQServer, params: types.DidCloseTextDocumentParams):
         ls.coalescer.submit(params.text_document.uri, Closed())
+        ls.workspace_files.watch_buffer(ls, params.text_document.uri, closed=True)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: VQServer, params: types.DidChangeConfigurationParams):
@@ -101,15 +120,17 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def code_action(ls: VQServer, params: types.CodeActionParams):
         """Quick fixes for our typo and surprise hints: the dictionary words one edit away (two for
         a non-word with nothing closer) that the LM head finds likeliest there, best first."""
+        grammar_fixes = await grammar_actions.actions(ls, params.text_document.uri, params.context.diagnostics)
         ours = hint_lsp.fixable(params.context.diagnostics)
         if not ours:
-            return []
+            return grammar_fixes
         uri = params.text_document.uri
         try:
             found = await ls.ready(uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
         except RequestFailed:
-            return []
-        return hint_lsp.quick_fix_actions(uri, ours, found)
+            return grammar_fixes
+        return (hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours)
+                + grammar_fixes)
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: VQServer, params: types.CodeLensParams):

@@ -44,12 +44,13 @@ from ..documents.heap import HeapTrimmer
 from ..documents.state import Level, Outcome
 from ..documents.store import Documents
 from ..documents.textsync import Change, TextSyncError
-from ..settings import Settings, parse
+from ..settings import Settings
 from .engine_thread import BUILD, URGENT, EngineThread
 from .progress import BUILD_PROGRESS_WINDOWS, BuildProgress
 from .protocol import INVALID_REQUEST, Protocol, RequestFailed
 from .scheduler import Coalescer
 from .transport import FdReader, frames
+from .workspace_files import WorkspaceFiles
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class VQServer(LanguageServer):
         self._inbox: asyncio.Queue | None = None
         self._last_publish: dict[str, float] = {}  # uri -> time.monotonic() of its last publish
         self._build_turn = asyncio.Lock()
+        self.workspace_files = WorkspaceFiles()  # vq-lsp.toml and word lists, under the editor's settings
 
     # ----------------------------------------------------------------- stdio
     def start_io(self, stdin=None, stdout=None) -> int:
@@ -276,7 +278,7 @@ class VQServer(LanguageServer):
 
     async def apply_settings(self, data: Any, initial: bool = False) -> None:
         old = self.docs.settings
-        new, warnings = parse(data, self.base)
+        new, warnings = self.workspace_files.settings(self.defaults, data, initial)
         if initial:
             self.base = new
         for w in warnings:

@@ -1,0 +1,90 @@
+"""The writer's conventions applied to the hints: dictionaries, ignore comments, excludes, severities.
+
+`choose` is what the server (documents/store.py) and `vq-lsp check` (scoring/check.py) both call
+for a text's hints: it removes from the hint material what the writer's dictionaries and the
+document's ignore comments rule out (before the selection caps the counts, so a dictionary word
+never takes a typo hint's place), lets `selection.select` (through `lsp.choose`) pick as always,
+and gives each hint its kind's severity from the settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+from ..settings import DiagnosticSettings
+from . import excludes, grammar, ignores, lsp, markup
+from .dictionary import Dictionary
+from .material import HintMaterial, TokenizedText, layout_for
+
+SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
+            "information": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """What the workspace and the writer decided beyond the settings: the words they keep (workspace,
+    user and configuration-file dictionaries together) and the workspace root that exclude globs are
+    relative to."""
+
+    dictionary: Dictionary = Dictionary()
+    root: str | None = None  # the workspace root folder, a path
+
+    def excludes(self, uri: str, patterns: tuple[str, ...]) -> bool:
+        return excludes.excluded(uri, self.root, patterns)
+
+
+def markup_kind(language_id: str, cfg: DiagnosticSettings) -> str:
+    return markup.markup_of(language_id, source_hints="comments" if cfg.source_comments else "off")
+
+
+def allowed_material(text: str, material: HintMaterial, words: Dictionary,
+                     silenced: ignores.Ignores) -> HintMaterial:
+    """The material without what the dictionary or the ignore comments rule out."""
+    if not words.words and not silenced.regions:
+        return material
+    findings = [f for f in material.findings
+                if f.word not in words and not silenced.silences("typo", f.start, f.end)]
+    unlikely = [w for w in material.words
+                if text[w[0]:w[1]] not in words and not silenced.silences("surprise", w[0], w[1])]
+    tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p[0], p[1])]
+    return dataclasses.replace(material, findings=findings, words=unlikely, paragraphs=tones)
+
+
+def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings, conventions: Conventions,
+           language_id: str = "plaintext") -> list[lsp.Hint]:
+    """The hints of a text under the writer's conventions, each with its kind's severity."""
+    silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
+    words = conventions.dictionary.union(silenced.words)
+    picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced), cfg)
+    if cfg.grammar:
+        picked += grammar_hints(tt.text, grammar_lints(tt.text, language_id, cfg, words), picked, silenced)
+    return [dataclasses.replace(h, severity=severity_of(h.code, cfg)) for h in picked]
+
+
+def grammar_lints(text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary
+                  ) -> list[grammar.GrammarLint]:
+    """Harper's lints of the document's prose, with the writer's words."""
+    return grammar.checker().lints(text, layout_for(text, language_id, cfg), words.words)
+
+
+def grammar_hints(text: str, lints: list[grammar.GrammarLint], word_hints: list[lsp.Hint],
+                  silenced: ignores.Ignores) -> list[lsp.Hint]:
+    """Harper's lints as hints: none where the model already flags a word (one hint per span) or
+    an ignore comment silences grammar."""
+    taken = [(h.start, h.end) for h in word_hints if h.code != "sentiment"]
+    out = []
+    for lint in lints:
+        if any(a < lint.end and lint.start < b for a, b in taken) or silenced.silences("grammar", lint.start,
+                                                                                       lint.end):
+            continue
+        out.append(lsp.Hint(lint.start, lint.end, f"{lint.message} (harper: {lint.kind})",
+                            types.DiagnosticSeverity.Hint, "grammar"))
+    return out
+
+
+def severity_of(code: str, cfg: DiagnosticSettings) -> types.DiagnosticSeverity:
+    """A hint kind's severity from the settings (`diagnostics.typoSeverity` ...)."""
+    return SEVERITY[getattr(cfg, f"{code}_severity", "hint")]

@@ -1,0 +1,168 @@
+"""Grammar and word choice from Harper (harper-py, offline, a Rust wheel), beside the model's hints.
+
+The model sees typos and confused words; Harper's rules see agreement (`he go`), articles (`a
+example`), repeated words, capitalization and word choice, which the model has no hint kind for.
+Only prose is linted, as for every hint: the text is handed to Harper with everything that is not
+prose (code, tables, URLs, front matter) blanked to spaces, so offsets stay those of the text.
+
+- Harper's spelling lints (`Spelling`, and `Typo` rules such as teh -> the) are left out: the
+  model's typo detector is the spelling source. On the typo benchmark's injected non-word errors
+  (`python -m benchmarks.harper_typos --books 8 --excerpts 2`, one CPU core) Harper's spelling had
+  precision 0.23 at recall 0.87, the model 0.83 at 0.94; the union only adds false alarms
+  (precision 0.24, recall 0.96);
+- a lint overlapping a word the model already flags is dropped (hints/conventions.py);
+- the writer's dictionary words are imported into Harper, so its other rules accept them too.
+
+Harper's `Linter` takes about two seconds to build and its first lints warm it up: one is built
+per process (the server starts building it while its model loads), and each paragraph's lints are
+cached by the paragraph's text, so a publish after an edit lints only the edited paragraph. A
+`Linter` is not thread-safe: the server calls this module from its engine thread only (the
+building thread hands it over before any call).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .markup import Layout
+
+log = logging.getLogger(__name__)
+
+SKIPPED_KINDS = frozenset({"Spelling", "Typo"})  # Harper's spelling: the model's typo detector decides
+CACHE_PARAGRAPHS = 4096
+_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Replace text[start:end] with `text` (Harper's replace, remove and insert-after suggestions)."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class GrammarLint:
+    """One Harper lint, in char offsets of the text."""
+
+    start: int
+    end: int
+    kind: str  # Harper's lint kind: Agreement, Repetition, WordChoice, Capitalization, ...
+    message: str
+    fixes: tuple[Replacement, ...]  # best first
+
+    def shifted(self, by: int) -> GrammarLint:
+        return GrammarLint(self.start + by, self.end + by, self.kind, self.message,
+                           tuple(Replacement(r.start + by, r.end + by, r.text) for r in self.fixes))
+
+
+def masked(text: str, prose: tuple[tuple[int, int], ...]) -> str:
+    """`text` with everything outside the prose ranges blanked (newlines kept: offsets do not move)."""
+    out, at = [], 0
+    for a, b in prose:
+        out.append(_NOT_NEWLINE.sub(" ", text[at:a]))
+        out.append(text[a:b])
+        at = b
+    out.append(_NOT_NEWLINE.sub(" ", text[at:]))
+    return "".join(out)
+
+
+class GrammarChecker:
+    """Harper's linter, built on first use, with the writer's words and a per-paragraph cache."""
+
+    def __init__(self) -> None:
+        self._linter = None
+        self._words: frozenset[str] = frozenset()
+        self._cache: OrderedDict[str, tuple[GrammarLint, ...]] = OrderedDict()
+        self.unavailable: str | None = None  # why Harper cannot be used, once that is known
+        self._building: threading.Thread | None = None
+
+    def prepare(self) -> None:
+        """Start building Harper's linter on a thread of its own (the server, while its model loads):
+        the first lints then need not wait the two seconds. Nothing else touches it meanwhile."""
+        if self._linter is None and self.unavailable is None and self._building is None:
+            self._building = threading.Thread(target=self._build, name="vq-harper", daemon=True)
+            self._building.start()
+
+    def _build(self) -> None:
+        try:
+            import harper
+        except ImportError as e:  # a platform without harper-py's wheel
+            self.unavailable = f"grammar hints need harper-py ({e}); pip install harper-py"
+            log.warning(self.unavailable)
+            return
+        linter = harper.Linter()
+        linter.lint("He go to the market.")  # the first lint pays a warm-up of its own
+        self._linter = linter
+
+    def _ready(self, words: frozenset[str]) -> bool:
+        if self._building is not None:
+            self._building.join()
+            self._building = None
+        if self._linter is None and self.unavailable is None:
+            self._build()
+        if self._linter is None:
+            return False
+        if words != self._words:
+            self._linter.clear_words()
+            if words:
+                self._linter.import_words(sorted(words))
+            self._words = words
+            self._cache.clear()
+        return True
+
+    def linter(self, words: frozenset[str] = frozenset()):
+        """Harper's `Linter` itself, with `words` imported (None when harper-py is missing)."""
+        return self._linter if self._ready(words) else None
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _paragraph(self, paragraph: str) -> tuple[GrammarLint, ...]:
+        found = self._cache.get(paragraph)
+        if found is not None:
+            self._cache.move_to_end(paragraph)
+            return found
+        out = []
+        for lint in self._linter.lint(paragraph):
+            kind = lint.lint_kind
+            if kind in SKIPPED_KINDS:
+                continue
+            a, b = lint.span.start, lint.span.end
+            fixes = []
+            for s in lint.suggestions:
+                name = getattr(s.kind, "name", str(s.kind))
+                if name == "INSERT_AFTER":
+                    fixes.append(Replacement(b, b, s.replacement_text))
+                else:  # REPLACE, or REMOVE (an empty replacement)
+                    fixes.append(Replacement(a, b, s.replacement_text))
+            out.append(GrammarLint(a, b, str(kind), lint.message, tuple(dict.fromkeys(fixes))))
+        self._cache[paragraph] = found = tuple(out)
+        if len(self._cache) > CACHE_PARAGRAPHS:
+            self._cache.popitem(last=False)
+        return found
+
+    def lints(self, text: str, layout: Layout, words: frozenset[str] = frozenset()) -> list[GrammarLint]:
+        """Harper's lints of the prose of `text`; a lint reaching outside one prose range (onto blanked
+        code or markup) is dropped."""
+        if not layout.prose or not self._ready(words):
+            return []
+        blanked = masked(text, layout.prose)
+        out = []
+        for m in _PARAGRAPH.finditer(blanked):
+            out += [lint.shifted(m.start()) for lint in self._paragraph(m.group())]
+        return [lint for lint in out if layout.allows(lint.start, lint.end)]
+
+
+_CHECKER = GrammarChecker()
+
+
+def checker() -> GrammarChecker:
+    """The process's one checker (the server's engine thread, or `vq-lsp check`)."""
+    return _CHECKER
