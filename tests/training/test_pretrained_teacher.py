@@ -48,14 +48,19 @@ def teacher(extracted) -> tp.PretrainedTeacher:
     return tp.load_teacher(extracted)
 
 
-def gguf_llama_logits(path: Path, ids: torch.Tensor) -> torch.Tensor:
-    """Logits (T, V) of one sequence from the GGUF's tensors, dequantized by the gguf package."""
+@pytest.fixture(scope="module")
+def gguf_tensors() -> tuple[dict, dict[str, torch.Tensor]]:
+    """(llama.* metadata, every tensor dequantized by the gguf package, float64) of the wheel's file."""
     import gguf
 
-    reader = gguf.GGUFReader(str(path))
+    reader = gguf.GGUFReader(str(tp.smollm2_gguf()))
     meta = {k: f.contents() for k, f in reader.fields.items() if k.startswith("llama.")}
-    w = {t.name: torch.from_numpy(gguf.quants.dequantize(t.data, t.tensor_type).copy()).double()
-         for t in reader.tensors}
+    return meta, {t.name: torch.from_numpy(gguf.quants.dequantize(t.data, t.tensor_type).copy()).double()
+                  for t in reader.tensors}
+
+
+def gguf_llama_logits(meta: dict, w: dict[str, torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
+    """Logits (T, V) of one sequence through a Llama forward written from the GGUF's layout."""
     heads, kv_heads, eps = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"], \
         meta["llama.attention.layer_norm_rms_epsilon"]
     d = meta["llama.embedding_length"]
@@ -100,14 +105,14 @@ def test_missing_package_or_libraries_name_the_install_command(monkeypatch, tmp_
         tp.load_teacher("smollm2")
 
 
-def test_loaded_teacher_matches_an_independent_gguf_forward(extracted, teacher):
+def test_loaded_teacher_matches_an_independent_gguf_forward(extracted, teacher, gguf_tensors):
     report = json.loads((extracted / "teacher_report.json").read_text())
     assert report["architecture"] == "llama" and report["layers"] == 30 and report["vocab_size"] == 49152
     for text in TEXTS:
         ids = torch.tensor([tp.DOCUMENT_ID, *teacher.tokenizer.encode(text, add_special_tokens=False).ids])
         with torch.no_grad():
             ours = teacher.model(input_ids=ids[None]).logits[0].double()  # (T, V)
-        reference = gguf_llama_logits(tp.smollm2_gguf(), ids)
+        reference = gguf_llama_logits(*gguf_tensors, ids)
         assert (ours - reference).abs().max() < 2e-3 * reference.abs().max(), text
         assert torch.equal(ours.argmax(-1), reference.argmax(-1))
         # and it is a language model, not noise: the text's own tokens are far likelier than chance
