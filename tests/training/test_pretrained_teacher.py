@@ -134,6 +134,19 @@ def test_tokenizer_round_trips_and_the_engine_reads_it(extracted, teacher):
     assert engine_tok.paragraph_break_ids and engine_tok.line_break_ids
 
 
+def test_training_accepts_a_vocabulary_whose_first_ids_are_special_and_refuses_plain_ones(extracted, data_dir):
+    from tokenizers import Tokenizer, models
+
+    from training.tokenizer import load_tokenizer
+
+    assert load_tokenizer(extracted).get_vocab_size() == 49152  # <|endoftext|>, <|im_start|>, <|im_end|>, ...
+    gpt2 = data_dir / "gpt2_tokenizer"
+    plain = Tokenizer(models.BPE.from_file(str(gpt2 / "vocab.json"), str(gpt2 / "merges.txt")))  # ids 0-3: ! " # $
+    plain.save(str(extracted.parent / "plain.json"))
+    with pytest.raises(RuntimeError, match="special token"):
+        load_tokenizer(extracted.parent / "plain.json")
+
+
 def test_distill_from_pretrained_teacher_resumes_and_stays_exact_in_the_engine(tmp_path, data_dir, extracted):
     common = ["distill", "--data", data_dir, "--teacher", extracted, *TINY_STUDENT, "--steps", 5, "--vq-start", 2]
     assert run_cli(*common, "--out", tmp_path / "a") == 0
