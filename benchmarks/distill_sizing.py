@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
               "h100_tok_s_estimate_unmeasured": H100_OPT_DISTILL_TOK_S / ratio}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "distill_sizing.json").write_text(json.dumps(report, indent=2) + "\n")
-    table = markdown_table([f"distillation step ({args.batch} sequences + 1 edited copy)",
+    sequences = f"{args.batch} sequence{'s' if args.batch > 1 else ''}"
+    table = markdown_table([f"distillation step ({sequences} + 1 edited copy)",
                             "seconds per step, one CPU core", "CPU tokens/s"],
                            [[k, f"{v[0]:.1f}", f"{tokens / v[0]:.0f}"] for k, v in rows.items()])
     (RESULTS / "distill_sizing.md").write_text(

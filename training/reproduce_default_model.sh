@@ -72,13 +72,14 @@ gpu_recipe() {
 # fresh VQ-OPT student that uses its tokenizer (d=384, 6 layers, 6 heads, 2 VQ heads, window 2,048);
 # the first 10% of distillation steps run without VQ, then k-means starts the codebooks. Device
 # picked at run time (CUDA when present, bf16 autocast there; DEVICE=cpu|cuda forces one); every
-# training stage resumable. Sized for about 25 minutes on one H100 from CPU step-time ratios and the
-# H100 throughputs of the GPU recipe above (training/README.md): the GPU duration is unmeasured.
+# training stage resumable. Sized for about 25 minutes on one H100 from the CPU step-time ratio of
+# benchmarks/distill_sizing.py and the GPU recipe's measured H100 throughputs: an estimate, the GPU
+# duration is unmeasured (training/README.md gives the stage by stage estimate).
 SMOLLM2_TEACHER="${SMOLLM2_TEACHER:-smollm2}"
-SMOLLM2_DISTILL="${SMOLLM2_DISTILL:---d 384 --layers 6 --heads 6 --ffn 1536 --vq-heads 2 --window 2048 --seq 2048 --batch 4 --scale 0.0009765625 --top-k 64 --lr 1e-3 --steps 1400 --warmup 70 --vq-start 140 --tokens 12000000 --edit-batch 1 --ckpt-every 100 --log-every 20}"
+SMOLLM2_DISTILL="${SMOLLM2_DISTILL:---d 384 --layers 6 --heads 6 --ffn 1536 --vq-heads 2 --window 2048 --seq 2048 --batch 4 --scale 0.0009765625 --top-k 64 --lr 1e-3 --steps 2400 --warmup 120 --vq-start 240 --tokens 20000000 --edit-batch 1 --ckpt-every 100 --log-every 20}"
 SMOLLM2_AUGMENT="${SMOLLM2_AUGMENT:-$GPU_AUGMENT}"
 SMOLLM2_FINETUNE="${SMOLLM2_FINETUNE:---scope post-vq --seq 512 --holdout 1000 --limit 12000 --steps 3000 --batch 32 --crop 192 --lr 6e-3 --w-token 0 --head-lr-mult 1 --warmup 150 --ckpt-every 200 --log-every 20 --eval-every 1000 --eval-reviews 200}"
-SMOLLM2_EVAL="${SMOLLM2_EVAL:---test-limit 2000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024 --robust-reviews 500 --context-reviews 200 --holdout 1000}"
+SMOLLM2_EVAL="${SMOLLM2_EVAL:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024 --robust-reviews 300 --context-reviews 100 --holdout 1000}"
 
 smollm2_recipe() {
   local G="--quiet${DEVICE:+ --device $DEVICE}"
@@ -87,7 +88,7 @@ smollm2_recipe() {
   stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $SMOLLM2_FINETUNE \
     --augment "$SMOLLM2_AUGMENT" --resume $G
   stage evaluate evaluate --model "$RUN/finetune/model" --teacher "$RUN/teacher/model" --out "$RUN/evaluate" \
-    $SMOLLM2_EVAL --threads "${EVAL_THREADS:-8}" --quiet  # CPU
+    $SMOLLM2_EVAL --threads "${EVAL_THREADS:-16}" --quiet  # CPU
   stage export export --model "$RUN/finetune/model" --eval "$RUN/evaluate/eval.json" --out "$EXPORT_TO" --max-mb 200
   echo "[$(date +%T)] done: $EXPORT_TO"
 }
