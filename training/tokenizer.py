@@ -2,7 +2,9 @@
 
 Special tokens sit at OPT's ids: ``<s>``=0, ``<pad>``=1, ``</s>``=2, ``<unk>``=3. OPT uses
 id 2 both as BOS (prepended to every sequence) and EOS, and 1 as padding; keeping those ids
-means a trained model and a converted OPT checkpoint follow the same conventions.
+means a trained model and a converted OPT checkpoint follow the same conventions. A pretrained
+teacher's vocabulary (SmolLM2's) is used as it is when its ids 0-3 are special tokens too: the
+student then uses ids 2 and 1 the same way (``training/teacher_pretrained.py``).
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ def gpt2_tokenizer(gpt2_dir: Path) -> Tokenizer:
 
 
 def _check_specials(tok: Tokenizer) -> None:
+    """OPT's four specials at ids 0-3, or (a pretrained teacher's vocabulary, such as SmolLM2's) special
+    tokens of its own there: ids 1 and 2 serve as padding and BOS/EOS either way, so no text may map to them."""
+    if tok.token_to_id(SPECIALS[0]) is None and tok.token_to_id(SPECIALS[2]) is None:
+        specials = {t.content for t in tok.get_added_tokens_decoder().values() if t.special}
+        if all(tok.id_to_token(i) in specials for i in range(len(SPECIALS))):
+            return
     for i, s in enumerate(SPECIALS):
         if tok.token_to_id(s) != i:
             raise RuntimeError(f"special token {s} has id {tok.token_to_id(s)}, expected {i}")

@@ -52,6 +52,23 @@ def test_gpu_recipe_runs_every_stage_resumable_on_cuda(tmp_path):
         (ROOT / "inference" / "default_model" / "tokenizer.json").read_bytes()
 
 
+def test_smollm2_recipe_extracts_the_teacher_then_runs_every_stage_resumable(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="gpu-smollm2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [c[0] for c in calls] == ["teacher", "distill", "finetune", "evaluate", "export"]
+    teacher, distill, finetune, evaluate, export = calls
+    assert teacher[teacher.index("--pretrained") + 1] == "smollm2"
+    assert distill[distill.index("--teacher") + 1] == str(tmp_path / "run" / "teacher" / "model")
+    assert all("--resume" in c and "--device" not in c for c in (teacher, distill, finetune))  # device: at run time
+    assert float(distill[distill.index("--locality") + 1]) > 0 and "--vq-start" in distill and "--d" in distill
+    assert "after_context" in finetune[finetune.index("--augment") + 1] and "post-vq" in finetune
+    assert "--robust-reviews" in evaluate and "--dense-model" not in evaluate
+    assert export[export.index("--out") + 1] == str(tmp_path / "export")
+    assert not (tmp_path / "run" / "tokenizer").exists()  # the student uses the teacher's tokenizer
+    res, calls = run_script(tmp_path, RECIPE="gpu-smollm2", DEVICE="cuda")  # appends to the same call log
+    assert res.returncode == 0 and all(c[c.index("--device") + 1] == "cuda" for c in calls[5:8])
+
+
 def test_unknown_recipe_is_refused(tmp_path):
     res, calls = run_script(tmp_path, RECIPE="tpu")
     assert res.returncode == 2 and "RECIPE must be cpu or gpu" in res.stderr and calls == []
