@@ -1,6 +1,6 @@
 """``vq-train SUBCOMMAND``: the pipeline that produces the bundled model.
 
-tokenizer -> teacher -> distill -> finetune -> evaluate -> export. Each subcommand only parses
+tokenizer -> teacher -> distill -> finetune -> calibrate -> evaluate -> export. Each subcommand only parses
 options and calls one module; the work lives in those modules.
 """
 
@@ -18,7 +18,7 @@ TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
 NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
 
 # input paths each subcommand reads: checked before any work starts
-INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"),
+INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"), "calibrate": ("model",),
           "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval")}
 
 
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_later_stages(sub) -> None:
-    """distill / finetune / evaluate / export (they import the inference package lazily)."""
+    """distill / finetune / calibrate / evaluate / export (they import the inference package lazily)."""
     from . import stages
     stages.add_parsers(sub, _common, _train_loop)
     sub.choices["export"].add_argument(
@@ -120,7 +120,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
     if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
         sub.error(f"argument --out: {args.out} is a file, not a folder")
-    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "evaluate"}:
+    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "calibrate", "evaluate"}:
         try:
             args.data = resolve_data_dir(args.data)
         except SystemExit as e:

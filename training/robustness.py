@@ -8,7 +8,8 @@ never trained on), so they can guide training choices without touching the test 
 
 * ``style_report``: accuracy, F1 and positive rate on the same reviews as written, lowercased,
   re-spaced (spaces around punctuation, split contractions as in Pang & Lee's corpora), both,
-  and their first sentence alone; a balanced set should stay near 50% positive in every variant.
+  their first sentence alone and cut off after 12-80 words; a balanced set should stay near 50%
+  positive in every variant.
 * ``context_report``: a review's opening paragraph scored alone and after a Markdown table, a
   code block or a paragraph of opposite tone; only the paragraph's own tokens are scored (what
   the editor's paragraph hint shows), and the flip rate counts changed labels.
@@ -17,8 +18,9 @@ never trained on), so they can guide training choices without touching the test 
 from __future__ import annotations
 
 import random
+import zlib
 
-from .augment import code_block, first_sentence, lowercase, markdown_table, respace, sentences
+from .augment import code_block, first_sentence, lowercase, markdown_table, respace, sentences, truncate
 from .reviews import accuracy, encode_reviews, encode_with_context, predict
 
 STYLES = {
@@ -27,6 +29,7 @@ STYLES = {
     "respaced": respace,
     "lower_respaced": lambda t: lowercase(respace(t)),
     "first_sentence": first_sentence,
+    "truncated": lambda t: truncate(t, random.Random(zlib.crc32(t.encode()))),  # 12-80 words, seeded by the text
 }
 CONTEXTS = ("alone", "after_table", "after_code", "after_opposite_paragraph")
 
