@@ -28,8 +28,7 @@ import torch.nn.functional as F
 
 from . import common
 from .data import imdb_examples
-from .reviews import document_scores, encode_reviews
-from .robustness import STYLES
+from .robustness import style_scores
 from .tone_hints import expected_calibration_error
 
 
@@ -82,12 +81,6 @@ def fold_temperature(net, temperature: float) -> None:
     """Divide the classification head by ``temperature`` in place (exact, see the module docstring)."""
     net.score_head.weight.div_(temperature)
     net.score_head.bias.div_(temperature)
-
-
-def style_scores(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for) -> dict[str, torch.Tensor]:
-    """Document probabilities (N, C) of ``rows`` in every writing style of ``robustness.STYLES``."""
-    return {name: document_scores(net, encode_reviews(tok, [(f(t), y) for t, y in rows], max_tokens), positions_for)
-            for name, f in STYLES.items()}
 
 
 def calibrate(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for, data: str) -> Calibration:

@@ -19,7 +19,7 @@ NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not aft
 
 # input paths each subcommand reads: checked before any work starts
 INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"), "calibrate": ("model",),
-          "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval")}
+          "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval", "commands")}
 
 
 def _common(p: argparse.ArgumentParser, out_default: str | None = None) -> None:

@@ -23,14 +23,26 @@ import torch
 import torch.nn.functional as F
 
 from . import common, post_vq
+from .augment import augmented_reviews, neutral_variants, parse_mix
 from .data import imdb_examples
 from .head_fit import fit_head
 from .locality import locality_loss, make_edits
 from .neutral import neutral_paragraphs
-from .augment import augmented_reviews, neutral_variants, parse_mix
-from .reviews import (NEUTRAL, accuracy, doc_probs, document_nll, encode_reviews, encode_with_context,
-                      opinion_accuracy, pad_batch, param_groups, pick_batch, rows_by_label, scored_rows,
-                      token_cross_entropy)
+from .reviews import (
+    NEUTRAL,
+    accuracy,
+    doc_probs,
+    document_nll,
+    encode_reviews,
+    encode_with_context,
+    opinion_accuracy,
+    pad_batch,
+    param_groups,
+    pick_batch,
+    rows_by_label,
+    scored_rows,
+    token_cross_entropy,
+)
 from .tokenizer import load_tokenizer
 from .vq import TrainQuantizer
 

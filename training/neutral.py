@@ -20,9 +20,9 @@ import gzip
 import hashlib
 import json
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from vq_lsp import markup
 

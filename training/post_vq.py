@@ -29,8 +29,17 @@ import torch
 import torch.nn.functional as F
 
 from . import common
-from .reviews import (context_tokens, doc_probs, document_nll, opinion_accuracy, pad_batch, param_groups,
-                      pick_batch, rows_by_label, token_cross_entropy)
+from .reviews import (
+    context_tokens,
+    doc_probs,
+    document_nll,
+    opinion_accuracy,
+    pad_batch,
+    param_groups,
+    pick_batch,
+    rows_by_label,
+    token_cross_entropy,
+)
 
 
 def tail_modules(net) -> list[torch.nn.Module]:

@@ -20,8 +20,24 @@ from __future__ import annotations
 import random
 import zlib
 
-from .augment import code_block, first_sentence, lowercase, markdown_table, respace, sentences, truncate
-from .reviews import accuracy, encode_reviews, encode_with_context, predict
+import torch
+
+from .augment import (
+    code_block,
+    first_sentence,
+    lowercase,
+    markdown_table,
+    respace,
+    sentences,
+    truncate,
+)
+from .reviews import (
+    accuracy_of,
+    document_scores,
+    encode_reviews,
+    encode_with_context,
+    predict,
+)
 
 STYLES = {
     "original": lambda t: t,
@@ -34,15 +50,24 @@ STYLES = {
 CONTEXTS = ("alone", "after_table", "after_code", "after_opposite_paragraph")
 
 
-def style_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for) -> dict:
-    """Per style: accuracy, F1, positive rate, n; and each style's accuracy gap to the original."""
-    report = {name: accuracy(net, encode_reviews(tok, [(f(t), y) for t, y in rows], max_tokens), positions_for)
-              for name, f in STYLES.items()}
+def style_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for,
+                 scores: dict[str, torch.Tensor] | None = None) -> dict:
+    """Per style: accuracy, F1, positive rate, n; and each style's accuracy gap to the original.
+    ``scores``: each style's document probabilities (N, C) where the caller has them already."""
+    scores = scores or style_scores(net, tok, rows, max_tokens, positions_for)
+    gold = torch.tensor([y for _, y in rows])
+    report = {name: accuracy_of(scores[name].argmax(-1), gold) for name in STYLES}
     base = report["original"]["accuracy"]
     report["accuracy_gap_to_original"] = {k: v["accuracy"] - base for k, v in report.items() if k != "original"}
     report["gold_positive_rate"] = sum(y for _, y in rows) / max(1, len(rows))
     report["reviews"] = f"{len(rows)} held-out imdb_train reviews (finetune --holdout rows)"
     return report
+
+
+def style_scores(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for) -> dict[str, torch.Tensor]:
+    """Document probabilities (N, C) of ``rows`` written in every style of ``STYLES``."""
+    return {name: document_scores(net, encode_reviews(tok, [(f(t), y) for t, y in rows], max_tokens), positions_for)
+            for name, f in STYLES.items()}
 
 
 def opening_paragraph(text: str, min_words: int = 40) -> str:

@@ -118,6 +118,8 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--eval", default=None, help="evaluate's JSON, merged into card.json")
     p.add_argument("--out", required=True)
     p.add_argument("--fp16", action="store_true", help="store weights in float16 (smaller folder)")
+    p.add_argument("--commands", default=None, help="text file with the commands that produced the model (one a "
+                                                    "line), stored in card.json")
     p.add_argument("--max-mb", type=T.positive_float, default=40.0)
 
 

@@ -73,8 +73,8 @@ def hint_figures(probs: torch.Tensor, labels: torch.Tensor, words: list[int],
     conf, pred = probs.max(-1)
     shown = (conf >= threshold) & (torch.tensor(words) >= min_words)
     opinion = labels != NEUTRAL
-    figures = dict(n=len(labels), positive_rate=float((pred == 1).float().mean()),
-                   shown_share=float(shown.float().mean()), mean_confidence=float(conf.mean()))
+    figures = {"n": len(labels), "positive_rate": float((pred == 1).float().mean()),
+               "shown_share": float(shown.float().mean()), "mean_confidence": float(conf.mean())}
     if bool(opinion.all()):
         right = pred == labels
         figures.update(accuracy=float(right.float().mean()),
@@ -84,12 +84,13 @@ def hint_figures(probs: torch.Tensor, labels: torch.Tensor, words: list[int],
 
 
 def hint_report(scores_of, sets: dict[str, list[tuple[str, int]]]) -> dict[str, dict]:
-    """``hint_figures`` of each named set of (text, label); ``scores_of(texts)`` gives (N, C) probabilities."""
+    """``hint_figures`` of each named set of (text, label); ``scores_of(name, texts)`` gives their
+    (N, C) probabilities."""
     report = {}
     for name, rows in sets.items():
         if not rows:
             continue
-        probs = scores_of([t for t, _ in rows])
+        probs = scores_of(name, [t for t, _ in rows])
         labels = torch.tensor([y for _, y in rows])
         report[name] = hint_figures(probs, labels, [word_count(t) for t, _ in rows]).as_dict()
     report["rule"] = (f"hint shown where the top class reaches {DEFAULTS.sentiment_threshold} and the text has at "

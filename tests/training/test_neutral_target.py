@@ -16,8 +16,15 @@ import torch
 import torch.nn.functional as F
 
 from training import neutral, post_vq
-from training.reviews import (NEUTRAL, document_nll, opinion_accuracy, pick_batch, rows_by_label, target_distribution,
-                              token_cross_entropy)
+from training.reviews import (
+    NEUTRAL,
+    document_nll,
+    opinion_accuracy,
+    pick_batch,
+    rows_by_label,
+    target_distribution,
+    token_cross_entropy,
+)
 
 
 def test_target_is_one_hot_for_labels_and_uniform_for_neutral():

@@ -106,7 +106,7 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     raw, _ = inference.load_model_folder(tmp_path / "ft" / "model")
     folded, _ = inference.load_model_folder(tmp_path / "cal")
     examples = [([5, 9, 17, 33, 60, 7], 1), ([70, 3, 44], 0)]
-    spread = lambda n: spread_positions(n, raw.config.position_pool)  # noqa: E731
+    spread = lambda n: spread_positions(n, raw.config.position_pool)
     torch.testing.assert_close(document_scores(folded, examples, spread),
                                scaled(document_scores(raw, examples, spread), temperature), atol=1e-5, rtol=1e-5)
 

@@ -9,7 +9,13 @@ import pytest
 import torch
 
 from training.reviews import NEUTRAL
-from training.tone_hints import DEFAULTS, expected_calibration_error, hint_figures, hint_report, word_count
+from training.tone_hints import (
+    DEFAULTS,
+    expected_calibration_error,
+    hint_figures,
+    hint_report,
+    word_count,
+)
 from vq_lsp import markup
 from vq_lsp.settings import DiagnosticSettings
 
@@ -73,7 +79,7 @@ def test_word_count_is_the_servers_tone_gate_count():
 def test_hint_report_names_every_set_and_skips_empty_ones():
     sets = {"a": [("good " * 20, 1), ("bad " * 20, 0)], "empty": [], "neutral": [("plain words " * 10, NEUTRAL)]}
     scores = {"good " * 20: 0.9, "bad " * 20: 0.2, "plain words " * 10: 0.55}
-    report = hint_report(lambda texts: probs_of([scores[t] for t in texts]), sets)
+    report = hint_report(lambda _name, texts: probs_of([scores[t] for t in texts]), sets)
     assert set(report) == {"a", "neutral", "rule"}
     assert report["a"]["shown_share"] == 1.0 and report["a"]["shown_precision"] == 1.0
     assert report["neutral"]["shown_share"] == 0.0 and report["neutral"]["accuracy"] is None
