@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from . import common
 from .data import imdb_examples
 from .robustness import style_scores
-from .tone_hints import expected_calibration_error
+from .tone_hints import expected_calibration_error, scaled
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,6 @@ class Calibration:
     rows: int
     data: str
     seconds: float
-
-
-def scaled(probs: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Document probabilities (N, C) after dividing the document logits by ``temperature``
-    (what a head divided by ``temperature`` gives, see the module docstring)."""
-    return torch.softmax(probs.clamp(min=1e-12).log() / temperature, -1)
 
 
 def nll(probs: torch.Tensor, labels: torch.Tensor) -> float:

@@ -135,7 +135,7 @@ def engine_report(net, tok_path: Path, docs: list[list[int]], seed: int) -> dict
             "doc_tokens": [len(d) for d in docs]}
 
 
-def tone_hint_section(net, tok, args, held: list[tuple[str, int]], by_style: dict[str, torch.Tensor],
+def tone_hint_section(net, card: dict, tok, args, held: list[tuple[str, int]], by_style: dict[str, torch.Tensor],
                       test: list[tuple[str, int]], test_probs: torch.Tensor | None, positions_for) -> dict:
     """``tone_hints.hint_report`` on IMDB test, the held-out reviews in every style (their scores
     already computed: ``test_probs``, ``by_style``), and held-out neutral paragraphs (all of them
@@ -156,7 +156,8 @@ def tone_hint_section(net, tok, args, held: list[tuple[str, int]], by_style: dic
         sets["neutral"] = [(p.text, NEUTRAL) for p in paragraphs]
         sets["neutral_technical"] = [(p.text, NEUTRAL) for p in paragraphs if p.source != "gutenberg_narration"]
         sets["neutral_narration"] = [(p.text, NEUTRAL) for p in paragraphs if p.source == "gutenberg_narration"]
-    report = hint_report(scores_of, sets)
+    temperature = (card.get("calibration") or {}).get("temperature")
+    report = hint_report(scores_of, sets, temperature)
     report["neutral_data"] = "neutral.neutral_paragraphs part 'test' (documents never trained on)"
     return report
 
@@ -202,7 +203,7 @@ def run_evaluate(args) -> Path:
         report["robustness"] = style_report(net, tok, held, args.max_tokens, spread, by_style)
         report["paragraph_context"] = context_report(net, tok, held[:args.context_reviews], args.max_tokens, spread,
                                                      args.seed)
-        report["tone_hints"] = tone_hint_section(net, tok, args, held, by_style, test, test_probs, spread)
+        report["tone_hints"] = tone_hint_section(net, card, tok, args, held, by_style, test, test_probs, spread)
 
     valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
     lm_seq = args.lm_seq or net.config.window_tokens

@@ -46,6 +46,12 @@ class HintFigures:
         return asdict(self)
 
 
+def scaled(probs: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Document probabilities (N, C) after dividing the document logits by ``temperature``: what a
+    classification head divided by ``temperature`` gives (``calibrate``), exactly."""
+    return torch.softmax(probs.clamp(min=1e-12).log() / temperature, -1)
+
+
 def word_count(text: str) -> int:
     """Words as the server counts them for its tone gate (``vq_lsp.markup.WORD``)."""
     return sum(1 for _ in WORD.finditer(text))
@@ -83,9 +89,11 @@ def hint_figures(probs: torch.Tensor, labels: torch.Tensor, words: list[int],
     return HintFigures(**figures)
 
 
-def hint_report(scores_of, sets: dict[str, list[tuple[str, int]]]) -> dict[str, dict]:
+def hint_report(scores_of, sets: dict[str, list[tuple[str, int]]], temperature: float | None = None) -> dict[str, dict]:
     """``hint_figures`` of each named set of (text, label); ``scores_of(name, texts)`` gives their
-    (N, C) probabilities."""
+    (N, C) probabilities. For a model whose head holds a folded ``temperature``, the calibration
+    error the same texts had before it (``ece_before_calibration``) comes along, computed exactly
+    by scaling the probabilities back."""
     report = {}
     for name, rows in sets.items():
         if not rows:
@@ -93,6 +101,8 @@ def hint_report(scores_of, sets: dict[str, list[tuple[str, int]]]) -> dict[str, 
         probs = scores_of(name, [t for t, _ in rows])
         labels = torch.tensor([y for _, y in rows])
         report[name] = hint_figures(probs, labels, [word_count(t) for t, _ in rows]).as_dict()
+        if temperature is not None and report[name]["ece"] is not None:
+            report[name]["ece_before_calibration"] = expected_calibration_error(scaled(probs, 1 / temperature), labels)
     report["rule"] = (f"hint shown where the top class reaches {DEFAULTS.sentiment_threshold} and the text has at "
                       f"least {DEFAULTS.tone_min_words} words (the server's defaults); each text scored as one block")
     return report

@@ -101,8 +101,8 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     temperature = cal_card["temperature"]
     assert cal_card["rows"] == 20 * 6 and cal_card["nll_after"] <= cal_card["nll_before"] + 1e-6
     from inference.positions import spread_positions
-    from training.calibrate import scaled
     from training.reviews import document_scores
+    from training.tone_hints import scaled
     raw, _ = inference.load_model_folder(tmp_path / "ft" / "model")
     folded, _ = inference.load_model_folder(tmp_path / "cal")
     examples = [([5, 9, 17, 33, 60, 7], 1), ([70, 3, 44], 0)]

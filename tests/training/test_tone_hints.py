@@ -14,6 +14,7 @@ from training.tone_hints import (
     expected_calibration_error,
     hint_figures,
     hint_report,
+    scaled,
     word_count,
 )
 from vq_lsp import markup
@@ -83,3 +84,14 @@ def test_hint_report_names_every_set_and_skips_empty_ones():
     assert set(report) == {"a", "neutral", "rule"}
     assert report["a"]["shown_share"] == 1.0 and report["a"]["shown_precision"] == 1.0
     assert report["neutral"]["shown_share"] == 0.0 and report["neutral"]["accuracy"] is None
+    assert "ece_before_calibration" not in report["a"]
+
+
+def test_hint_report_recovers_the_calibration_error_before_a_folded_temperature():
+    raw = probs_of([0.999] * 10)  # over-confident: 5 of 10 right
+    labels = torch.tensor([1] * 5 + [0] * 5)
+    folded = scaled(raw, 4.0)
+    sets = {"a": [(f"text {i} " * 8, int(y)) for i, y in enumerate(labels.tolist())]}
+    report = hint_report(lambda _name, texts: folded, sets, temperature=4.0)
+    assert report["a"]["ece_before_calibration"] == pytest.approx(expected_calibration_error(raw, labels), abs=1e-5)
+    assert report["a"]["ece"] < report["a"]["ece_before_calibration"]
