@@ -18,7 +18,8 @@ TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
 NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
 
 # input paths each subcommand reads: checked before any work starts
-INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"), "calibrate": ("model",),
+INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"),
+          "calibrate": ("model",),
           "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval", "commands")}
 
 

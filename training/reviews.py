@@ -140,7 +140,8 @@ def balanced_pick(by_label: list[list[int]], batch: int, g: torch.Generator) -> 
 def rows_by_label(labels: list[int]) -> tuple[list[list[int]], list[int]]:
     """(row indices of each class label, in label order; row indices of neutral texts)."""
     classes = sorted({y for y in labels if y != NEUTRAL})
-    return [[i for i, y in enumerate(labels) if y == c] for c in classes], [i for i, y in enumerate(labels) if y == NEUTRAL]
+    neutral = [i for i, y in enumerate(labels) if y == NEUTRAL]
+    return [[i for i, y in enumerate(labels) if y == c] for c in classes], neutral
 
 
 def pick_batch(by_label: list[list[int]], neutral: list[int], batch: int, neutral_share: float,

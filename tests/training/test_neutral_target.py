@@ -113,12 +113,12 @@ def _write_gz(path, rows):
 @pytest.fixture
 def small_data(tmp_path):
     para = "The compiler checks every borrow at compile time so that no reference outlives the value it points to."
-    chapters = [{"doc": f"ch{i}.md", "revisions": [{"text": f"# Chapter {i}\n\n{para}\n\n```rust\nfn main() {{}}\n```\n"}]}
-                for i in range(60)]
+    chapter = "# Chapter {}\n\n" + para + "\n\n```rust\nfn main() {{}}\n```\n"
+    chapters = [{"doc": f"ch{i}.md", "revisions": [{"text": chapter.format(i)}]} for i in range(60)]
     _write_gz(tmp_path / "revisions" / "rust_book_chapters.jsonl.gz", chapters)
     _write_gz(tmp_path / "revisions" / "art_of_command_line_README_en.jsonl.gz",
-              [{"doc": "README.md", "revisions": [{"text": "Use the shell well, and learn how its pipes and redirections "
-                                                            "work before you write longer scripts."}]}])
+              [{"doc": "README.md", "revisions": [{"text": "Use the shell well, and learn how its pipes and "
+                                                            "redirections work before you write longer scripts."}]}])
     _write_gz(tmp_path / "revisions" / "wiki_versions.jsonl.gz",
               [{"title": f"article {i}", "versions": ["old", para.lower()]} for i in range(60)])
     narration = "The old road wound past the mill and down into the valley where the river ran slow and wide."
