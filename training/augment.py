@@ -153,3 +153,17 @@ def augmented_reviews(rows: list[tuple[str, int]], mix: dict[str, float], seed: 
         else:
             out.append(("", variant(text, kind, rng), label, kind))
     return out
+
+
+def neutral_variants(texts: list[str], mix: dict[str, float], seed: int) -> list[tuple[str, str]]:
+    """(text, variant) for each neutral paragraph, its variant drawn from the same ``mix`` as the
+    reviews, so "no tone" is learnt in every writing style too (``after_context`` keeps the
+    paragraph as written: it is about text before a review)."""
+    rng = random.Random(seed * 7919 + 1)
+    kinds, weights = list(mix), list(mix.values())
+    out = []
+    for text in texts:
+        kind = rng.choices(kinds, weights)[0]
+        kind = "original" if kind == "after_context" else kind
+        out.append((variant(text, kind, rng), kind))
+    return out

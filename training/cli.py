@@ -1,6 +1,6 @@
 """``vq-train SUBCOMMAND``: the pipeline that produces the bundled model.
 
-tokenizer -> teacher -> distill -> finetune -> evaluate -> export. Each subcommand only parses
+tokenizer -> teacher -> distill -> finetune -> calibrate -> evaluate -> export. Each subcommand only parses
 options and calls one module; the work lives in those modules.
 """
 
@@ -20,7 +20,8 @@ NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not aft
 
 # input paths each subcommand reads: checked before any work starts
 INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"),
-          "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval")}
+          "calibrate": ("model",),
+          "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval", "commands")}
 
 
 def _common(p: argparse.ArgumentParser, out_default: str | None = None) -> None:
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_later_stages(sub) -> None:
-    """distill / finetune / evaluate / export (they import the inference package lazily)."""
+    """distill / finetune / calibrate / evaluate / export (they import the inference package lazily)."""
     from . import stages
     from .student import add_flags
 
@@ -137,7 +138,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
     if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
         sub.error(f"argument --out: {args.out} is a file, not a folder")
-    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "evaluate"}:
+    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "calibrate", "evaluate"}:
         try:
             args.data = resolve_data_dir(args.data)
         except SystemExit as e:

@@ -8,8 +8,9 @@ saving and exactness come from the real incremental engine, and the incremental 
 an edit sequence is compared with a fresh open of the same text.
 
 Data: IMDB test (a seeded subset), held-out LM text (Gutenberg valid split, IMDB test text) and,
-for the writing-style and paragraph-context sections (``robustness``), the IMDB training rows that
-fine-tuning held out. Nothing under eval/ is read.
+for the writing-style, paragraph-context and tone-hint sections (``robustness``, ``tone_hints``), the
+IMDB training rows that fine-tuning held out and neutral paragraphs of documents never trained on
+(``neutral``). Nothing under eval/ is read.
 """
 
 from __future__ import annotations
@@ -24,12 +25,20 @@ import torch.nn.functional as F
 from . import common
 from .data import imdb_examples, sample_chunks
 from .distill import pool_batch
-from .reviews import accuracy, encode_reviews, model_device
-from .robustness import context_report, style_report
+from .neutral import neutral_paragraphs
+from .reviews import (
+    NEUTRAL,
+    accuracy,
+    accuracy_of,
+    document_scores,
+    encode_reviews,
+    model_device,
+)
+from .robustness import STYLES, context_report, style_report, style_scores
 from .teacher import load_or_collect_tokens
 from .tokenizer import BOS_ID, load_tokenizer
+from .tone_hints import hint_report
 from .vq import code_stats
-
 
 POSITION_BUCKETS = (0, 16, 256, 1024, 2048)
 
@@ -126,6 +135,33 @@ def engine_report(net, tok_path: Path, docs: list[list[int]], seed: int) -> dict
             "doc_tokens": [len(d) for d in docs]}
 
 
+def tone_hint_section(net, card: dict, tok, args, held: list[tuple[str, int]], by_style: dict[str, torch.Tensor],
+                      test: list[tuple[str, int]], test_probs: torch.Tensor | None, positions_for) -> dict:
+    """``tone_hints.hint_report`` on IMDB test, the held-out reviews in every style (their scores
+    already computed: ``test_probs``, ``by_style``), and held-out neutral paragraphs (all of them
+    and per source)."""
+    known = {f"held_out_{name}": probs for name, probs in by_style.items()}
+    if test_probs is not None:
+        known["imdb_test"] = test_probs
+
+    def scores_of(name: str, texts: list[str]) -> torch.Tensor:
+        if name in known:
+            return known[name]
+        return document_scores(net, encode_reviews(tok, [(t, 0) for t in texts], args.max_tokens), positions_for)
+
+    sets: dict[str, list[tuple[str, int]]] = {"imdb_test": test}
+    sets.update({f"held_out_{name}": [(f(t), y) for t, y in held] for name, f in STYLES.items()})
+    if args.neutral_paragraphs:
+        paragraphs = neutral_paragraphs(args.data, "test", args.neutral_paragraphs, seed=args.seed)
+        sets["neutral"] = [(p.text, NEUTRAL) for p in paragraphs]
+        sets["neutral_technical"] = [(p.text, NEUTRAL) for p in paragraphs if p.source != "gutenberg_narration"]
+        sets["neutral_narration"] = [(p.text, NEUTRAL) for p in paragraphs if p.source == "gutenberg_narration"]
+    temperature = (card.get("calibration") or {}).get("temperature")
+    report = hint_report(scores_of, sets, temperature)
+    report["neutral_data"] = "neutral.neutral_paragraphs part 'test' (documents never trained on)"
+    return report
+
+
 def run_evaluate(args) -> Path:
     from inference import load_model_folder
     from inference.positions import spread_positions
@@ -141,12 +177,13 @@ def run_evaluate(args) -> Path:
     pool = net.config.position_pool
     report: dict = {"model": str(args.model)}
 
-    test_ids = []
+    test_ids, test, test_probs = [], [], None
     if not args.no_imdb:
         test, _ = imdb_examples(args.data, "test", limit=args.test_limit, seed=args.seed)
         test_ids = encode_reviews(tok, test, args.max_tokens)
-        spread = lambda n: spread_positions(n, pool)  # noqa: E731
-        report["imdb_test"] = {"vq": accuracy(net, test_ids, spread),
+        spread = lambda n: spread_positions(n, pool)
+        test_probs = document_scores(net, test_ids, spread)
+        report["imdb_test"] = {"vq": accuracy_of(test_probs.argmax(-1), torch.tensor([y for _, y in test])),
                                "subset": f"{len(test)} reviews (seeded shuffle of imdb_test), first {args.max_tokens} tokens"}
     if args.dense_model and not args.no_imdb:
         dense, dense_card = load_model_folder(args.dense_model)
@@ -160,10 +197,13 @@ def run_evaluate(args) -> Path:
         if len(held) < args.robust_reviews:
             raise SystemExit(f"--robust-reviews {args.robust_reviews} is more than the {len(held)} held-out rows "
                              f"(--holdout {args.holdout})")
-        spread = lambda n: spread_positions(n, pool)  # noqa: E731
-        report["robustness"] = style_report(net, tok, held[:args.robust_reviews], args.max_tokens, spread)
+        spread = lambda n: spread_positions(n, pool)
+        held = held[:args.robust_reviews]
+        by_style = style_scores(net, tok, held, args.max_tokens, spread)
+        report["robustness"] = style_report(net, tok, held, args.max_tokens, spread, by_style)
         report["paragraph_context"] = context_report(net, tok, held[:args.context_reviews], args.max_tokens, spread,
                                                      args.seed)
+        report["tone_hints"] = tone_hint_section(net, card, tok, args, held, by_style, test, test_probs, spread)
 
     valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
     lm_seq = args.lm_seq or net.config.window_tokens

@@ -47,6 +47,14 @@ def summary(card: dict) -> dict:
         out["paragraph_flip_rate_vs_alone"] = {k: v["flip_rate_vs_alone"] for k, v in context.items()
                                                if isinstance(v, dict) and "flip_rate_vs_alone" in v}
         out["paragraph_accuracy"] = {k: v["accuracy"] for k, v in context.items() if isinstance(v, dict)}
+    hints = ev.get("tone_hints", {})
+    if hints:
+        out["tone_hints"] = {k: {f: v[f] for f in ("accuracy", "positive_rate", "shown_share", "shown_precision")}
+                             for k, v in hints.items() if isinstance(v, dict)}
+        out["tone_hint_rule"] = hints.get("rule")
+    calibration = card.get("calibration")
+    if calibration:
+        out["calibration"] = {k: calibration[k] for k in ("temperature", "ece_before", "ece_after")}
     if "single_token_edits" in ev:
         out["flip_rate_per_layer"] = ev["single_token_edits"]["flip_rate_per_layer"]
     if "engine" in ev:
@@ -68,6 +76,8 @@ def export(args) -> Path:
     if args.eval:
         card["evaluation"] = json.loads(Path(args.eval).read_text())
     card["summary"] = summary(card)
+    if args.commands:
+        card["commands"] = [line for line in Path(args.commands).read_text().splitlines() if line.strip()]
     card.setdefault("vq_heads", net.config.vq_heads)
     card.setdefault("vq_codes", net.config.vq_codes)
     if args.fp16:

@@ -23,12 +23,26 @@ import torch
 import torch.nn.functional as F
 
 from . import common, post_vq
+from .augment import augmented_reviews, neutral_variants, parse_mix
 from .data import imdb_examples
 from .head_fit import fit_head
 from .locality import locality_loss, make_edits
-from .augment import augmented_reviews, parse_mix
-from .reviews import (accuracy, balanced_pick, doc_probs, encode_reviews, encode_with_context, pad_batch, param_groups,
-                      scored_rows, token_cross_entropy)
+from .neutral import neutral_paragraphs
+from .reviews import (
+    NEUTRAL,
+    accuracy,
+    doc_probs,
+    document_nll,
+    encode_reviews,
+    encode_with_context,
+    opinion_accuracy,
+    pad_batch,
+    param_groups,
+    pick_batch,
+    rows_by_label,
+    scored_rows,
+    token_cross_entropy,
+)
 from .tokenizer import load_tokenizer
 from .vq import TrainQuantizer
 
@@ -57,12 +71,12 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
         all_ids, all_pos, all_valid = torch.cat([ids, edited]), torch.cat([pos, pos[:n_edit]]), torch.cat([valid, valid[:n_edit]])
     out = net(all_ids, all_pos, all_valid, quantizer=quant)
     probs = doc_probs(out.cls_logits[:b], scored)  # (B, C): the review's own tokens
-    cls = F.nll_loss(probs.clamp(min=1e-8).log(), labels)
+    cls = document_nll(probs, labels)
     token_ce = token_cross_entropy(out.cls_logits[:b], scored, labels)
     logits = net.lm_logits(out.hidden[:b])  # (B, T, V)
     keep = valid[:, 1:]  # (B, T-1)
     lm = F.cross_entropy(logits[:, :-1][keep].float(), ids[:, 1:][keep])
-    terms = {"cls": cls, "token_ce": token_ce, "lm": lm, "acc": (probs.argmax(-1) == labels).float().mean()}
+    terms = {"cls": cls, "token_ce": token_ce, "lm": lm, "acc": opinion_accuracy(probs, labels)}
     loss = cls + args.w_token * token_ce + args.w_lm * lm
     if n_edit:
         terms["locality"] = locality_loss(net, [s[:n_edit] for s in out.pre_vq], [c[:n_edit] for c in out.codes],
@@ -77,7 +91,7 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
     from inference.positions import sample_positions, spread_positions
 
     pool = net.config.position_pool
-    by_label = [[i for i, ex in enumerate(train) if ex[1] == c] for c in sorted({ex[1] for ex in train})]
+    by_label, neutral = rows_by_label([ex[1] for ex in train])
     quant = TrainQuantizer(net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau) if is_vq else None
     opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     ckpt = out / "checkpoint.pt"
@@ -104,7 +118,7 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
 
     def batch_terms(step: int):
         g = torch.Generator().manual_seed(args.seed * 104_729 + step)
-        pick = balanced_pick(by_label, args.batch, g)
+        pick = pick_batch(by_label, neutral, args.batch, args.neutral_share, g)
         chosen = [train[i] for i in pick]
         ids, pos, valid, labels = pad_batch(chosen, lambda n: sample_positions(n, pool, g))
         batch = tuple(t.to(device) for t in (ids, pos, valid, scored_rows(chosen, valid), labels))
@@ -132,19 +146,37 @@ def _finetune_post_vq(net, train, probe, args, out: Path, device) -> tuple[int, 
 
 
 def training_examples(tok, rows: list[tuple[str, int]], args) -> tuple[list[tuple], dict | None]:
-    """Encoded training examples and what the augmentation mix made of them (None without ``--augment``).
+    """Encoded training examples and what the augmentation mix made of them (None without ``--augment``
+    or ``--neutral``).
 
     With ``--augment`` each review is replaced by one writing-style variant drawn from the mix
-    (``augment.augmented_reviews``); ``after_context`` examples carry unscored text before the review."""
-    if not args.augment:
-        return encode_reviews(tok, rows, args.seq - 1), None
-    items = augmented_reviews(rows, parse_mix(args.augment), args.seed)
-    examples = encode_with_context(tok, [(c, r, y) for c, r, y, _ in items], args.seq - 1)
-    counts: dict[str, int] = {}
-    for *_, kind in items:
-        counts[kind] = counts.get(kind, 0) + 1
-    return examples, {"mix": args.augment, "reviews_per_variant": counts,
-                      "tokens": sum(len(ex[0]) for ex in examples)}
+    (``augment.augmented_reviews``); ``after_context`` examples carry unscored text before the review.
+    With ``--neutral N``, N neutral paragraphs (``neutral.neutral_paragraphs``, training part) join
+    them with the label ``NEUTRAL`` (a uniform target), in the same writing styles."""
+    report: dict = {}
+    if args.augment:
+        items = augmented_reviews(rows, parse_mix(args.augment), args.seed)
+        examples = encode_with_context(tok, [(c, r, y) for c, r, y, _ in items], args.seq - 1)
+        counts: dict[str, int] = {}
+        for *_, kind in items:
+            counts[kind] = counts.get(kind, 0) + 1
+        report = {"mix": args.augment, "reviews_per_variant": counts, "tokens": sum(len(ex[0]) for ex in examples)}
+    else:
+        examples = encode_reviews(tok, rows, args.seq - 1)
+    if args.neutral:
+        paragraphs = neutral_paragraphs(args.data, "train", args.neutral, seed=args.seed)
+        texts = [p.text for p in paragraphs]
+        styled = neutral_variants(texts, parse_mix(args.augment), args.seed) if args.augment else \
+            [(t, "original") for t in texts]
+        neutral = encode_reviews(tok, [(t, NEUTRAL) for t, _ in styled], args.seq - 1)
+        examples = examples + neutral
+        sources: dict[str, int] = {}
+        for p in paragraphs:
+            sources[p.source] = sources.get(p.source, 0) + 1
+        report["neutral"] = {"paragraphs": len(neutral), "per_source": sources, "share_of_batch": args.neutral_share,
+                             "tokens": sum(len(ex[0]) for ex in neutral), "target": "uniform over the classes",
+                             "data": "neutral.neutral_paragraphs part 'train' ($VQ_LSP_DATA/revisions, gutenberg)"}
+    return examples, report or None
 
 
 def train_finetune(args) -> Path:
@@ -182,7 +214,8 @@ def train_finetune(args) -> Path:
         "max_tokens": args.seq - 1, "lr": args.lr, "reviews_seen": step * args.batch,
         "data": "imdb_train (seeded shuffle, last %d rows held out)" % args.holdout,
         "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq and args.scope == "all" else None,
-        "head_fit": head_report, "augment": mix_report, **extra, "wall_seconds": round(t_used, 1),
+        "head_fit": head_report, "augment": {k: v for k, v in (mix_report or {}).items() if k != "neutral"} or None,
+        "neutral": (mix_report or {}).get("neutral"), **extra, "wall_seconds": round(t_used, 1),
     }}
     if not args.dense:
         from inference import load_model_folder

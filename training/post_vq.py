@@ -29,7 +29,17 @@ import torch
 import torch.nn.functional as F
 
 from . import common
-from .reviews import balanced_pick, context_tokens, doc_probs, pad_batch, param_groups, token_cross_entropy
+from .reviews import (
+    context_tokens,
+    doc_probs,
+    document_nll,
+    opinion_accuracy,
+    pad_batch,
+    param_groups,
+    pick_batch,
+    rows_by_label,
+    token_cross_entropy,
+)
 
 
 def tail_modules(net) -> list[torch.nn.Module]:
@@ -137,9 +147,17 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
 
 
 def weights_digest(net) -> str:
-    """A hash of every weight: computed once per run, part of every shard's key."""
+    """A hash of every weight the cached features depend on (all but the trainable tail): computed
+    once per run, part of every shard's key. Two models that differ only in their tail (a model and
+    its fine-tuned copy) share features."""
+    tail = {id(p) for m in tail_modules(net) for p in m.parameters()}
     h = hashlib.sha1()
-    for name, t in net.state_dict().items():
+    for name, t in net.named_parameters():
+        if id(t) in tail:
+            continue
+        h.update(name.encode())
+        h.update(t.detach().float().cpu().numpy().tobytes())
+    for name, t in net.named_buffers():
         h.update(name.encode())
         h.update(t.detach().float().cpu().numpy().tobytes())
     return h.hexdigest()
@@ -151,7 +169,7 @@ def shard_key(weights: str, examples, seed: int) -> str:
     h = hashlib.sha1(f"{weights}:{seed}".encode())
     for ex in examples:
         h.update(np.asarray(ex[0], dtype=np.int32).tobytes())
-        h.update(bytes([ex[1]]))
+        h.update(int(ex[1]).to_bytes(1, "little", signed=True))  # NEUTRAL is -1
         h.update(context_tokens(ex).to_bytes(4, "little"))
     return h.hexdigest()
 
@@ -206,20 +224,21 @@ def join(parts: list[Features]) -> Features:
 
 def tail_losses(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator) -> dict[str, torch.Tensor]:
     """The fine-tuning objective of ``finetune_losses`` on cached features: document NLL (the
-    engine's aggregate), per-token label cross-entropy, and an LM term on a random share of rows
-    (the tied vocabulary projection is the costliest part, and the LM only needs to stay alive).
-    The label terms read only the ``scored`` rows: text before a review is context, not evidence."""
+    engine's aggregate; a uniform target for neutral text), per-token label cross-entropy, and an
+    LM term on a random share of rows (the tied vocabulary projection is the costliest part, and
+    the LM only needs to stay alive). The label terms read only the ``scored`` rows: text before a
+    review is context, not evidence."""
     x, ids, valid, scored, labels = batch
     hidden, cls_logits = tail_forward(net, x)
     probs = doc_probs(cls_logits, scored)  # (B, C): the review's own tokens
-    cls = F.nll_loss(probs.clamp(min=1e-8).log(), labels)
+    cls = document_nll(probs, labels)
     token_ce = token_cross_entropy(cls_logits, scored, labels)
     keep = valid[:, 1:] & (torch.rand(valid[:, 1:].shape, generator=g) < args.lm_fraction).to(valid.device)
     lm = F.cross_entropy(net.lm_logits(hidden[:, :-1][keep]).float(), ids[:, 1:][keep]) if keep.any() \
         else hidden.new_zeros(())
     loss = cls + args.w_token * token_ce + args.w_lm * lm
     return {"loss": loss, "cls": cls, "token_ce": token_ce, "lm": lm,
-            "acc": (probs.argmax(-1) == labels).float().mean()}
+            "acc": opinion_accuracy(probs, labels)}
 
 
 def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tuple[int, float]:
@@ -236,14 +255,15 @@ def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tup
         net.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         step, t_used = state["step"], state["seconds"]
-    by_label = [torch.nonzero(feats.labels == c)[:, 0].tolist() for c in feats.labels.unique().tolist()]
+    by_label, neutral = rows_by_label(feats.labels.tolist())
+    neutral_share = getattr(args, "neutral_share", 0.0)
     bar = common.Progress(out, args.steps, step, "finetune-tail", disable=args.quiet)
     t0 = time.time()
     net.train()
 
     def batch_terms(step: int):
         g = torch.Generator().manual_seed(args.seed * 104_729 + step)
-        batch = feats.batch(balanced_pick(by_label, args.batch, g), device, args.crop, g)
+        batch = feats.batch(pick_batch(by_label, neutral, args.batch, neutral_share, g), device, args.crop, g)
         return tail_losses(net, batch, args, g), int(batch[2].sum())
 
     step = common.train_steps(

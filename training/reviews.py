@@ -13,6 +13,8 @@ import torch
 
 from .tokenizer import BOS_ID, PAD_ID, batch_encoder
 
+NEUTRAL = -1  # the label of a text without an opinion: its target is uniform over the classes
+
 
 def model_device(net) -> torch.device:
     """Where the model's weights live: every input built for it goes there."""
@@ -93,12 +95,38 @@ def doc_probs(cls_logits: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return (logp.sum(1) / tok.sum(1, keepdim=True).clamp(min=1)).softmax(-1)  # (B, C)
 
 
+def target_distribution(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """(B, C) targets: one-hot for a class label, uniform for ``NEUTRAL`` (no tone)."""
+    target = torch.full((labels.shape[0], n_classes), 1.0 / n_classes, device=labels.device)
+    opinion = labels != NEUTRAL
+    target[opinion] = torch.nn.functional.one_hot(labels[opinion], n_classes).float()
+    return target
+
+
+def document_nll(probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of document probabilities (B, C) against ``target_distribution``: the
+    usual NLL for a labelled review, and for a neutral text -mean_c log p_c, smallest (log C)
+    when the document sits at 1/C for every class."""
+    target = target_distribution(labels, probs.shape[-1])
+    return -(target * probs.clamp(min=1e-8).log()).sum(-1).mean()
+
+
+def opinion_accuracy(probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Accuracy over the documents that have a class label (neutral ones have no right answer)."""
+    opinion = labels != NEUTRAL
+    if not bool(opinion.any()):
+        return probs.new_zeros(())
+    return (probs[opinion].argmax(-1) == labels[opinion]).float().mean()
+
+
 def token_cross_entropy(cls_logits: torch.Tensor, valid: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean over documents of the mean over non-BOS tokens of -log p_token(label)."""
+    """Mean over documents of the mean over non-BOS tokens of the cross-entropy against the
+    document's ``target_distribution`` (-log p_token(label) for a review, uniform for neutral text)."""
     tok = valid.clone()
     tok[:, 0] = False
     logp = cls_logits.float().log_softmax(-1)  # (B, T, C)
-    nll = -logp.gather(-1, labels[:, None, None].expand(-1, logp.shape[1], 1))[..., 0]  # (B, T)
+    target = target_distribution(labels, logp.shape[-1])  # (B, C)
+    nll = -(logp * target[:, None, :]).sum(-1)  # (B, T)
     return ((nll * tok).sum(1) / tok.sum(1).clamp(min=1)).mean()
 
 
@@ -107,6 +135,23 @@ def balanced_pick(by_label: list[list[int]], batch: int, g: torch.Generator) -> 
     back and forth (the per-token loss makes every token of a review vote the same way)."""
     return [c[int(torch.randint(0, len(c), (1,), generator=g))] for k in range(batch)
             for c in [by_label[k % len(by_label)]]]
+
+
+def rows_by_label(labels: list[int]) -> tuple[list[list[int]], list[int]]:
+    """(row indices of each class label, in label order; row indices of neutral texts)."""
+    classes = sorted({y for y in labels if y != NEUTRAL})
+    neutral = [i for i, y in enumerate(labels) if y == NEUTRAL]
+    return [[i for i, y in enumerate(labels) if y == c] for c in classes], neutral
+
+
+def pick_batch(by_label: list[list[int]], neutral: list[int], batch: int, neutral_share: float,
+               g: torch.Generator) -> list[int]:
+    """``balanced_pick`` over the class labels, with ``round(batch * neutral_share)`` of the rows
+    drawn from the neutral texts (none when there are none): the share of "no tone" evidence per
+    step is fixed, and the classes stay balanced among the rest."""
+    n_neutral = round(batch * neutral_share) if neutral else 0
+    picked = balanced_pick(by_label, batch - n_neutral, g)
+    return picked + [neutral[int(torch.randint(0, len(neutral), (1,), generator=g))] for _ in range(n_neutral)]
 
 
 def param_groups(net, head_lr_mult: float) -> list[dict]:
@@ -118,27 +163,35 @@ def param_groups(net, head_lr_mult: float) -> list[dict]:
 
 
 @torch.no_grad()
-def predict(net, examples, positions_for, batch: int = 16) -> torch.Tensor:
-    """Predicted labels (N,) on the CPU from the mean score of each example's own tokens (its
-    context, if any, is read but not scored, as a paragraph's span score); length-sorted batches."""
+def document_scores(net, examples, positions_for, batch: int = 16) -> torch.Tensor:
+    """Document class probabilities (N, C) on the CPU, as the engine reports them for each
+    example's own tokens (its context, if any, is read but not scored); length-sorted batches."""
     net.eval()
     order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
-    pred = torch.empty(len(examples), dtype=torch.long)
+    scores = torch.empty(len(examples), net.config.num_labels)
     for a in range(0, len(order), batch):
         idx = order[a:a + batch]
         chosen = [examples[i] for i in idx]
         out, valid = forward_padded(net, chosen, positions_for)
-        pred[idx] = doc_probs(out.cls_logits, scored_rows(chosen, valid)).argmax(-1).cpu()
-    return pred
+        scores[idx] = doc_probs(out.cls_logits, scored_rows(chosen, valid)).float().cpu()
+    return scores
+
+
+def predict(net, examples, positions_for, batch: int = 16) -> torch.Tensor:
+    """Predicted labels (N,) on the CPU: the top class of ``document_scores``."""
+    return document_scores(net, examples, positions_for, batch).argmax(-1)
 
 
 def accuracy(net, examples, positions_for, batch: int = 16) -> dict:
     """Accuracy, F1 (positive class) and the share predicted positive, from ``predict``."""
-    pred = predict(net, examples, positions_for, batch)
-    gold = torch.tensor([ex[1] for ex in examples])
+    return accuracy_of(predict(net, examples, positions_for, batch), torch.tensor([ex[1] for ex in examples]))
+
+
+def accuracy_of(pred: torch.Tensor, gold: torch.Tensor) -> dict:
+    """Accuracy, F1 (positive class) and the share predicted positive of predicted labels."""
     tp = int(((pred == 1) & (gold == 1)).sum())
     fp = int(((pred == 1) & (gold == 0)).sum())
     fn = int(((pred == 0) & (gold == 1)).sum())
     f1 = 2 * tp / max(1, 2 * tp + fp + fn)
     return {"accuracy": float((pred == gold).float().mean()), "f1": f1, "positive_rate": float((pred == 1).float().mean()),
-            "n": len(examples)}
+            "n": len(gold)}

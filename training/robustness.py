@@ -8,7 +8,8 @@ never trained on), so they can guide training choices without touching the test 
 
 * ``style_report``: accuracy, F1 and positive rate on the same reviews as written, lowercased,
   re-spaced (spaces around punctuation, split contractions as in Pang & Lee's corpora), both,
-  and their first sentence alone; a balanced set should stay near 50% positive in every variant.
+  their first sentence alone and cut off after 12-80 words; a balanced set should stay near 50%
+  positive in every variant.
 * ``context_report``: a review's opening paragraph scored alone and after a Markdown table, a
   code block or a paragraph of opposite tone; only the paragraph's own tokens are scored (what
   the editor's paragraph hint shows), and the flip rate counts changed labels.
@@ -17,9 +18,26 @@ never trained on), so they can guide training choices without touching the test 
 from __future__ import annotations
 
 import random
+import zlib
 
-from .augment import code_block, first_sentence, lowercase, markdown_table, respace, sentences
-from .reviews import accuracy, encode_reviews, encode_with_context, predict
+import torch
+
+from .augment import (
+    code_block,
+    first_sentence,
+    lowercase,
+    markdown_table,
+    respace,
+    sentences,
+    truncate,
+)
+from .reviews import (
+    accuracy_of,
+    document_scores,
+    encode_reviews,
+    encode_with_context,
+    predict,
+)
 
 STYLES = {
     "original": lambda t: t,
@@ -27,19 +45,29 @@ STYLES = {
     "respaced": respace,
     "lower_respaced": lambda t: lowercase(respace(t)),
     "first_sentence": first_sentence,
+    "truncated": lambda t: truncate(t, random.Random(zlib.crc32(t.encode()))),  # 12-80 words, seeded by the text
 }
 CONTEXTS = ("alone", "after_table", "after_code", "after_opposite_paragraph")
 
 
-def style_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for) -> dict:
-    """Per style: accuracy, F1, positive rate, n; and each style's accuracy gap to the original."""
-    report = {name: accuracy(net, encode_reviews(tok, [(f(t), y) for t, y in rows], max_tokens), positions_for)
-              for name, f in STYLES.items()}
+def style_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for,
+                 scores: dict[str, torch.Tensor] | None = None) -> dict:
+    """Per style: accuracy, F1, positive rate, n; and each style's accuracy gap to the original.
+    ``scores``: each style's document probabilities (N, C) where the caller has them already."""
+    scores = scores or style_scores(net, tok, rows, max_tokens, positions_for)
+    gold = torch.tensor([y for _, y in rows])
+    report = {name: accuracy_of(scores[name].argmax(-1), gold) for name in STYLES}
     base = report["original"]["accuracy"]
     report["accuracy_gap_to_original"] = {k: v["accuracy"] - base for k, v in report.items() if k != "original"}
     report["gold_positive_rate"] = sum(y for _, y in rows) / max(1, len(rows))
     report["reviews"] = f"{len(rows)} held-out imdb_train reviews (finetune --holdout rows)"
     return report
+
+
+def style_scores(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for) -> dict[str, torch.Tensor]:
+    """Document probabilities (N, C) of ``rows`` written in every style of ``STYLES``."""
+    return {name: document_scores(net, encode_reviews(tok, [(f(t), y) for t, y in rows], max_tokens), positions_for)
+            for name, f in STYLES.items()}
 
 
 def opening_paragraph(text: str, min_words: int = 40) -> str:

@@ -1,6 +1,6 @@
 """Options and dispatch for the stages that need the inference package.
 
-distill, finetune, evaluate and export import their own modules only when run, so
+distill, finetune, calibrate, evaluate and export import their own modules only when run, so
 ``vq-train tokenizer`` and ``vq-train teacher`` do not load them. Every flag's value is checked
 by an ``inference.argtypes`` type while parsing.
 """
@@ -67,6 +67,11 @@ def add_parsers(sub, common, train_loop) -> None:
                    help="writing-style mix, e.g. original=3,lowercase=1,respaced=1,lower_respaced=1,sentence=1,"
                         "truncated=1,after_context=2: each training review becomes one variant drawn with these "
                         "weights (after_context: unrelated text before it, not scored)")
+    p.add_argument("--neutral", type=T.non_negative_int, default=0,
+                   help="neutral paragraphs (technical, encyclopedic, narration) trained towards a uniform target "
+                        "(0: none)")
+    p.add_argument("--neutral-share", type=T.probability, default=0.25,
+                   help="share of every batch drawn from the neutral paragraphs (with --neutral)")
     p.add_argument("--eval-every", type=T.non_negative_int, default=0, help="log held-out accuracy every N steps (0: never)")
     p.add_argument("--eval-reviews", type=T.positive_int, default=200, help="held-out reviews for --eval-every")
     p.add_argument("--holdout", type=T.non_negative_int, default=1000, help="IMDB train rows kept for validation")
@@ -77,6 +82,16 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--locality", type=T.non_negative_float, default=1.0)
     p.add_argument("--margin", type=T.non_negative_float, default=0.05)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)
+
+    p = sub.add_parser("calibrate", help="fit a temperature on held-out reviews in every style; fold it into the head")
+    common(p)
+    p.add_argument("--model", required=True, help="fine-tuned model folder")
+    p.add_argument("--holdout", type=T.non_negative_int, default=1000,
+                   help="the IMDB train rows fine-tuning held out (same --seed)")
+    p.add_argument("--calibration-start", type=T.non_negative_int, default=500,
+                   help="first held-out row used (evaluate reports on the rows before it)")
+    p.add_argument("--calibration-reviews", type=T.positive_int, default=500)
+    p.add_argument("--max-tokens", type=T.positive_int, default=512, help="review tokens scored (BOS excluded)")
 
     p = sub.add_parser("evaluate", help="accuracy/F1, code usage, VQ gap, flip rate -> JSON")
     common(p)
@@ -96,12 +111,16 @@ def add_parsers(sub, common, train_loop) -> None:
                    help="held-out train paragraphs scored alone and after unrelated text")
     p.add_argument("--holdout", type=T.non_negative_int, default=1000,
                    help="the IMDB train rows fine-tuning held out (same --seed): where robustness reviews come from")
+    p.add_argument("--neutral-paragraphs", type=T.non_negative_int, default=1000,
+                   help="held-out neutral paragraphs (neutral.py, part 'test') for the tone-hint section (0: skip)")
 
     p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")
     p.add_argument("--model", required=True, help="fine-tuned VQ model folder")
     p.add_argument("--eval", default=None, help="evaluate's JSON, merged into card.json")
     p.add_argument("--out", required=True)
     p.add_argument("--fp16", action="store_true", help="store weights in float16 (smaller folder)")
+    p.add_argument("--commands", default=None, help="text file with the commands that produced the model (one a "
+                                                    "line), stored in card.json")
     p.add_argument("--max-mb", type=T.positive_float, default=40.0)
 
 
@@ -112,6 +131,9 @@ def run(args) -> int:
     elif args.cmd == "finetune":
         from .finetune import train_finetune
         print(f"fine-tuned -> {train_finetune(args)}")
+    elif args.cmd == "calibrate":
+        from .calibrate import run_calibrate
+        print(f"calibrated -> {run_calibrate(args)}")
     elif args.cmd == "evaluate":
         from .evaluate import run_evaluate
         print(f"evaluation -> {run_evaluate(args)}")

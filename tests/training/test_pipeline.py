@@ -74,8 +74,13 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     run_cli("evaluate", "--data", data_dir, "--model", tmp_path / "ft" / "model", "--dense-model",
             tmp_path / "ftd" / "model", "--out", tmp_path / "ev", "--test-limit", 30, "--max-tokens", 40,
             "--lm-batches", 1, "--lm-seq", 48, "--edit-docs", 2, "--edit-seq", 60, "--holdout", 40,
-            "--robust-reviews", 12, "--context-reviews", 6)
+            "--robust-reviews", 12, "--context-reviews", 6, "--neutral-paragraphs", 0)
     report = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    hints = report["tone_hints"]
+    assert {"imdb_test", "held_out_original", "held_out_lower_respaced", "held_out_first_sentence"} <= hints.keys()
+    assert hints["imdb_test"]["n"] == 30 and hints["imdb_test"]["accuracy"] == report["imdb_test"]["vq"]["accuracy"]
+    assert hints["held_out_lowercase"]["accuracy"] == report["robustness"]["lowercase"]["accuracy"]
+    assert all(0 <= hints[k]["shown_share"] <= 1 for k in hints if k.startswith("held_out_"))
     robust = report["robustness"]
     assert {"original", "lowercase", "respaced", "lower_respaced", "first_sentence"} <= robust.keys()
     assert all(robust[k]["n"] == 12 and 0 <= robust[k]["positive_rate"] <= 1 for k in robust["accuracy_gap_to_original"])
@@ -88,6 +93,22 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     assert len(report["single_token_edits"]["flip_rate_per_layer"]) == 2
     assert report["held_out_lm"]["code_usage_per_layer"][0]["codes_used"][0] > 1
     assert set(report["held_out_lm"]["lm_loss_vq_on_by_token_index"]) == {"0-16", "16-256"}  # 47 predicted tokens
+
+    # Calibration folds a temperature into the head: the document scores become softmax(logits / T), exactly.
+    run_cli("calibrate", "--data", data_dir, "--model", tmp_path / "ft" / "model", "--out", tmp_path / "cal",
+            "--holdout", 40, "--calibration-start", 20, "--calibration-reviews", 20, "--max-tokens", 40)
+    cal_card = json.loads((tmp_path / "cal" / "card.json").read_text())["calibration"]
+    temperature = cal_card["temperature"]
+    assert cal_card["rows"] == 20 * 6 and cal_card["nll_after"] <= cal_card["nll_before"] + 1e-6
+    from inference.positions import spread_positions
+    from training.reviews import document_scores
+    from training.tone_hints import scaled
+    raw, _ = inference.load_model_folder(tmp_path / "ft" / "model")
+    folded, _ = inference.load_model_folder(tmp_path / "cal")
+    examples = [([5, 9, 17, 33, 60, 7], 1), ([70, 3, 44], 0)]
+    spread = lambda n: spread_positions(n, raw.config.position_pool)
+    torch.testing.assert_close(document_scores(folded, examples, spread),
+                               scaled(document_scores(raw, examples, spread), temperature), atol=1e-5, rtol=1e-5)
 
     out = tmp_path / "export"
     run_cli("export", "--model", tmp_path / "ft" / "model", "--eval", tmp_path / "ev" / "eval.json", "--out", out)

@@ -72,3 +72,25 @@ def test_smollm2_recipe_extracts_the_teacher_then_runs_every_stage_resumable(tmp
 def test_unknown_recipe_is_refused(tmp_path):
     res, calls = run_script(tmp_path, RECIPE="tpu")
     assert res.returncode == 2 and "RECIPE must be cpu or gpu" in res.stderr and calls == []
+
+
+def test_tone_recipe_fine_tunes_both_twins_then_calibrates_evaluates_and_exports(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="tone", GPU_MODELS=str(tmp_path / "gpu"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [c[0] for c in calls] == ["finetune", "finetune", "calibrate", "evaluate", "export"]
+    finetunes = calls[:2]
+    assert all("--resume" in c and "post-vq" in c and int(c[c.index("--neutral") + 1]) > 0 for c in finetunes)
+    assert all("after_context" in c[c.index("--augment") + 1] for c in finetunes)
+    assert "--dense" in finetunes[1] and c_value(finetunes[1], "--model").endswith("gpu/teacher")
+    calibrated = c_value(calls[2], "--out")
+    assert c_value(calls[3], "--model") == calibrated == c_value(calls[4], "--model")
+    assert "--dense-model" in calls[3] and "--neutral-paragraphs" in calls[3]
+
+
+def test_tone_recipe_needs_the_gpu_models(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="tone")
+    assert res.returncode != 0 and "GPU_MODELS" in res.stderr and calls == []
+
+
+def c_value(call: list[str], flag: str) -> str:
+    return call[call.index(flag) + 1]
