@@ -39,7 +39,7 @@ def clean_imdb(text: str) -> str:
     return _BR.sub("\n", text).strip()
 
 
-def _jsonl_gz(path: Path) -> Iterator[dict]:
+def read_jsonl_gz(path: Path) -> Iterator[dict]:
     if not path.is_file():
         raise SystemExit(f"missing data file {path}")
     with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -50,14 +50,14 @@ def _jsonl_gz(path: Path) -> Iterator[dict]:
 
 def iter_gutenberg(data_dir: Path, split: str = "train") -> Iterator[str]:
     """Book texts of one split ('train' or 'valid'), in file order."""
-    for row in _jsonl_gz(Path(data_dir) / "gutenberg" / "gutenberg_subset.jsonl.gz"):
+    for row in read_jsonl_gz(Path(data_dir) / "gutenberg" / "gutenberg_subset.jsonl.gz"):
         if row.get("split") == split:
             yield row["text"]
 
 
 def iter_imdb(data_dir: Path, split: str = "train") -> Iterator[tuple[str, int]]:
     """(cleaned text, label 0/1) for the labelled IMDB split 'train' or 'test'."""
-    for row in _jsonl_gz(Path(data_dir) / "imdb" / f"imdb_{split}.jsonl.gz"):
+    for row in read_jsonl_gz(Path(data_dir) / "imdb" / f"imdb_{split}.jsonl.gz"):
         yield clean_imdb(row["text"]), int(row["label"])
 
 

@@ -7,7 +7,7 @@ text (the Rust book, a command-line README, Wikipedia articles, all under
 towards a uniform distribution over the two classes, so the score stays a per-token two-class
 quantity and neutral text lands near 0.5, below any hint threshold.
 
-A paragraph is what the server gives a tone: a tone block of ``vq_lsp.markup.layout`` (Markdown
+A paragraph is what the server gives a tone: a tone block of ``vq_lsp.hints.markup.layout`` (Markdown
 for the book and README, plain text otherwise) with its word count. Each source document falls
 into one part by a hash of its name (``train``, ``calibration`` or ``test``); Gutenberg's own
 ``valid`` books are split between calibration and test, its ``train`` books train. Nothing under
@@ -16,15 +16,14 @@ into one part by a hash of its name (``train``, ``calibration`` or ``test``); Gu
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from vq_lsp import markup
+from .data import read_jsonl_gz
+from vq_lsp.hints import markup  # the server's prose layout (tests/test_architecture.py allows it)
 
 PARTS = ("train", "calibration", "test")
 SOURCES = ("rust_book", "command_line_readme", "wikipedia", "gutenberg_narration")
@@ -47,15 +46,6 @@ def part_of(document: str, calibration: float = 0.1, test: float = 0.1) -> str:
     return "test" if u < test else "calibration" if u < test + calibration else "train"
 
 
-def _rows(path: Path) -> Iterator[dict]:
-    if not path.is_file():
-        raise SystemExit(f"missing data file {path}")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
 def tone_paragraphs(text: str, markup_kind: str, min_words: int, max_words: int) -> list[tuple[str, int]]:
     """(paragraph, words) of the tone blocks the server would score, within a word range."""
     lay = markup.layout(text, markup_kind)
@@ -65,11 +55,11 @@ def tone_paragraphs(text: str, markup_kind: str, min_words: int, max_words: int)
 def _documents(data_dir: Path) -> Iterator[tuple[str, str, str, str]]:
     """(source, document name, markup kind, text) of the newest version of every document."""
     rev = Path(data_dir) / "revisions"
-    for row in _rows(rev / "rust_book_chapters.jsonl.gz"):
+    for row in read_jsonl_gz(rev / "rust_book_chapters.jsonl.gz"):
         yield "rust_book", "rust_book/" + row["doc"], markup.MARKDOWN, row["revisions"][-1]["text"]
-    for row in _rows(rev / "art_of_command_line_README_en.jsonl.gz"):
+    for row in read_jsonl_gz(rev / "art_of_command_line_README_en.jsonl.gz"):
         yield "command_line_readme", "readme/" + row["doc"], markup.MARKDOWN, row["revisions"][-1]["text"]
-    for row in _rows(rev / "wiki_versions.jsonl.gz"):
+    for row in read_jsonl_gz(rev / "wiki_versions.jsonl.gz"):
         yield "wikipedia", "wikipedia/" + row["title"], markup.PLAIN, row["versions"][-1]
 
 
@@ -81,7 +71,7 @@ def _is_narration(paragraph: str) -> bool:
 def _gutenberg(data_dir: Path, part: str, min_words: int, max_words: int) -> Iterator[NeutralParagraph]:
     split = "train" if part == "train" else "valid"
     path = Path(data_dir) / "gutenberg" / "gutenberg_subset.jsonl.gz"
-    for row in _rows(path):
+    for row in read_jsonl_gz(path):
         if row.get("split") != split:
             continue
         name = f"gutenberg/{row['author']}/{row['title']}"

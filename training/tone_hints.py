@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from vq_lsp.markup import WORD
-from vq_lsp.settings import DiagnosticSettings
+from vq_lsp.hints.markup import WORD  # the server's word count (tests/test_architecture.py allows it)
+from vq_lsp.settings import DiagnosticSettings  # the server's defaults (allowed as above)
 
 from .reviews import NEUTRAL
 
@@ -53,7 +53,7 @@ def scaled(probs: torch.Tensor, temperature: float) -> torch.Tensor:
 
 
 def word_count(text: str) -> int:
-    """Words as the server counts them for its tone gate (``vq_lsp.markup.WORD``)."""
+    """Words as the server counts them for its tone gate (``vq_lsp.hints.markup.WORD``)."""
     return sum(1 for _ in WORD.finditer(text))
 
 

@@ -17,7 +17,7 @@ from training.tone_hints import (
     scaled,
     word_count,
 )
-from vq_lsp import markup
+from vq_lsp.hints import markup
 from vq_lsp.settings import DiagnosticSettings
 
 
