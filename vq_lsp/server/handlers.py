@@ -101,7 +101,7 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def code_action(ls: VQServer, params: types.CodeActionParams):
         """Quick fixes for our typo and surprise hints: the dictionary words one edit away (two for
         a non-word with nothing closer) that the LM head finds likeliest there, best first."""
-        ours = hint_lsp.fixable(params.context.diagnostics)
+        ours = hint_lsp.fixable(params.context.diagnostics, params.range)  # only those at the range asked about
         if not ours:
             return []
         uri = params.text_document.uri
