@@ -14,8 +14,6 @@ spellings, code words) is cheap and recomputed on every publish.
 
 from __future__ import annotations
 
-import re
-from collections import Counter, OrderedDict
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -24,7 +22,7 @@ import numpy as np
 import inference
 
 from ..settings import DiagnosticSettings
-from . import markup, typos
+from . import markup, reuse, typos
 from .paragraphs import paragraphs
 
 
@@ -45,118 +43,28 @@ def detector(doc: inference.IncrementalDocument) -> typos.Detector:
     return model.cached("typo_detector", lambda: typos.Detector(model.tokenizer))
 
 
-# A paragraph's findings are reused while no token's surprise moved by more than this (nats): an edit
-# elsewhere in the window nudges later tokens' scores by far less than any threshold's margin.
-REUSE_TOLERANCE_NATS = 0.05
-_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
-
-
-class FindingCache:
-    """The detector's findings per paragraph, keyed by the paragraph's text and where its tokens
-    start in it, with the surprise of those tokens they were made from (offsets relative to the
-    paragraph). Least recently used entries go beyond `limit` paragraphs."""
-
-    def __init__(self, limit: int = 16384) -> None:
-        self.limit = limit
-        self._entries: OrderedDict[tuple[str, bytes], tuple[np.ndarray, tuple[typos.WordFinding, ...]]] = OrderedDict()
-        self.reused = 0
-        self.examined = 0
-
-    def get(self, key: tuple[str, bytes], surprise: np.ndarray) -> tuple[typos.WordFinding, ...] | None:
-        hit = self._entries.get(key)
-        if hit is None or len(hit[0]) != len(surprise) or (
-                len(surprise) and float(np.max(np.abs(hit[0] - surprise))) > REUSE_TOLERANCE_NATS):
-            return None
-        self._entries.move_to_end(key)
-        return hit[1]
-
-    def put(self, key: tuple[str, bytes], surprise: np.ndarray, findings: tuple[typos.WordFinding, ...]) -> None:
-        self._entries[key] = (surprise.copy(), findings)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.limit:
-            self._entries.popitem(last=False)
-
-
-def finding_cache(doc: inference.IncrementalDocument) -> FindingCache:
-    """The paragraph findings kept for the document's model (findings depend on the model only)."""
-    return doc.model.cached("typo_findings", FindingCache)
-
-
-def _shifted(findings, by: int) -> list[typos.WordFinding]:
-    return [replace(f, start=f.start + by, end=f.end + by) for f in findings]
-
-
-def paragraph_findings(text: str, starts: np.ndarray, surprise: np.ndarray, spans: list,
-                       doc: inference.IncrementalDocument) -> list[typos.WordFinding]:
-    """The detector's findings for prose words (word_tokens' spans, in text order), paragraph by
-    paragraph: reused from `finding_cache` where a paragraph and its tokens' surprise are
-    unchanged, examined (with one batched LM-head call) where not."""
-    cache, found = finding_cache(doc), detector(doc)
-    if not spans:
-        return []
-    word_starts = np.asarray([a for a, *_ in spans], dtype=np.int64)
-    out: list[typos.WordFinding] = []
-    todo: list[tuple[tuple[str, bytes], np.ndarray, int, list]] = []
-    for m in _PARAGRAPH.finditer(text):
-        pa, pb = m.start(), m.end()
-        lo, hi = int(np.searchsorted(word_starts, pa, "left")), int(np.searchsorted(word_starts, pb, "left"))
-        if lo == hi:
-            continue
-        words = spans[lo:hi]
-        ta = min(int(np.searchsorted(starts, pa, "left")), min(i for _, _, i, _ in words))
-        tb = max(j for *_, j in words)
-        key = (text[pa:pb], (np.asarray(starts[ta:tb], dtype=np.int64) - pa).tobytes())
-        hit = cache.get(key, surprise[ta:tb])
-        if hit is not None:
-            cache.reused += 1
-            out.extend(_shifted(hit, pa))
-        else:
-            todo.append((key, surprise[ta:tb], pa, words))
-    if todo:
-        cache.examined += len(todo)
-        fresh = found.examine(text, starts, surprise, [w for *_, words in todo for w in words], doc.next_token_logprobs,
-                              resolved=True)
-        bounds = np.asarray([pa for _, _, pa, _ in todo], dtype=np.int64)
-        per: list[list[typos.WordFinding]] = [[] for _ in todo]
-        for f in fresh:
-            per[int(np.searchsorted(bounds, f.start, "right")) - 1].append(f)
-        for (key, s, pa, _), fs in zip(todo, per):
-            cache.put(key, s, tuple(_shifted(fs, -pa)))
-            out.extend(fs)
-    out.sort(key=lambda f: f.start)
-    return out
-
-
-_CODE_WORD = re.compile(r"[A-Za-z]+")
-
-
-def evidence(text: str, lay: markup.Layout, spans) -> typos.Evidence:
-    """What the document says about its words: each prose spelling's uses and the words outside
-    its prose (code, tables, link targets); a document with such words is technical."""
-    uses = Counter(text[a:b].lower() for a, b, *_ in spans)
-    code: set[str] = set()
-    cur = 0
-    for a, b in list(lay.prose) + [(len(text), len(text))]:
-        if a > cur:
-            code.update(w.lower() for w in _CODE_WORD.findall(text, cur, a))
-        cur = max(cur, b)
-    return typos.Evidence(dict(uses), frozenset(code), bool(code))
-
-
 def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
     """(start, end, whole-word surprise) of words given as (start, end, first token, end token)."""
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     return [(a, b, float(cumulative[j] - cumulative[i])) for a, b, i, j in spans]
 
 
+def text_material(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
+             lay: markup.Layout) -> reuse.DocumentMaterial:
+    """The text's material paragraph by paragraph (reuse.py), with the findings the document's
+    evidence excuses left out."""
+    surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
+    got = reuse.document_material(text, np.asarray(starts), surprise, lay, doc, detector(doc))
+    findings = [f for f in typos.excused(got.findings, got.evidence, text) if not f.excused]
+    return replace(got, findings=findings)
+
+
 def analyse(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
             lay: markup.Layout) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
-    spans = typos.word_tokens(text, starts, len(surprise), list(lay.words(text)))  # prose words with their own tokens
-    findings = paragraph_findings(text, np.asarray(starts), surprise, spans, doc)
-    findings = typos.excused(findings, evidence(text, lay, spans), text)
-    return surprise, word_surprises(spans, surprise), findings
+    got = text_material(text, starts, doc, lay)
+    return surprise, got.words, got.findings
 
 
 def tone_blocks(starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout):
@@ -197,7 +105,7 @@ class HintMaterial:
     version: int | None
     paragraphs: list  # (char start, char end, token start, token end, scores, words), see tone_blocks
     words: list  # (char start, char end, whole-word surprise) of prose words
-    findings: list  # typos.WordFinding, every suspect word (the thresholds choose among them)
+    findings: list  # typos.WordFinding, every suspect word nothing excuses (the thresholds choose among them)
 
     @classmethod
     def of(cls, tt: TokenizedText, doc: inference.IncrementalDocument, version: int | None,
@@ -209,8 +117,8 @@ class HintMaterial:
     def with_layout(cls, text: str, starts: np.ndarray, doc: inference.IncrementalDocument, version: int | None,
                     lay: markup.Layout) -> "HintMaterial":
         """The material of a text whose prose is `lay` (`vq-lsp score` finds it from a file name)."""
-        _, words, findings = analyse(text, starts, doc, lay)
-        return cls(version, tone_blocks(starts, doc, lay), words, findings)
+        got = text_material(text, starts, doc, lay)
+        return cls(version, got.tones, got.words, got.findings)
 
 
 def word_at(text: str, lay: markup.Layout, offset: int) -> tuple[int, int] | None:
@@ -230,8 +138,8 @@ def explain_words(tt: TokenizedText, doc: inference.IncrementalDocument, spans, 
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64)
     starts = np.asarray(tt.token_starts)
     found = detector(doc).examine(tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True)
-    all_spans = typos.word_tokens(tt.text, starts, len(surprise), list(lay.words(tt.text)))
-    return typos.excused(found, evidence(tt.text, lay, all_spans), tt.text)
+    return typos.excused(found, reuse.document_material(tt.text, starts, surprise, lay, doc, detector(doc)).evidence,
+                         tt.text)
 
 
 def quick_fixes(tt: TokenizedText, doc: inference.IncrementalDocument, a: int, b: int,

@@ -143,9 +143,12 @@ def near_common(lower: str) -> bool:
 @dataclass(frozen=True)
 class Evidence:
     """What the whole document says about its words, beyond the dictionary: how often each
-    spelling is used (lower-cased), the words its code uses (inline and fenced code, tables,
-    link targets: everything outside its prose), and whether it is a technical document (one
-    with code). Cheap, so it is recomputed on every publish while the model's findings are reused."""
+    spelling is used (lower-cased), the words outside its prose (inline and fenced code, tables,
+    link targets), and whether it is a technical document (one with such words). In a technical
+    document a code-like non-word (a command, an identifier, a file extension) is a typo only when
+    a common word is one edit away and the model's context prefers it; being used in the code too
+    excuses nothing ("teh" in a table is as wrong as in prose). Cheap, so it is recomputed on
+    every publish while the model's findings are reused."""
 
     uses: dict
     code_words: frozenset
@@ -160,8 +163,6 @@ class Evidence:
         if not self.technical:
             return ""
         lower = f.word.lower()
-        if lower in self.code_words:
-            return "used as code in this document"
         if text[f.start - 1:f.start] == "." or text[f.end:f.end + 1] in ("(", "_"):
             return "code-like"
         if not any(dictionary().word_frequency[w] >= COMMON_FREQUENCY for w in _close_lower(lower, 1)):
