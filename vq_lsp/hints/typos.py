@@ -40,6 +40,9 @@ MAX_FIXES = 3
 # A word this common (pyspellchecker's counts) is one a misspelling is likely to be of: a spelling one edit
 # from it (two for longer words) is no name or coinage, however often the document repeats it.
 COMMON_FREQUENCY = 5000
+# In a technical document a word used in its code is a typo only when one edit from a word this common
+# ("teh" beside "the"), not from a merely common one ("stdin" beside "stain").
+VERY_COMMON_FREQUENCY = 1_000_000
 TWO_EDIT_MIN_LETTERS = 5  # shorter words have too many dictionary words two edits away to guess among
 # A candidate of several pieces is scored by its first piece (an upper bound) less this per further piece,
 # so that "thea" (" the" + "a") does not tie with "the" itself.
@@ -145,10 +148,11 @@ class Evidence:
     """What the whole document says about its words, beyond the dictionary: how often each
     spelling is used (lower-cased), the words outside its prose (inline and fenced code, tables,
     link targets), and whether it is a technical document (one with such words). In a technical
-    document a code-like non-word (a command, an identifier, a file extension) is a typo only when
-    a common word is one edit away and the model's context prefers it; being used in the code too
-    excuses nothing ("teh" in a table is as wrong as in prose). Cheap, so it is recomputed on
-    every publish while the model's findings are reused."""
+    document a code-like non-word (a file extension, a call, a word with no vowel, a capitalised
+    name inside a sentence, jargon with no common word one edit away, a word its code uses) is
+    no typo; a word one edit from a very common word is judged by the model's context even when
+    the code uses it ("teh" in a table is as wrong as in prose). Cheap, so it is put together
+    on every publish while the model's findings are reused."""
 
     uses: dict
     code_words: frozenset
@@ -165,9 +169,26 @@ class Evidence:
         lower = f.word.lower()
         if text[f.start - 1:f.start] == "." or text[f.end:f.end + 1] in ("(", "_"):
             return "code-like"
-        if not any(dictionary().word_frequency[w] >= COMMON_FREQUENCY for w in _close_lower(lower, 1)):
+        if not any(c in "aeiouy" for c in lower):
+            return "code-like: no vowel"
+        if f.word[:1].isupper() and not starts_sentence(text, f.start):
+            return "a name"
+        closest = max((dictionary().word_frequency[w] for w in _close_lower(lower, 1)), default=0)
+        if closest < COMMON_FREQUENCY:
             return "jargon: no common word one edit away"
+        if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
+            return "used as code in this document"
         return ""
+
+
+def starts_sentence(text: str, at: int) -> bool:
+    """Whether the word at `at` starts a sentence, a line or a list item."""
+    k = at - 1
+    while k >= 0 and text[k] in " \t\"'([*_“‘":
+        k -= 1
+    if k < 0 or text[k] in ".!?:\n\r":
+        return True
+    return text[k] in "-+>#" and (k == 0 or text[k - 1] in "\n\t ")
 
 
 def excused(findings: Iterable["WordFinding"], evidence: Evidence, text: str) -> list["WordFinding"]:
