@@ -44,8 +44,9 @@ class ParagraphMaterial:
     words: np.ndarray  # (k, 4): start, end, first token, end token of its prose words (int64)
     findings: tuple[typos.WordFinding, ...]
     finding_tokens: tuple[tuple[int, int], ...]  # (first token, end token) of each finding
-    uses: Counter  # lower-cased prose spellings
-    code_words: frozenset  # lower-cased words outside its prose
+    uses: Counter  # lower-cased prose spellings missing from the dictionary (the only ones evidence is asked about)
+    code_words: frozenset  # lower-cased words outside its prose missing from the dictionary
+    has_code: bool  # any word outside its prose
     tones: tuple  # (start, end, token start, token end, scores, words) per tone block
 
 
@@ -135,18 +136,21 @@ def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: 
         cache.computed += len(missing)
         _compute(text, starts, surprise, doc, detector, paras, first, last, parts, missing, cache)
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
-    words, findings, tones, uses, code = [], [], [], Counter(), set()
+    words, findings, tones, uses, code, technical = [], [], [], Counter(), set(), False
     for pa, ta, m, _ in parts:
         if len(m.words):
             words.append(m.words + np.array([pa, pa, ta, ta], dtype=np.int64))
         findings.extend(_placed(m.findings, m.finding_tokens, pa, ta, cumulative))
         tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
-        uses.update(m.uses)
-        code |= m.code_words
+        if m.uses:
+            uses.update(m.uses)
+        if m.code_words:
+            code |= m.code_words
+        technical = technical or m.has_code
     rows = np.concatenate(words) if words else np.zeros((0, 4), dtype=np.int64)
     word_surprise = (cumulative[rows[:, 3]] - cumulative[rows[:, 2]]).tolist()
     return DocumentMaterial(list(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), word_surprise)), findings, tones,
-                            typos.Evidence(dict(uses), frozenset(code), bool(code)))
+                            typos.Evidence(dict(uses), frozenset(code), technical))
 
 
 def _placed(findings: Sequence[typos.WordFinding], tokens: Sequence[tuple[int, int]], pa: int, ta: int,
@@ -181,12 +185,14 @@ def _compute(text, starts, surprise, doc, detector, paras, first, last, parts, m
     for (k, pa, pb, ta, tb, prose, spans), fs in zip(per_para, by_para):
         words = np.asarray([(a - pa, b - pa, i - ta, j - ta) for a, b, i, j in spans], dtype=np.int64).reshape(-1, 4)
         token_of = {a: (i - ta, j - ta) for a, b, i, j in spans}
-        uses = Counter(text[a:b].lower() for a, b, *_ in spans)
+        uses = Counter(w.lower() for w in (text[a:b] for a, b, *_ in spans) if not typos.is_word(w))
         code, cur = set(), pa
         for a, b in prose + [(pb, pb)]:
             if a > cur:
                 code.update(w.lower() for w in _CODE_WORD.findall(text, cur, a))
             cur = max(cur, b)
+        has_code = bool(code)
+        code = {w for w in code if not typos.is_word(w)}
         tones = []
         for a, b, w in parts[k][3][3]:
             ba, bb = int(np.searchsorted(starts, a + pa, "left")), int(np.searchsorted(starts, b + pa, "left"))
@@ -194,6 +200,7 @@ def _compute(text, starts, surprise, doc, detector, paras, first, last, parts, m
                 tones.append((a, b, ba - ta, bb - ta, doc.span_scores(ba, bb), w))
         value = ParagraphMaterial(surprise[ta:tb].copy(), words,
                                   tuple(replace(f, start=f.start - pa, end=f.end - pa) for f in fs),
-                                  tuple(token_of[f.start] for f in fs), uses, frozenset(code), tuple(tones))
+                                  tuple(token_of[f.start] for f in fs), uses, frozenset(code), has_code,
+                                  tuple(tones))
         cache.put(parts[k][3], value)
         parts[k] = (pa, ta, value, parts[k][3])

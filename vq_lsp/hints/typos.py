@@ -146,8 +146,8 @@ def near_common(lower: str) -> bool:
 @dataclass(frozen=True)
 class Evidence:
     """What the whole document says about its words, beyond the dictionary: how often each
-    spelling is used (lower-cased), the words outside its prose (inline and fenced code, tables,
-    link targets), and whether it is a technical document (one with such words). In a technical
+    spelling missing from the dictionary is used in its prose (lower-cased), those of them
+    outside its prose (inline and fenced code, tables, link targets), and whether it is a technical document (one with such words). In a technical
     document a code-like non-word (a file extension, a call, a word with no vowel, a capitalised
     name inside a sentence, jargon with no common word one edit away, a word its code uses) is
     no typo; a word one edit from a very common word is judged by the model's context even when
