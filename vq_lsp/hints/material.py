@@ -14,10 +14,12 @@ spellings, code words) is cheap and recomputed on every publish.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
+import torch
 
 import inference
 
@@ -43,6 +45,54 @@ def detector(doc: inference.IncrementalDocument) -> typos.Detector:
     return model.cached("typo_detector", lambda: typos.Detector(model.tokenizer))
 
 
+CONTINUATION_CONTEXT = 48  # tokens of the text before a word that the forward pass for its further pieces reads
+CONTINUATION_BATCH = 64
+
+
+def continuation(doc: inference.IncrementalDocument):
+    """For typos.Detector.examine: log p(pieces[1:] | the text before token i, pieces[0]) for each
+    (i, pieces), from a dense forward pass of the model over at most CONTINUATION_CONTEXT tokens
+    of i's window before it (BOS first; the model reads positions by their order only)."""
+
+    def score(jobs: list[tuple[int, list[int]]]) -> list[float]:
+        model = doc.model
+        net, cfg = model.net, model.config
+        ids = doc.token_ids
+        window_starts = [a for a, _ in doc.window_bounds]
+        seqs = []
+        for i, pieces in jobs:
+            w0 = window_starts[bisect.bisect_right(window_starts, i) - 1]
+            context = ids[max(w0, i - CONTINUATION_CONTEXT):i]
+            seqs.append(([cfg.bos_token_id] + context + list(pieces), 1 + len(context), len(pieces)))
+        out: list[float] = []
+        for at in range(0, len(seqs), CONTINUATION_BATCH):
+            batch = seqs[at:at + CONTINUATION_BATCH]
+            width = max(len(s) for s, _, _ in batch)
+            tok = torch.full((len(batch), width), cfg.pad_token_id, dtype=torch.long)
+            pos = torch.zeros((len(batch), width), dtype=torch.long)
+            valid = torch.zeros((len(batch), width), dtype=torch.bool)
+            for b, (s, _, _) in enumerate(batch):
+                tok[b, :len(s)] = torch.tensor(s)
+                pos[b, :len(s)] = torch.arange(len(s)) * cfg.position_pool // len(s)
+                valid[b, :len(s)] = True
+            rows, targets = [], []
+            for b, (s, first, count) in enumerate(batch):
+                rows += [(b, first + k - 1) for k in range(1, count)]
+                targets += [s[first + k] for k in range(1, count)]
+            with torch.no_grad():
+                hidden = net(tok.to(model.device), pos.to(model.device), valid.to(model.device)).hidden
+                picked = hidden[[r for r, _ in rows], [c for _, c in rows]]
+                logp = torch.log_softmax(net.lm_logits(picked).double(), -1)
+                got = logp[torch.arange(len(targets)), torch.tensor(targets)].cpu().tolist()
+            k = 0
+            for _, _, count in batch:
+                out.append(float(sum(got[k:k + count - 1])))
+                k += count - 1
+        return out
+
+    return score
+
+
 def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
     """(start, end, whole-word surprise) of words given as (start, end, first token, end token)."""
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
@@ -54,7 +104,7 @@ def text_material(text: str, starts: np.ndarray, doc: inference.IncrementalDocum
     """The text's material paragraph by paragraph (reuse.py), with the findings the document's
     evidence excuses left out."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
-    got = reuse.document_material(text, np.asarray(starts), surprise, lay, doc, detector(doc))
+    got = reuse.document_material(text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc))
     findings = [f for f in typos.excused(got.findings, got.evidence, text) if not f.excused]
     return replace(got, findings=findings)
 
@@ -137,7 +187,8 @@ def explain_words(tt: TokenizedText, doc: inference.IncrementalDocument, spans, 
     lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64)
     starts = np.asarray(tt.token_starts)
-    found = detector(doc).examine(tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True)
+    found = detector(doc).examine(tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True,
+                                  continuation=continuation(doc))
     return typos.excused(found, reuse.document_material(tt.text, starts, surprise, lay, doc, detector(doc)).evidence,
                          tt.text)
 

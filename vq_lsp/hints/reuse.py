@@ -107,7 +107,8 @@ def _clipped(ranges: tuple, a: int, b: int) -> tuple:
 
 
 def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: markup.Layout,
-                      doc: inference.IncrementalDocument, detector: typos.Detector) -> DocumentMaterial:
+                      doc: inference.IncrementalDocument, detector: typos.Detector,
+                      continuation=None) -> DocumentMaterial:
     """Every paragraph's material, reused from the cache where it is current, computed where not
     (the missing paragraphs' suspect words in one batched LM-head call)."""
     cache = paragraph_cache(doc)
@@ -134,7 +135,7 @@ def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: 
             cache.reused += 1
     if missing:
         cache.computed += len(missing)
-        _compute(text, starts, surprise, doc, detector, paras, first, last, parts, missing, cache)
+        _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache)
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     words, findings, tones, uses, code, technical = [], [], [], Counter(), set(), False
     for pa, ta, m, _ in parts:
@@ -163,7 +164,7 @@ def _placed(findings: Sequence[typos.WordFinding], tokens: Sequence[tuple[int, i
     return out
 
 
-def _compute(text, starts, surprise, doc, detector, paras, first, last, parts, missing, cache) -> None:
+def _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache) -> None:
     """Material of the paragraphs `missing` (indices into `parts`), filled in and cached."""
     per_para = []
     all_spans = []
@@ -176,7 +177,8 @@ def _compute(text, starts, surprise, doc, detector, paras, first, last, parts, m
                                   [(m.start(), m.end()) for a, b in prose for m in markup.WORD.finditer(text, a, b)])
         per_para.append((k, pa, pb, ta, tb, prose, spans))
         all_spans.extend(spans)
-    found = detector.examine(text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True)
+    found = detector.examine(text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True,
+                             continuation=continuation)
     found.sort(key=lambda f: f.start)
     para_starts = [pa for _, pa, *_ in per_para]
     by_para: list[list[typos.WordFinding]] = [[] for _ in per_para]

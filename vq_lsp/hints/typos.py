@@ -5,9 +5,10 @@ A word's surprise is the sum over its subword pieces (-log p of the whole word, 
 candidate fixes are dictionary words one edit away (swap, drop, insert, replace: what
 pyspellchecker generates), and for a dictionary word, the other members of its confusion set
 (their/there, lose/loose, form/from ...). Each candidate is scored with the LM head at the
-word's position (the stored final hidden state of the previous token, no forward pass):
-exactly for a candidate that is one token, and by its first piece less a fixed cost per further
-piece otherwise.
+word's position (the stored final hidden state of the previous token, no forward pass), and
+a candidate of several pieces by the probability of the whole word: its first piece so, its
+further pieces by a short forward pass over the text just before it (`continuation`), when it
+could beat the best one-piece candidate (so `useful` beats `usefully`, `bought` beats `bough`).
 The evidence is the gain, log p(best fix) - log p(word), in nats:
 
 - a word missing from the dictionary is a "non-word" typo when the gain reaches the non-word
@@ -307,6 +308,10 @@ class Detector:
         ids = self.tokenizer.encode(lead + word)
         return ids[0], len(ids)
 
+    @lru_cache(maxsize=65536)
+    def _pieces(self, lead: str, word: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer.encode(lead + word))
+
     def candidates(self, word: str, known: bool) -> list[str]:
         """Close dictionary words for a non-word (`fix_candidates`), the confusion set for a dictionary word."""
         if known:
@@ -314,7 +319,8 @@ class Detector:
         return fix_candidates(word)
 
     def examine(self, text: str, starts: Sequence[int], surprise: np.ndarray, words: Iterable[tuple[int, int]],
-                logprobs: Callable, force: bool = False, resolved: bool = False) -> list[WordFinding]:
+                logprobs: Callable, force: bool = False, resolved: bool = False,
+                continuation: Callable | None = None) -> list[WordFinding]:
         """Findings for the suspect words among `words` ((start, end) character spans): every
         non-word with a close dictionary word and every lower-case confusable word; what the
         document excuses is decided later (`Evidence`), from the whole document.
@@ -322,7 +328,9 @@ class Detector:
         those token indices (IncrementalDocument.next_token_logprobs). With `force`, every word
         gets a finding (hover, quick fixes): a suspect word the same one as without `force`, any
         other word its closest dictionary words, for the scores only. `resolved`: `words` are
-        already word_tokens' (start, end, first token, end token) spans."""
+        already word_tokens' (start, end, first token, end token) spans. `continuation(jobs)`
+        gives, for each (token index, piece ids), the log-probability of the pieces after the
+        first given the first (without it: a fixed EXTRA_PIECE_NATS per further piece)."""
         starts = np.asarray(starts)
         spans = list(words) if resolved else word_tokens(text, starts, len(surprise), list(words))
         cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
@@ -343,18 +351,33 @@ class Detector:
             if not pieces and not force:
                 continue
             kind = "real-word" if known and suspect else "non-word" if not known else "word"
-            todo.append((a, b, word, i, float(cumulative[j] - cumulative[i]), kind, pieces))
+            todo.append((a, b, word, i, float(cumulative[j] - cumulative[i]), kind, pieces, lead))
         if not todo:
             return []
         scores = logprobs([t[3] for t in todo], [[first for _, first, _ in t[6]] for t in todo])
+        firsts = [np.asarray(lp, dtype=np.float64) for lp in scores]
+        rest = self._further_pieces(todo, firsts, continuation)
         out = []
-        for (a, b, word, _, s, kind, pieces), lp in zip(todo, scores):
-            lp = np.asarray(lp, dtype=np.float64)
-            scored = sorted(((c, float(lp[k]) - EXTRA_PIECE_NATS * (count - 1))
+        for n, ((a, b, word, _, s, kind, pieces, _), lp) in enumerate(zip(todo, firsts)):
+            scored = sorted(((c, float(lp[k]) + rest.get((n, k), -EXTRA_PIECE_NATS * (count - 1)))
                              for k, (c, _, count) in enumerate(pieces)), key=lambda t: -t[1])
             gain = (scored[0][1] + s) if scored else float("-inf")
             out.append(WordFinding(a, b, word, s, kind, gain, tuple(scored[:MAX_FIXES])))
         return out
+
+    def _further_pieces(self, todo, firsts, continuation) -> dict[tuple[int, int], float]:
+        """log p of the further pieces of the several-piece candidates that could still win
+        (their first piece alone beats the best one-piece candidate), by (word, candidate)."""
+        if continuation is None:
+            return {}
+        jobs, keys = [], []
+        for n, ((*_, i, _, _, pieces, lead), lp) in enumerate(zip(todo, firsts)):
+            best_single = max((float(lp[k]) for k, (_, _, count) in enumerate(pieces) if count == 1), default=-np.inf)
+            for k, (c, _, count) in enumerate(pieces):
+                if count > 1 and float(lp[k]) > best_single:
+                    jobs.append((i, list(self._pieces(lead, c))))
+                    keys.append((n, k))
+        return dict(zip(keys, continuation(jobs))) if jobs else {}
 
 
 def _unique(words: list[str]) -> list[str]:
