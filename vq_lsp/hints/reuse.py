@@ -74,7 +74,8 @@ class ParagraphCache:
     def get(self, key: Key, surprise: np.ndarray) -> ParagraphMaterial | None:
         for hit in self._entries.get(key, ()):
             if len(hit.surprise) == len(surprise) and (
-                    not len(surprise) or float(np.max(np.abs(hit.surprise - surprise))) <= REUSE_TOLERANCE_NATS):
+                    np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
+                    or float(np.max(np.abs(hit.surprise - surprise))) <= REUSE_TOLERANCE_NATS):
                 self._entries.move_to_end(key)
                 return hit
         return None
@@ -91,19 +92,16 @@ def paragraph_cache(doc: inference.IncrementalDocument) -> ParagraphCache:
     return doc.model.cached("paragraph_material", ParagraphCache)
 
 
-def _inside(ranges: tuple, a: int, b: int) -> list:
-    """The items of sorted `ranges` ((start, end, ...)) that start in [a, b)."""
-    lo = bisect.bisect_left(ranges, (a,))
-    hi = bisect.bisect_left(ranges, (b,))
-    return list(ranges[lo:hi])
-
-
-def _clipped(ranges: tuple, a: int, b: int) -> tuple:
-    """Sorted disjoint (start, end) `ranges` cut to [a, b), relative to a (a docstring's prose
-    runs over several paragraphs; each paragraph keeps its own part)."""
-    lo = max(0, bisect.bisect_left(ranges, (a,)) - 1)
-    hi = bisect.bisect_left(ranges, (b,))
-    return tuple((max(p, a) - a, min(q, b) - a) for p, q in ranges[lo:hi] if p < b and q > a)
+def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:
+    """Sorted disjoint (start, end) `ranges` from index `lo` on, cut to [a, b), relative to a (a
+    docstring's prose runs over several paragraphs; each paragraph keeps its own part)."""
+    out = []
+    for p, q in ranges[lo:]:
+        if p >= b:
+            break
+        if q > a:
+            out.append((max(p, a) - a, min(q, b) - a))
+    return tuple(out)
 
 
 def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: markup.Layout,
@@ -121,11 +119,15 @@ def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: 
     bounds = np.asarray(paras, dtype=np.int64)
     first = np.maximum(np.searchsorted(starts, bounds[:, 0], "right") - 1, 0)
     last = np.searchsorted(starts, bounds[:, 1], "left")
+    prose_lo = np.maximum(np.searchsorted(np.asarray([a for a, _ in lay.prose], dtype=np.int64), bounds[:, 0]) - 1, 0)
+    tone_starts = np.asarray([a for a, _, _ in lay.tone], dtype=np.int64)
+    tone_lo, tone_hi = np.searchsorted(tone_starts, bounds[:, 0]), np.searchsorted(tone_starts, bounds[:, 1])
     parts: list[tuple[int, int, ParagraphMaterial | None, Key]] = []
     missing = []
-    for (pa, pb), ta, tb in zip(paras, first.tolist(), last.tolist()):
-        prose = _clipped(lay.prose, pa, pb)
-        tone = tuple((a - pa, b - pa, w) for a, b, w in _inside(lay.tone, pa, pb))
+    for (pa, pb), ta, tb, plo, t0, t1 in zip(paras, first.tolist(), last.tolist(), prose_lo.tolist(),
+                                            tone_lo.tolist(), tone_hi.tolist()):
+        prose = _clipped(lay.prose, plo, pa, pb)
+        tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1])
         key = (text[pa:pb], (starts[ta:tb] - pa).tobytes(), prose, tone)
         hit = cache.get(key, surprise[ta:tb])
         parts.append((pa, ta, hit, key))
