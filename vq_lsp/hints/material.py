@@ -100,11 +100,12 @@ def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
 
 
 def text_material(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
-             lay: markup.Layout) -> reuse.DocumentMaterial:
+                  lay: markup.Layout, tolerance: float = 0.0) -> reuse.DocumentMaterial:
     """The text's material paragraph by paragraph (reuse.py), with the findings the document's
     evidence excuses left out."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
-    got = reuse.document_material(text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc))
+    got = reuse.document_material(text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc),
+                                  tolerance)
     findings = [f for f in typos.excused(got.findings, got.evidence, text) if not f.excused]
     return replace(got, findings=findings)
 
@@ -161,13 +162,15 @@ class HintMaterial:
     def of(cls, tt: TokenizedText, doc: inference.IncrementalDocument, version: int | None,
            language_id: str = "plaintext", cfg: DiagnosticSettings | None = None) -> "HintMaterial":
         lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
-        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay)
+        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay, reuse.REUSE_TOLERANCE_NATS)
 
     @classmethod
     def with_layout(cls, text: str, starts: np.ndarray, doc: inference.IncrementalDocument, version: int | None,
-                    lay: markup.Layout) -> "HintMaterial":
-        """The material of a text whose prose is `lay` (`vq-lsp score` finds it from a file name)."""
-        got = text_material(text, starts, doc, lay)
+                    lay: markup.Layout, tolerance: float = 0.0) -> "HintMaterial":
+        """The material of a text whose prose is `lay` (`vq-lsp score` finds it from a file name).
+        `tolerance`: see reuse.document_material (the server's edits may reuse paragraphs whose
+        scores moved a little; a batch run's results depend on the text alone)."""
+        got = text_material(text, starts, doc, lay, tolerance)
         return cls(version, got.tones, got.words, got.findings)
 
 

@@ -71,11 +71,11 @@ class ParagraphCache:
         self.reused = 0
         self.computed = 0
 
-    def get(self, key: Key, surprise: np.ndarray) -> ParagraphMaterial | None:
+    def get(self, key: Key, surprise: np.ndarray, tolerance: float) -> ParagraphMaterial | None:
         for hit in self._entries.get(key, ()):
             if len(hit.surprise) == len(surprise) and (
                     np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
-                    or float(np.max(np.abs(hit.surprise - surprise))) <= REUSE_TOLERANCE_NATS):
+                    or tolerance > 0 and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance):
                 self._entries.move_to_end(key)
                 return hit
         return None
@@ -106,9 +106,12 @@ def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:
 
 def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: markup.Layout,
                       doc: inference.IncrementalDocument, detector: typos.Detector,
-                      continuation=None) -> DocumentMaterial:
+                      continuation=None, tolerance: float = 0.0) -> DocumentMaterial:
     """Every paragraph's material, reused from the cache where it is current, computed where not
-    (the missing paragraphs' suspect words in one batched LM-head call)."""
+    (the missing paragraphs' suspect words in one batched LM-head call). With `tolerance` 0 (what
+    `vq-lsp score` uses) a paragraph is reused only when its tokens' surprise is exactly the
+    stored one, so the result is a function of the text alone; the server passes
+    REUSE_TOLERANCE_NATS."""
     cache = paragraph_cache(doc)
     starts = np.asarray(starts, dtype=np.int64)
     n = len(surprise)
@@ -129,7 +132,7 @@ def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: 
         prose = _clipped(lay.prose, plo, pa, pb)
         tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1])
         key = (text[pa:pb], (starts[ta:tb] - pa).tobytes(), prose, tone)
-        hit = cache.get(key, surprise[ta:tb])
+        hit = cache.get(key, surprise[ta:tb], tolerance)
         parts.append((pa, ta, hit, key))
         if hit is None:
             missing.append(len(parts) - 1)
