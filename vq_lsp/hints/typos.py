@@ -14,8 +14,8 @@ The evidence is the gain, log p(best fix) - log p(word), in nats:
 - a word missing from the dictionary is a "non-word" typo when the gain reaches the non-word
   threshold (the model rejects typos whose fix it does not believe in); without a dictionary
   word one edit away (two when none is one away) it is never one, nor when cheap evidence about
-  the document excuses it (`Evidence.excuse`: a name or coinage used twice, dropped-g dialect,
-  code-like words in a technical document);
+  the document excuses it (`Evidence.excuse`: a capitalised word inside a sentence (a name), a
+  name or coinage used twice, dropped-g dialect, code-like words in a technical document);
 - a lower-case dictionary word is a "real-word" error when a confusable, single-token word gains
   at least the real-word threshold: a dictionary cannot see these at all. A capitalised one is
   never checked: it starts a sentence or a list item, where the left context the model reads
@@ -148,12 +148,13 @@ def near_common(lower: str) -> bool:
 class Evidence:
     """What the whole document says about its words, beyond the dictionary: how often each
     spelling missing from the dictionary is used in its prose (lower-cased), those of them
-    outside its prose (inline and fenced code, tables, link targets), and whether it is a technical document (one with such words). In a technical
-    document a code-like non-word (a file extension, a call, a word with no vowel, a capitalised
-    name inside a sentence, jargon with no common word one edit away, a word its code uses) is
-    no typo; a word one edit from a very common word is judged by the model's context even when
-    the code uses it ("teh" in a table is as wrong as in prose). Cheap, so it is put together
-    on every publish while the model's findings are reused."""
+    outside its prose (inline and fenced code, tables, link targets), and whether it is a
+    technical document (one with such words). A capitalised non-word inside a sentence is a
+    name in any document. In a technical document a code-like non-word (a file extension, a
+    call, a word with no vowel, jargon with no common word one edit away, a word its code uses)
+    is no typo; a word one edit from a very common word is judged by the model's context even
+    when the code uses it ("teh" in a table is as wrong as in prose). Cheap, so it is put
+    together on every publish while the model's findings are reused."""
 
     uses: dict
     code_words: frozenset
@@ -165,6 +166,8 @@ class Evidence:
             return ""
         if deliberate(f.word, self.uses.get(f.word.lower(), 0)):
             return "used as a name or coinage"
+        if f.word[:1].isupper() and not starts_sentence(text, f.start):
+            return "a name"
         if not self.technical:
             return ""
         lower = f.word.lower()
@@ -172,8 +175,6 @@ class Evidence:
             return "code-like"
         if not any(c in "aeiouy" for c in lower):
             return "code-like: no vowel"
-        if f.word[:1].isupper() and not starts_sentence(text, f.start):
-            return "a name"
         closest = max((dictionary().word_frequency[w] for w in _close_lower(lower, 1)), default=0)
         if closest < COMMON_FREQUENCY:
             return "jargon: no common word one edit away"
