@@ -222,3 +222,18 @@ def test_quick_fix_ranges_keep_only_diagnostics_at_the_cursor():
     assert hints.fixable(on_line, types.Range(types.Position(0, 18), types.Position(0, 18))) == [on_line[1]]
     assert hints.fixable(on_line, types.Range(types.Position(0, 0), types.Position(0, 40))) == on_line
     assert hints.fixable(on_line) == on_line
+
+
+def test_fixes_are_ranked_by_the_whole_word(model):
+    for text, word, best in (("It was a very usefull tool for the job.\n", "usefull", "useful"),
+                             ("I am wrting a letter to my mother.\n", "wrting", "writing"),
+                             ("I went to the shop and bougth some milk.\n", "bougth", "bought")):
+        _, _, mat = material(model, text)
+        assert findings_by_word(mat)[word].fixes[0][0] == best, text
+
+
+def test_correct_confusables_are_not_flagged_at_the_default_threshold(model):
+    text = ("The code in its current form is fine. They were of one mind, quiet, orderly and kind. "
+            "Their eyes met.\n")
+    tt, _, mat = material(model, text)
+    assert not [h for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]

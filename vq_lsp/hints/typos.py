@@ -81,7 +81,7 @@ class WordFinding:
 
     def explain(self) -> str:
         """The hint's message: a non-word is unlikely here; a real-word error is a confusable of its partner."""
-        if self.kind == "real-word":
+        if self.kind == "real-word" and self.fixes:
             return (f"{self.word!r} may be a confusable of {self.fixes[0][0]!r} here ({self.gain:.1f} nats likelier: "
                     f"{self.surprise:.1f} nats for {self.word!r}); likely: {self.likely()}")
         return f"{self.word!r} is unlikely here: {self.surprise:.1f} nats; likely: {self.likely()}"
