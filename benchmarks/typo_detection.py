@@ -426,7 +426,8 @@ def main(argv=None) -> int:
                                        lambda f: False),
             "dictionary_plus_close_word_no_model": evaluate(cases, lambda f: f is not None, lambda f: False)}
     results = {
-        "label": args.label, "model": str(model.path),
+        "label": args.label,
+        "model": str(model.path.relative_to(REPO) if model.path.is_relative_to(REPO) else model.path),
         "data": "fiction: gutenberg valid split; technical: revisions/ Markdown; reviews: imdb train (texts alternate "
                 "tune/report)",
         "texts": {k: {n: len(v) for n, v in split[k].items()} for k in KINDS},
