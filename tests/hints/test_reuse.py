@@ -51,8 +51,9 @@ PARAGRAPHS = [
 ]
 
 
-DOCSTRING = ('''def f():\n    """I went to teh store because the milk was gone.\n\n    Their friends arrived late, and nobody'''
-             ''' knew whether the train would leave.\n\n    They could not recieve the letters."""\n    return 1\n\n''')
+DOCSTRING = ('def f():\n    """I went to teh store because the milk was gone.\n\n'
+             "    Their friends arrived late, and nobody knew whether the train would leave.\n\n"
+             '    They could not recieve the letters."""\n    return 1\n\n')
 
 
 @pytest.mark.parametrize("language, text, edit_after", [

@@ -141,7 +141,8 @@ def _masked(text: str, blocks, inline: re.Pattern) -> tuple[tuple, tuple]:
 # HTML comment or a raw HTML block (<pre>, <script>, <style>, <textarea>), which may hold blank lines.
 _CHUNK_BREAK = re.compile(r"\n[ \t]*\n(?=\S)")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
-_SPANNING = re.compile(r"<!--[\s\S]*?(?:-->|$(?![\s\S]))|^<(pre|script|style|textarea)[\s>][\s\S]*?(?:</\1>|$(?![\s\S]))",
+_SPANNING = re.compile(r"<!--[\s\S]*?(?:-->|$(?![\s\S]))"
+                       r"|^<(pre|script|style|textarea)[\s>][\s\S]*?(?:</\1>|$(?![\s\S]))",
                        re.MULTILINE | re.IGNORECASE)
 _FRONT_MATTER = re.compile(r"---[ \t]*\n[\s\S]*?(?:^(?:---|\.\.\.)[ \t]*$|\Z)", re.MULTILINE)
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter, OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 

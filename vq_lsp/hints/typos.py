@@ -28,7 +28,6 @@ and its hover name the same words.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
@@ -160,7 +159,7 @@ class Evidence:
     code_words: frozenset
     technical: bool
 
-    def excuse(self, f: "WordFinding", text: str) -> str:
+    def excuse(self, f: WordFinding, text: str) -> str:
         """Why a finding is never shown whatever its gain, or "" (only non-words are excused)."""
         if f.kind != "non-word":
             return ""
@@ -193,7 +192,7 @@ def starts_sentence(text: str, at: int) -> bool:
     return text[k] in "-+>#" and (k == 0 or text[k - 1] in "\n\t ")
 
 
-def excused(findings: Iterable["WordFinding"], evidence: Evidence, text: str) -> list["WordFinding"]:
+def excused(findings: Iterable[WordFinding], evidence: Evidence, text: str) -> list[WordFinding]:
     """The findings with their excuse (if any) under this document's evidence."""
     out = []
     for f in findings:
@@ -304,13 +303,13 @@ class Detector:
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
         self._first = lru_cache(maxsize=65536)(self._first_and_count)
+        self._pieces = lru_cache(maxsize=65536)(self._piece_ids)
 
     def _first_and_count(self, lead: str, word: str) -> tuple[int, int]:
         ids = self.tokenizer.encode(lead + word)
         return ids[0], len(ids)
 
-    @lru_cache(maxsize=65536)
-    def _pieces(self, lead: str, word: str) -> tuple[int, ...]:
+    def _piece_ids(self, lead: str, word: str) -> tuple[int, ...]:
         return tuple(self.tokenizer.encode(lead + word))
 
     def candidates(self, word: str, known: bool) -> list[str]:
