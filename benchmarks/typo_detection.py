@@ -3,15 +3,27 @@ compare the server's detector (vq_lsp/hints/typos.py: dictionary + the model's c
 spell checker (pyspellchecker: every word missing from its dictionary) and with the dictionary
 plus close-word rule alone (no model), side by side on the same texts.
 
-Prose: excerpts of the Gutenberg books of the *valid* split in $VQ_LSP_DATA (the bundled
-model trained on the train split; eval/ is never read). Books alternate between a tuning split
-(thresholds are chosen there, by best F1) and a report split (every figure in the table).
+Prose of three kinds, none from eval/: fiction (excerpts of the Gutenberg books of the *valid*
+split; the bundled model trained on the train split), technical Markdown (the latest revisions
+of the Art of Command Line README and of Rust book chapters in $VQ_LSP_DATA/revisions/, read as
+Markdown: errors go into prose only, code makes them technical documents) and film reviews
+(IMDB train reviews, a few to a text). Texts alternate between a tuning split (thresholds are
+chosen there: the non-word one by best F1 on fiction, the real-word one as the lowest whose
+precision on all three kinds together reaches --real-word-precision) and a report split (every
+figure in the tables).
 Error classes: letter swaps, drops, doubled letters, neighbour-key substitutions (each kept
-only when the result is not a dictionary word: non-word errors), real-word errors from the
-confusion sets the detector knows (their/there, form/from ...), and real-word errors from any
-one-letter edit that happens to spell another word (which no confusion set covers).
+only when the result is not a dictionary word: non-word errors), two such edits in one word
+with no dictionary word one edit from the result, the same misspelling repeated at every use of
+a word ("recieve" twice), real-word errors from the confusion sets the detector knows
+(their/there, form/from ...), and real-word errors from any one-letter edit that happens to
+spell another word (which no confusion set covers). False alarms are the hints on words no
+error was put in, per 1,000 such words.
 
-    python -m benchmarks.typo_detection [--model DIR] [--books 12] [--excerpts 3]
+    python -m benchmarks.typo_detection [--model DIR] [--texts 12] [--chars 5000]
+
+The same file runs against another checkout for a before/after comparison
+(`PYTHONPATH=OTHER python benchmarks/typo_detection.py --out STEM`): it only uses the detector's
+`analyse` and `flagged`.
 
 Writes benchmarks/results/typo_detection.{json,md} and a precision-recall plot (.png) when
 matplotlib is installed.
@@ -23,6 +35,7 @@ import argparse
 import gzip
 import json
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -38,9 +51,11 @@ from vq_lsp.hints import markup, typos
 from vq_lsp.hints import material as hints
 from vq_lsp.settings import DiagnosticSettings
 
-NON_WORD = ("swap", "drop", "double", "neighbour")
+NON_WORD = ("swap", "drop", "double", "neighbour", "two-edit", "repeated")
 REAL_WORD = ("confusable", "real-edit")
 CLASSES = NON_WORD + REAL_WORD
+ONE_EDIT = ("swap", "drop", "double", "neighbour")
+KINDS = ("fiction", "technical", "reviews")
 KEYS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
 
 
@@ -76,6 +91,14 @@ def corrupt(word: str, kind: str, rng: random.Random) -> str | None:
         i = rng.randrange(n)
         near = neighbours(word[i])
         return word[:i] + rng.choice(near) + word[i + 1:] if near else None
+    if kind == "two-edit":
+        if n < 5:
+            return None
+        first = corrupt(word, rng.choice(ONE_EDIT), rng)
+        bad = first and corrupt(first, rng.choice(ONE_EDIT), rng)
+        if not bad or typos.is_word(bad) or word in typos.close_words(bad):
+            return None  # a dictionary word one edit away, or the word itself: not a two-edit error
+        return bad
     if kind == "confusable":
         partners = typos.CONFUSABLE.get(word)
         return rng.choice(partners) if partners else None
@@ -94,32 +117,47 @@ class Injected:
     typo: str
 
 
-def inject(text: str, rng: random.Random, rate: float) -> tuple[str, list[Injected]]:
+def inject(text: str, rng: random.Random, rate: float, words=None) -> tuple[str, list[Injected]]:
     """Corrupt about `rate` of the eligible words (lower-case, 3+ letters, in the dictionary;
-    confusable words at twice the rate so that class has enough cases). Returns the new text
-    and where each error now is."""
-    out, errors, last = [], [], 0
-    shift = 0
-    for m in markup.WORD.finditer(text):
-        word = m.group()
-        if not (word.islower() and len(word) >= 3 and typos.is_word(word)) or "'" in word:
+    confusable words at twice the rate so that class has enough cases), and every use of one
+    word used two or three times with the same misspelling. `words`: (start, end) of the words
+    that may take an error (default: every word). Returns the new text and where each error now is."""
+    spans = [(m.start(), m.end()) for m in markup.WORD.finditer(text)] if words is None else list(words)
+    eligible = [(a, b) for a, b in spans if text[a:b].islower() and b - a >= 3 and "'" not in text[a:b]
+                and typos.is_word(text[a:b])]
+    counts: dict[str, list[tuple[int, int]]] = {}
+    for a, b in eligible:
+        counts.setdefault(text[a:b], []).append((a, b))
+    repeated = sorted(w for w, at in counts.items() if 2 <= len(at) <= 3 and len(w) >= 4 and w not in typos.CONFUSABLE)
+    changes: dict[tuple[int, int], tuple[str, str]] = {}  # span -> (kind, bad)
+    if repeated:
+        word = rng.choice(repeated)
+        bad = corrupt(word, rng.choice(ONE_EDIT), rng)
+        if bad and bad != word and not typos.is_word(bad):
+            changes.update({span: ("repeated", bad) for span in counts[word]})
+    for a, b in eligible:
+        word = text[a:b]
+        if (a, b) in changes:
             continue
         confusable = word in typos.CONFUSABLE
         if rng.random() >= (2 * rate if confusable else rate):
             continue
-        kinds = ["confusable"] if confusable and rng.random() < 0.7 else list(NON_WORD) + ["real-edit"]
+        kinds = ["confusable"] if confusable and rng.random() < 0.7 else list(ONE_EDIT) + ["two-edit", "real-edit"]
         kind = rng.choice(kinds)
         bad = corrupt(word, kind, rng)
         if bad is None or bad == word:
             continue
         if kind in NON_WORD and typos.is_word(bad):
             continue  # spelled another word: not a non-word error
-        out.append(text[last:m.start()])
-        start = m.start() + shift
+        changes[(a, b)] = (kind, bad)
+    out, errors, last, shift = [], [], 0, 0
+    for (a, b), (kind, bad) in sorted(changes.items()):
+        out.append(text[last:a])
+        start = a + shift
         out.append(bad)
-        errors.append(Injected(start, start + len(bad), kind, word, bad))
-        shift += len(bad) - len(word)
-        last = m.end()
+        errors.append(Injected(start, start + len(bad), kind, text[a:b], bad))
+        shift += len(bad) - (b - a)
+        last = b
     out.append(text[last:])
     return "".join(out), errors
 
@@ -142,12 +180,66 @@ def excerpts(path: Path, books: int, per_book: int, chars: int) -> list[tuple[in
     return out
 
 
-def findings_of(model, text: str) -> list[typos.WordFinding]:
+def markdown_excerpts(path: Path, count: int, chars: int) -> list[tuple[int, str, str]]:
+    """(index, name, text) of the first `count` documents of a revisions file, each its latest
+    revision's opening cut at a paragraph break outside fenced code near `chars` characters."""
+    out = []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if len(out) >= count:
+                break
+            row = json.loads(line)
+            text = row["revisions"][-1]["text"]
+            end = text.rfind("\n\n", 0, chars)
+            while end > 0 and len(re.findall(r"^ {0,3}(?:```|~~~)", text[:end], re.MULTILINE)) % 2:
+                end = text.rfind("\n\n", 0, end)
+            if end > chars // 4:
+                out.append((len(out), row["doc"], text[:end + 1]))
+    return out
+
+
+def technical_excerpts(data: Path, count: int, chars: int) -> list[tuple[int, str, str]]:
+    """The Art of Command Line README in pieces (it is one long document), then Rust book chapters."""
+    readme = json.loads(gzip.open(data / "revisions" / "art_of_command_line_README_en.jsonl.gz", "rt",
+                                  encoding="utf-8").readline())["revisions"][-1]["text"]
+    out, at = [], 0
+    while len(out) < count // 3 and at < len(readme):
+        end = readme.rfind("\n\n", at, at + chars)
+        while end > at and len(re.findall(r"^ {0,3}(?:```|~~~)", readme[at:end], re.MULTILINE)) % 2:
+            end = readme.rfind("\n\n", at, end)
+        if end <= at:
+            break
+        out.append((len(out), "art-of-command-line README", readme[at:end + 1]))
+        at = end + 2
+    for _, name, text in markdown_excerpts(data / "revisions" / "rust_book_chapters.jsonl.gz", count - len(out), chars):
+        out.append((len(out), name, text))
+    return out
+
+
+def review_excerpts(path: Path, count: int, chars: int) -> list[tuple[int, str, str]]:
+    """IMDB train reviews (never test), joined a few to a text of about `chars` characters."""
+    out, cur = [], []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            text = re.sub(r"<br\s*/?>", "\n", json.loads(line)["text"])
+            cur.append(re.sub(r"\n{2,}", "\n\n", text).strip())
+            if sum(len(c) for c in cur) >= chars:
+                out.append((len(out), "imdb train reviews", "\n\n".join(cur) + "\n"))
+                cur = []
+                if len(out) >= count:
+                    break
+    return out
+
+
+def layout_of(kind: str, text: str) -> markup.Layout:
+    return markup.layout(text, markup.MARKDOWN if kind == "technical" else markup.PLAIN)
+
+
+def findings_of(model, text: str, lay: markup.Layout | None = None) -> list[typos.WordFinding]:
     ids, offsets = model.tokenizer.encode_with_offsets(text)
     doc = inference.IncrementalDocument(model, ids)
     starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
-    lay = markup.layout(text, markup.PLAIN)
-    return hints.analyse(text, starts, doc, lay)[2]
+    return hints.analyse(text, starts, doc, lay or markup.layout(text, markup.PLAIN))[2]
 
 
 def prf(tp: int, fp: int, fn: int) -> dict:
@@ -158,15 +250,18 @@ def prf(tp: int, fp: int, fn: int) -> dict:
 
 
 def evaluate(cases, flag_nw, flag_rw) -> dict:
-    """Per-class recall, and precision/recall/F1 of the non-word and real-word predictions.
+    """Per-class recall, precision/recall/F1 of the non-word and real-word predictions, and false
+    alarms per 1,000 correct words.
 
-    `cases`: (errors, findings, words) per excerpt; `flag_nw(finding_or_word)` says whether a
-    non-word prediction is made, `flag_rw(finding)` a real-word one. A prediction is right when
-    it covers an injected error exactly.
+    `cases`: (errors, predictions[, words in the text]) per text; `flag_nw(finding_or_none)`
+    says whether a non-word prediction is made, `flag_rw(finding)` a real-word one. A prediction
+    is right when it covers an injected error exactly.
     """
     per_class = {c: [0, 0] for c in CLASSES}  # found, total
     totals = {"non-word": [0, 0, 0], "real-word": [0, 0, 0]}
-    for errors, preds in cases:
+    false_alarms, correct_words = 0, 0
+    for case in cases:
+        errors, preds = case[0], case[1]
         truth = {(e.start, e.end): e for e in errors}
         flagged_nw = {span for span, kind, item in preds if kind == "non-word" and flag_nw(item)}
         flagged_rw = {span for span, kind, item in preds if kind == "real-word" and flag_rw(item)}
@@ -180,15 +275,31 @@ def evaluate(cases, flag_nw, flag_rw) -> dict:
             totals[group][0] += tp
             totals[group][1] += len(flagged) - tp
             totals[group][2] += sum(1 for e in errors if e.kind in kinds) - tp
+        false_alarms += len((flagged_nw | flagged_rw) - set(truth))
+        if len(case) > 2:
+            correct_words += case[2] - len(errors)
     out = {g: prf(*v) for g, v in totals.items()}
     out["recall_by_class"] = {c: {"recall": round(f / t, 4) if t else None, "errors": t}
                               for c, (f, t) in per_class.items()}
+    out["false_alarms"] = false_alarms
+    out["false_alarms_per_1000_words"] = round(1000 * false_alarms / correct_words, 2) if correct_words else None
     return out
+
+
+def precise_threshold(cases, target: float) -> tuple[float | None, dict | None]:
+    """The lowest real-word gain threshold whose precision on these cases reaches `target`."""
+    gains = sorted({round(item.gain, 2) for case in cases for _, k, item in case[1]
+                    if k == "real-word" and item is not None and np.isfinite(item.gain)})
+    for t in gains:
+        res = evaluate(cases, lambda f: False, lambda f: f.gain >= t)["real-word"]
+        if res["tp"] + res["fp"] and res["precision"] >= target:
+            return t, res
+    return None, None
 
 
 def choose_threshold(cases, kind: str) -> tuple[float, dict]:
     """The gain threshold with the best F1 on these cases, for one kind of prediction."""
-    gains = sorted({round(item.gain, 2) for _, preds in cases for _, k, item in preds
+    gains = sorted({round(item.gain, 2) for case in cases for _, k, item in case[1]
                     if k == kind and item is not None and np.isfinite(item.gain)})
     best = (float("-inf"), None, None)
     for t in gains:
@@ -200,7 +311,7 @@ def choose_threshold(cases, kind: str) -> tuple[float, dict]:
 
 
 def curve(cases, kind: str) -> list[dict]:
-    gains = sorted({round(item.gain, 1) for _, preds in cases for _, k, item in preds
+    gains = sorted({round(item.gain, 1) for case in cases for _, k, item in case[1]
                     if k == kind and item is not None and np.isfinite(item.gain)})
     out = []
     for t in gains[:: max(1, len(gains) // 60)]:
@@ -210,17 +321,18 @@ def curve(cases, kind: str) -> list[dict]:
     return out
 
 
-def predictions(model, errors, text):
-    """(span, kind, finding or None) for the detector's findings and every word pyspellchecker
-    calls unknown (a plain spell checker's predictions: finding None when the detector made none)."""
-    found = findings_of(model, text)
+def predictions(model, errors, text, lay: markup.Layout | None = None):
+    """(span, kind, finding or None) for the detector's findings and every prose word
+    pyspellchecker calls unknown (a plain spell checker's predictions: finding None when the
+    detector made none)."""
+    lay = lay or markup.layout(text, markup.PLAIN)
+    found = [f for f in findings_of(model, text, lay) if f.kind in ("non-word", "real-word")]
     by_span = {(f.start, f.end): f for f in found}
     preds = [((f.start, f.end), f.kind, f) for f in found]
     spell = typos.dictionary()
-    for m in markup.WORD.finditer(text):
-        span = (m.start(), m.end())
-        if span not in by_span and spell.unknown([m.group()]):  # plain pyspellchecker: no extra rules
-            preds.append((span, "non-word", None))
+    for a, b in lay.words(text):
+        if (a, b) not in by_span and spell.unknown([text[a:b]]):  # plain pyspellchecker: no extra rules
+            preds.append(((a, b), "non-word", None))
     return preds
 
 
@@ -257,16 +369,24 @@ def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
             "previous_material_ms": median_ms(before)}
 
 
+def texts_of(data: Path, args) -> dict[str, list[tuple[int, str, str]]]:
+    return {"fiction": excerpts(data / "gutenberg" / "gutenberg_subset.jsonl.gz", args.texts, 1, args.chars),
+            "technical": technical_excerpts(data, args.texts, args.chars),
+            "reviews": review_excerpts(data / "imdb" / "imdb_train.jsonl.gz", args.texts, args.chars)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="model folder (default: the bundled model)")
     ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
-    ap.add_argument("--books", type=int, default=12, help="valid-split books used (alternating tune/report)")
-    ap.add_argument("--excerpts", type=int, default=3, help="excerpts per book")
-    ap.add_argument("--chars", type=int, default=6000, help="characters per excerpt (about 1,500 tokens)")
+    ap.add_argument("--texts", type=int, default=12, help="texts of each kind (alternating tune/report)")
+    ap.add_argument("--chars", type=int, default=5000, help="characters per text (about 1,200 tokens)")
     ap.add_argument("--rate", type=float, default=0.02, help="share of eligible words given an error")
+    ap.add_argument("--real-word-precision", type=float, default=0.8,
+                    help="the real-word threshold is the lowest reaching this precision on the tune split")
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--label", default="this checkout")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "typo_detection"))
     args = ap.parse_args(argv)
     plot = optional.can_plot("typo_detection.py")
@@ -274,38 +394,53 @@ def main(argv=None) -> int:
     model = inference.load_model(args.model, device="cpu")
     rng = random.Random(args.seed)
     t0 = time.perf_counter()
-    split = {"tune": [], "report": []}
-    n_words = {"tune": 0, "report": 0}
-    for b, title, text in excerpts(data_dir(args.data) / "gutenberg" / "gutenberg_subset.jsonl.gz",
-                                   args.books, args.excerpts, args.chars):
-        bad_text, errors = inject(text, rng, args.rate)
-        name = "tune" if b % 2 == 0 else "report"
-        split[name].append((errors, predictions(model, errors, bad_text)))
-        n_words[name] += sum(1 for _ in markup.WORD.finditer(bad_text))
-        print(f"{name:6} {title[:40]:40} {len(errors):3} errors", file=sys.stderr)
+    split = {k: {"tune": [], "report": []} for k in KINDS}
+    for kind, texts in texts_of(data_dir(args.data), args).items():
+        for b, title, text in texts:
+            lay = layout_of(kind, text)
+            bad_text, errors = inject(text, rng, args.rate, lay.words(text))
+            bad_lay = layout_of(kind, bad_text)
+            name = "tune" if b % 2 == 0 else "report"
+            n_words = sum(1 for _ in bad_lay.words(bad_text))
+            split[kind][name].append((errors, predictions(model, errors, bad_text, bad_lay), n_words))
+            print(f"{kind:9} {name:6} {title[:40]:40} {len(errors):3} errors", file=sys.stderr)
     seconds = time.perf_counter() - t0
 
     cost = hint_cost(model)
     defaults = DiagnosticSettings()
-    nw_t, nw_tuned = choose_threshold(split["tune"], "non-word")
-    rw_t, rw_tuned = choose_threshold(split["tune"], "real-word")
-    report = split["report"]
-    model_default = evaluate(report, lambda f: f is not None and f.gain >= defaults.typo_threshold,
-                             lambda f: f.gain >= defaults.real_word_threshold)
-    model_tuned = evaluate(report, lambda f: f is not None and f.gain >= nw_t, lambda f: f.gain >= rw_t)
-    spell = evaluate(report, lambda f: f is None or bool(typos.dictionary().unknown([f.word])), lambda f: False)
-    dict_fix = evaluate(report, lambda f: f is not None, lambda f: False)
+    nw_t, nw_tuned = choose_threshold(split["fiction"]["tune"], "non-word")
+    tune_all = [c for k in KINDS for c in split[k]["tune"]]
+    rw_t, rw_tuned = precise_threshold(tune_all, args.real_word_precision)
+    rw_t = rw_t if rw_t is not None else defaults.real_word_threshold
+    report = {}
+    for kind in KINDS:
+        cases = split[kind]["report"]
+        report[kind] = {
+            "model_default_thresholds": evaluate(
+                cases, lambda f: f is not None and typos.flagged(f, defaults.typo_threshold, float("inf")),
+                lambda f: typos.flagged(f, float("inf"), defaults.real_word_threshold)),
+            "model_tuned_thresholds": evaluate(
+                cases, lambda f: f is not None and typos.flagged(f, nw_t, float("inf")),
+                lambda f: typos.flagged(f, float("inf"), rw_t)),
+            "pyspellchecker": evaluate(cases, lambda f: f is None or bool(typos.dictionary().unknown([f.word])),
+                                       lambda f: False),
+            "dictionary_plus_close_word_no_model": evaluate(cases, lambda f: f is not None, lambda f: False)}
     results = {
-        "model": str(model.path), "data": "gutenberg valid split (books alternate tune/report)",
-        "excerpts": {k: len(v) for k, v in split.items()}, "words": n_words,
-        "errors": {k: sum(len(e) for e, _ in v) for k, v in split.items()}, "seconds": round(seconds, 1),
+        "label": args.label,
+        "model": str(model.path.relative_to(REPO) if model.path.is_relative_to(REPO) else model.path),
+        "data": "fiction: gutenberg valid split; technical: revisions/ Markdown; reviews: imdb train (texts alternate "
+                "tune/report)",
+        "texts": {k: {n: len(v) for n, v in split[k].items()} for k in KINDS},
+        "words": {k: sum(c[2] for c in split[k]["report"]) for k in KINDS},
+        "errors": {k: sum(len(c[0]) for c in split[k]["report"]) for k in KINDS}, "seconds": round(seconds, 1),
         "defaults": {"typo_threshold": defaults.typo_threshold, "real_word_threshold": defaults.real_word_threshold},
         "tuned_on_tune_split": {"typo_threshold": nw_t, "non_word_f1": nw_tuned and nw_tuned["f1"],
-                                "real_word_threshold": rw_t, "real_word_f1": rw_tuned and rw_tuned["f1"]},
-        "report_split": {"model_default_thresholds": model_default, "model_tuned_thresholds": model_tuned,
-                         "pyspellchecker": spell, "dictionary_plus_close_word_no_model": dict_fix},
+                                "real_word_threshold": rw_t, "real_word_precision_target": args.real_word_precision,
+                                "real_word_tune": rw_tuned},
+        "report_split": report,
         "hint_cost_2000_tokens": cost,
-        "curves_report_split": {"non-word": curve(report, "non-word"), "real-word": curve(report, "real-word")},
+        "curves_report_split": {"non-word": curve(split["fiction"]["report"], "non-word"),
+                                "real-word": curve([c for k in KINDS for c in split[k]["report"]], "real-word")},
         "args": vars(args),
     }
     out = Path(args.out)
@@ -323,29 +458,30 @@ def _pct(x) -> str:
 
 
 def table(r: dict) -> str:
-    rs = r["report_split"]
-    d = r["defaults"]
-    rows = [("vq-lsp detector, default thresholds "
-             f"({d['typo_threshold']:g} / {d['real_word_threshold']:g} nats)", rs["model_default_thresholds"]),
-            (f"vq-lsp detector, thresholds tuned on the tune split ({r['tuned_on_tune_split']['typo_threshold']} / "
-             f"{r['tuned_on_tune_split']['real_word_threshold']} nats)", rs["model_tuned_thresholds"]),
-            ("same dictionary rules, no model (a close dictionary word exists; British spellings, repeated "
-             "spellings, dropped-g dialect are words)", rs["dictionary_plus_close_word_no_model"]),
-            ("pyspellchecker (every unknown word)", rs["pyspellchecker"])]
-    lines = [f"Report split: {r['excerpts']['report']} excerpts, {r['words']['report']} words, "
-             f"{r['errors']['report']} injected errors (model {Path(r['model']).name}).", "",
-             "| detector | non-word P | non-word R | non-word F1 | real-word P | real-word R | " +
-             " | ".join(f"R {c}" for c in CLASSES) + " |",
-             "|---" * (6 + len(CLASSES)) + "|"]
-    for name, res in rows:
-        nw, rw, by = res["non-word"], res["real-word"], res["recall_by_class"]
-        lines.append(f"| {name} | {_pct(nw['precision'])} | {_pct(nw['recall'])} | {_pct(nw['f1'])} | "
-                     f"{_pct(rw['precision'])} | {_pct(rw['recall'])} | "
-                     + " | ".join(_pct(by[c]["recall"]) for c in CLASSES) + " |")
-    counts = ", ".join(f"{c} {v['errors']}" for c, v in rs["pyspellchecker"]["recall_by_class"].items())
+    d, tuned = r["defaults"], r["tuned_on_tune_split"]
+    names = [("model_default_thresholds", f"vq-lsp detector, default thresholds ({d['typo_threshold']:g} / "
+              f"{d['real_word_threshold']:g} nats)"),
+             ("model_tuned_thresholds", f"vq-lsp detector, thresholds from the tune split ({tuned['typo_threshold']} / "
+              f"{tuned['real_word_threshold']} nats)"),
+             ("dictionary_plus_close_word_no_model", "same dictionary rules, no model"),
+             ("pyspellchecker", "pyspellchecker (every unknown word)")]
+    lines = [f"{r.get('label', '')}: report split, model {Path(r['model']).name}.", ""]
+    for kind in KINDS:
+        rs = r["report_split"][kind]
+        counts = ", ".join(f"{c} {v['errors']}" for c, v in rs["pyspellchecker"]["recall_by_class"].items())
+        lines += [f"**{kind}**: {r['texts'][kind]['report']} texts, {r['words'][kind]} words, {r['errors'][kind]} "
+                  f"injected errors ({counts}).", "",
+                  "| detector | non-word P | non-word R | real-word P | real-word R | false alarms / 1,000 words | " +
+                  " | ".join(f"R {c}" for c in CLASSES) + " |", "|---" * (6 + len(CLASSES)) + "|"]
+        for key, name in names:
+            res = rs[key]
+            nw, rw, by = res["non-word"], res["real-word"], res["recall_by_class"]
+            lines.append(f"| {name} | {_pct(nw['precision'])} | {_pct(nw['recall'])} | {_pct(rw['precision'])} | "
+                         f"{_pct(rw['recall'])} | {res['false_alarms_per_1000_words']} | "
+                         + " | ".join(_pct(by[c]["recall"]) for c in CLASSES) + " |")
+        lines.append("")
     c = r["hint_cost_2000_tokens"]
-    lines += ["", f"Errors per class: {counts}.", "",
-              f"Per publish on a {c['tokens']}-token Markdown document (medians, 1 thread): Markdown layout "
+    lines += [f"Per publish on a {c['tokens']}-token Markdown document (medians, 1 thread): Markdown layout "
               f"{c['markdown_layout_ms']} ms, all hint material (surprise, prose words, typo findings, tone) "
               f"{c['hint_material_ms']} ms, against {c['previous_material_ms']} ms for token surprise and "
               f"blank-line paragraph scores alone."]
@@ -364,7 +500,7 @@ def plot_curves(r: dict, path: Path) -> None:
         ax.plot([p["recall"] for p in pts], [p["precision"] for p in pts], style, label=f"vq-lsp {kind}")
     for name, marker in (("pyspellchecker", "s"), ("dictionary_plus_close_word_no_model", "^"),
                          ("model_default_thresholds", "o")):
-        nw = r["report_split"][name]["non-word"]
+        nw = r["report_split"]["fiction"][name]["non-word"]
         ax.plot([nw["recall"]], [nw["precision"]], marker, label=f"{name.replace('_', ' ')} (non-word)")
     ax.set_xlabel("recall")
     ax.set_ylabel("precision")
@@ -372,7 +508,7 @@ def plot_curves(r: dict, path: Path) -> None:
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
-    ax.set_title("Typo detection on held-out Gutenberg prose (report split)")
+    ax.set_title("Typo detection on held-out prose (report split; non-word: fiction)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

@@ -66,3 +66,17 @@ def test_evaluate_counts_hits_misses_and_false_alarms():
     assert spell["non-word"]["tp"] == 2 and spell["non-word"]["fp"] == 1
     threshold, best = td.choose_threshold([(errors, preds)], "non-word")
     assert threshold == 4.0 and best["tp"] == 1
+
+
+def test_repeated_and_two_edit_errors():
+    rng = random.Random(5)
+    for _ in range(30):
+        bad = td.corrupt("garden", "two-edit", rng)
+        if bad is not None:
+            assert not typos.is_word(bad) and "garden" not in typos.close_words(bad)
+    text = PROSE + "The gardener and the gardener's wife kept the orchard. The orchard was old.\n"
+    bad, errors = td.inject(text, random.Random(1), 0.0)
+    repeated = [e for e in errors if e.kind == "repeated"]
+    assert len(repeated) >= 2 and len({e.typo for e in repeated}) == 1 and len({e.original for e in repeated}) == 1
+    for e in repeated:
+        assert bad[e.start:e.end] == e.typo and not typos.is_word(e.typo)

@@ -139,3 +139,101 @@ def test_the_detector_is_kept_per_model(tiny_model_dir):
     assert hint_material.detector(doc) is found and found.tokenizer is loaded.tokenizer
     other = inference.load_model(tiny_model_dir, device="cpu")
     assert hint_material.detector(inference.IncrementalDocument(other, [1, 2])) is not found
+
+
+def findings_by_word(mat) -> dict:
+    return {f.word: f for f in mat.findings}
+
+
+def test_a_common_misspelling_used_twice_is_still_a_typo_and_a_name_is_not(model):
+    assert not typos.deliberate("recieve", 2) and not typos.deliberate("teh", 3)
+    assert typos.deliberate("Lys", 2) and typos.deliberate("Lys", 3)
+    text = "I recieve letters from Lys every week, and Lys writes that they recieve mine.\n"
+    tt, _, mat = material(model, text)
+    shown = [text[h.start:h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]
+    assert shown == ["recieve", "recieve"]
+
+
+def test_two_edit_typos_get_fixes_when_nothing_is_one_edit_away(model):
+    assert "beginners" in typos.fix_candidates("begginers") and "beginning" in typos.fix_candidates("beggining")
+    assert "misspelled" in typos.fix_candidates("mispeled")
+    assert typos.fix_candidates("teh")[:1] == ["the"]  # one edit away: no two-edit search
+    assert typos.fix_candidates("zq") == []  # too short to guess two edits from
+    text = "Most begginers find the beggining of the book hard.\n"
+    _, _, mat = material(model, text)
+    found = findings_by_word(mat)
+    assert found["begginers"].fixes[0][0] == "beginners" and found["beggining"].fixes[0][0] == "beginning"
+
+
+def test_edit_distance_counts_a_swap_as_one_edit():
+    assert typos._edit_distance("teh", "the") == 1
+    assert typos._edit_distance("mispeled", "misspelled") == 2
+    assert typos._edit_distance("abc", "abcdef") == 3
+
+
+def test_capitalised_confusables_are_not_checked(model):
+    text = "- Know your shell.\n- Know the basic commands.\n\nTheir eyes met. Now we know.\n"
+    _, _, mat = material(model, text, "markdown")
+    assert not [f for f in mat.findings if f.kind == "real-word" and f.word[:1].isupper()]
+
+
+def test_a_real_word_hint_names_its_partner_in_message_hover_and_fixes(model):
+    text = "Some people are more talented then the original author of the book.\n"
+    cfg = DiagnosticSettings(real_word_threshold=0.0)
+    tt, doc, mat = material(model, text, cfg=cfg)
+    (typo,) = [h for h in hints.choose(tt, mat, cfg) if h.code == "typo"]
+    assert text[typo.start:typo.end] == "then"
+    assert "'then' may be a confusable of 'than'" in typo.message and typo.message.endswith("likely: 'than'")
+    fixes = hint_material.quick_fixes(tt, doc, typo.start, typo.end, "plaintext", cfg)
+    assert [w for w, _ in fixes[0].fixes] == ["than"]
+    hover = hints.hover_text(tt, doc, typo.start + 1, "plaintext", cfg)
+    assert f"possible typo: {fixes[0].explain()}" in hover
+
+
+def test_hover_says_unlikely_only_where_a_hint_is_shown(model):
+    text = "Some people went to teh market on Saturday morning.\n"
+    tt, doc, _ = material(model, text)
+    calm = hints.hover_text(tt, doc, 1)
+    assert "'Some':" in calm and "no hint" in calm and "unlikely" not in calm
+    assert "possible typo: 'teh' is unlikely here" in hints.hover_text(tt, doc, text.index("teh") + 1)
+
+
+def test_code_like_words_in_a_technical_document_are_not_typos(model):
+    text = ("# Shells\n\nUse zsh or fish on Unix, read stdin with the shell, and keep settings in a file with the "
+            ".yaml extension.\n\n```\nzsh -c 'cat /dev/stdin'\n```\n\nI went to teh store.\n")
+    tt, _, mat = material(model, text, "markdown")
+    shown = {text[h.start:h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"}
+    assert "teh" in shown and not shown & {"zsh", "stdin", "yaml", "Unix"}
+    plain = "Use zsh or fish, and read stdin with the shell.\n"  # no code: not a technical document
+    _, _, prose = material(model, plain)
+    assert {"zsh", "stdin"} <= {f.word for f in prose.findings}
+
+
+def test_quick_fix_ranges_keep_only_diagnostics_at_the_cursor():
+    from lsprotocol import types
+
+    def diag(line, a, b):
+        return types.Diagnostic(range=types.Range(types.Position(line, a), types.Position(line, b)), message="m",
+                                source=hints.SOURCE, code="typo")
+
+    on_line = [diag(0, 0, 5), diag(0, 10, 18), diag(0, 30, 35)]
+    cursor = types.Range(types.Position(0, 12), types.Position(0, 12))
+    assert hints.fixable(on_line, cursor) == [on_line[1]]
+    assert hints.fixable(on_line, types.Range(types.Position(0, 18), types.Position(0, 18))) == [on_line[1]]
+    assert hints.fixable(on_line, types.Range(types.Position(0, 0), types.Position(0, 40))) == on_line
+    assert hints.fixable(on_line) == on_line
+
+
+def test_fixes_are_ranked_by_the_whole_word(model):
+    for text, word, best in (("It was a very usefull tool for the job.\n", "usefull", "useful"),
+                             ("I am wrting a letter to my mother.\n", "wrting", "writing"),
+                             ("I went to the shop and bougth some milk.\n", "bougth", "bought")):
+        _, _, mat = material(model, text)
+        assert findings_by_word(mat)[word].fixes[0][0] == best, text
+
+
+def test_correct_confusables_are_not_flagged_at_the_default_threshold(model):
+    text = ("The code in its current form is fine. They were of one mind, quiet, orderly and kind. "
+            "Their eyes met.\n")
+    tt, _, mat = material(model, text)
+    assert not [h for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]

@@ -81,8 +81,10 @@ def hover_text(tt: TokenizedText, doc: inference.IncrementalDocument, offset: in
             lines.append(f"paragraph: {pl} {pp:.2f}")
             break
     span = word_at(tt.text, lay, offset)
-    for finding in explain_words(tt, doc, [span]) if span else []:
-        lines.append(finding.explain())
+    cfg = cfg or DiagnosticSettings()
+    for f in explain_words(tt, doc, [span], language_id, cfg) if span else []:
+        shown = cfg.typo and typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)
+        lines.append(f"possible typo: {f.explain()}" if shown else f.describe())
     detail = ", ".join(f"{k} {v:.2f}" for k, v in doc.scores.items())
     lines.append(f"({detail})")
     return "\n\n".join(lines)
@@ -96,9 +98,24 @@ def code_lens(uri: str, doc: inference.IncrementalDocument) -> types.CodeLens:
                               arguments=[uri]))
 
 
-def fixable(diagnostics: list[types.Diagnostic]) -> list[types.Diagnostic]:
-    """Our diagnostics that quick fixes answer (typos and unlikely words)."""
-    return [d for d in diagnostics if d.source == SOURCE and d.code in QUICK_FIX_CODES]
+def _pos(p: types.Position) -> tuple[int, int]:
+    return p.line, p.character
+
+
+def meeting(diagnostics: list[types.Diagnostic], at: types.Range) -> list[types.Diagnostic]:
+    """The diagnostics whose range meets `at` (a cursor touching a word's either end counts),
+    nearest to its start first: what a code-action request at a cursor or selection is about."""
+    a, b = _pos(at.start), _pos(at.end)
+    met = [d for d in diagnostics if _pos(d.range.start) <= b and a <= _pos(d.range.end)]
+    return sorted(met, key=lambda d: (_pos(d.range.start) > a, abs(d.range.start.line - a[0]),
+                                      abs(d.range.start.character - a[1])))
+
+
+def fixable(diagnostics: list[types.Diagnostic], at: types.Range | None = None) -> list[types.Diagnostic]:
+    """Our diagnostics that quick fixes answer (typos and unlikely words); with `at`, only those
+    that meet it, nearest first (see `meeting`)."""
+    ours = [d for d in diagnostics if d.source == SOURCE and d.code in QUICK_FIX_CODES]
+    return ours if at is None else meeting(ours, at)
 
 
 def diagnostic_range(d: types.Diagnostic) -> Range:
@@ -109,7 +126,8 @@ def quick_fix_actions(uri: str, diagnostics: list[types.Diagnostic],
                       found: list[tuple[Range, list[tuple[typos.WordFinding, tuple[int, int], tuple[int, int]]]]]
                       ) -> list[types.CodeAction]:
     """Code actions replacing each diagnostic's words with their likeliest fixes, best first (the
-    first fix of each diagnostic is the preferred one). `found` pairs with `diagnostics`, as the
+    first fix of each diagnostic is the preferred one; a word's fixes are those its hint
+    names, see material.quick_fixes). `found` pairs with `diagnostics`, as the
     document store's quick_fixes request returns it: (range, [(finding, start, end position)])."""
     actions = []
     for d, (_, findings) in zip(diagnostics, found):

@@ -108,8 +108,12 @@ def layout(text: str, markup: str, language_id: str = "") -> Layout:
     if markup == NONE:
         return Layout((), ())
     if markup == MARKDOWN:
-        blocks = _markdown_blocks(text)
-        inline = _MD_INLINE
+        prose, tone = [], []
+        for c0, c1 in markdown_chunks(text):
+            chunk_prose, chunk_tone = _markdown_chunk_layout(text[c0:c1], c0 == 0)
+            prose.extend((a + c0, b + c0) for a, b in chunk_prose)
+            tone.extend((a + c0, b + c0, n) for a, b, n in chunk_tone)
+        return Layout(tuple(prose), tuple(tone))
     elif markup == RST:
         blocks = _rst_blocks(text)
         inline = _RST_INLINE
@@ -120,13 +124,74 @@ def layout(text: str, markup: str, language_id: str = "") -> Layout:
     else:
         blocks = [(m.start(), m.end(), True) for m in _PLAIN_PARAGRAPH.finditer(text)]
         inline = _PLAIN_INLINE
+    return Layout(*_masked(text, blocks, inline))
+
+
+def _masked(text: str, blocks, inline: re.Pattern) -> tuple[tuple, tuple]:
+    """(prose, tone) of `blocks` ((start, end, may have a tone)) with the inline non-prose masked."""
     prose, tone = [], []
     for a, b, may_tone in blocks:
         pieces = _subtract(a, b, [(m.start(), m.end()) for m in inline.finditer(text, a, b)])
         prose.extend(pieces)
         if may_tone:
             tone.append((a, a + len(text[a:b].rstrip()), sum(1 for p, q in pieces for _ in WORD.finditer(text, p, q))))
-    return Layout(tuple(sorted(prose)), tuple(tone))
+    return tuple(sorted(prose)), tuple(tone)
+
+
+# ---------------------------------------------------------------------------- Markdown, chunk by chunk
+# A Markdown document is parsed chunk by chunk, each chunk's layout cached by its text, so that a
+# keystroke re-parses only the chunk it changed. Chunks end at blank lines after which a line starts
+# in column 0 (no block continues across those: an indented line after a blank may continue a list
+# item or be code, so it stays with the chunk before), never inside fenced code, front matter, an
+# HTML comment or a raw HTML block (<pre>, <script>, <style>, <textarea>), which may hold blank lines.
+_CHUNK_BREAK = re.compile(r"\n[ \t]*\n(?=\S)")
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+_SPANNING = re.compile(r"<!--[\s\S]*?(?:-->|$(?![\s\S]))"
+                       r"|^<(pre|script|style|textarea)[\s>][\s\S]*?(?:</\1>|$(?![\s\S]))",
+                       re.MULTILINE | re.IGNORECASE)
+_FRONT_MATTER = re.compile(r"---[ \t]*\n[\s\S]*?(?:^(?:---|\.\.\.)[ \t]*$|\Z)", re.MULTILINE)
+
+
+def markdown_chunks(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the chunks a Markdown text is parsed in, covering it in order."""
+    closed: list[tuple[int, int]] = []  # spans no chunk may end inside
+    fence: tuple[str, int, int] | None = None  # (marker char, length, start) of an open fence
+    for m in _FENCE_LINE.finditer(text):
+        marker = m.group(1)
+        if fence is None:
+            if marker[0] == "`" and "`" in m.group(2):
+                continue  # an info string with a backtick: not a fence
+            fence = (marker[0], len(marker), m.start())
+        elif marker[0] == fence[0] and len(marker) >= fence[1] and not m.group(2).strip():
+            closed.append((fence[2], m.end()))
+            fence = None
+    if fence is not None:
+        closed.append((fence[2], len(text)))
+    closed += [(m.start(), m.end()) for m in _SPANNING.finditer(text)]
+    if text.startswith("---"):
+        m = _FRONT_MATTER.match(text)
+        if m:
+            closed.append((0, m.end()))
+    closed.sort()
+    out, start, k, reach = [], 0, 0, -1
+    for m in _CHUNK_BREAK.finditer(text):
+        at = m.end()
+        while k < len(closed) and closed[k][0] < at:
+            reach = max(reach, closed[k][1])
+            k += 1
+        if at <= reach:
+            continue
+        out.append((start, at))
+        start = at
+    if start < len(text) or not out:
+        out.append((start, len(text)))
+    return out
+
+
+@lru_cache(maxsize=16384)
+def _markdown_chunk_layout(chunk: str, first: bool) -> tuple[tuple, tuple]:
+    """(prose, tone) of one chunk, offsets in the chunk; only the first chunk may hold front matter."""
+    return _masked(chunk, _markdown_blocks(chunk, first), _MD_INLINE)
 
 
 def _subtract(a: int, b: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -145,18 +210,19 @@ def _line_starts(text: str) -> list[int]:
 
 
 # ---------------------------------------------------------------------------- Markdown
-@lru_cache(maxsize=1)
-def _md() -> MarkdownIt:
+@lru_cache(maxsize=2)
+def _md(front_matter: bool = True) -> MarkdownIt:
     # Block structure only: inline parsing (a third of the time) is not needed, inline code,
     # links and HTML inside prose are masked by _MD_INLINE.
-    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin).disable("inline")
+    md = MarkdownIt("commonmark").enable("table")
+    return (md.use(front_matter_plugin) if front_matter else md).disable("inline")
 
 
-def _markdown_blocks(text: str) -> list[tuple[int, int, bool]]:
+def _markdown_blocks(text: str, front_matter: bool = True) -> list[tuple[int, int, bool]]:
     """(start, end, may have a tone) of every paragraph and heading; table cells excluded."""
     starts = _line_starts(text)
     out, in_table, heading = [], 0, False
-    for t in _md().parse(text):
+    for t in _md(front_matter).parse(text):
         if t.type == "table_open":
             in_table += 1
         elif t.type == "table_close":

@@ -4,19 +4,27 @@ tone blocks' scores of one version of a text, computed from its engine state.
 Shared by the server (hints/lsp.py, through `HintMaterial`) and `vq-lsp score` (`analyse`).
 A text is given as a `TokenizedText` (the server's `TrackedText` is one), so this package
 needs nothing from the document store.
+
+A publish costs what the edit costs: the model's findings of a paragraph are kept
+(`FindingCache`, one per model) and reused while the paragraph's text and its tokens' surprise
+stay as they were, so only the paragraphs an edit touched (or whose scores it changed) are
+examined again. What the whole document says about its words (`typos.Evidence`: repeated
+spellings, code words) is cheap and recomputed on every publish.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
+import torch
 
 import inference
 
 from ..settings import DiagnosticSettings
-from . import markup, typos
+from . import markup, reuse, typos
 from .paragraphs import paragraphs
 
 
@@ -37,19 +45,77 @@ def detector(doc: inference.IncrementalDocument) -> typos.Detector:
     return model.cached("typo_detector", lambda: typos.Detector(model.tokenizer))
 
 
+CONTINUATION_CONTEXT = 48  # tokens of the text before a word that the forward pass for its further pieces reads
+CONTINUATION_BATCH = 64
+
+
+def continuation(doc: inference.IncrementalDocument):
+    """For typos.Detector.examine: log p(pieces[1:] | the text before token i, pieces[0]) for each
+    (i, pieces), from a dense forward pass of the model over at most CONTINUATION_CONTEXT tokens
+    of i's window before it (BOS first; the model reads positions by their order only)."""
+
+    def score(jobs: list[tuple[int, list[int]]]) -> list[float]:
+        model = doc.model
+        net, cfg = model.net, model.config
+        ids = doc.token_ids
+        window_starts = [a for a, _ in doc.window_bounds]
+        seqs = []
+        for i, pieces in jobs:
+            w0 = window_starts[bisect.bisect_right(window_starts, i) - 1]
+            context = ids[max(w0, i - CONTINUATION_CONTEXT):i]
+            seqs.append(([cfg.bos_token_id] + context + list(pieces), 1 + len(context), len(pieces)))
+        out: list[float] = []
+        for at in range(0, len(seqs), CONTINUATION_BATCH):
+            batch = seqs[at:at + CONTINUATION_BATCH]
+            width = max(len(s) for s, _, _ in batch)
+            tok = torch.full((len(batch), width), cfg.pad_token_id, dtype=torch.long)
+            pos = torch.zeros((len(batch), width), dtype=torch.long)
+            valid = torch.zeros((len(batch), width), dtype=torch.bool)
+            for b, (s, _, _) in enumerate(batch):
+                tok[b, :len(s)] = torch.tensor(s)
+                pos[b, :len(s)] = torch.arange(len(s)) * cfg.position_pool // len(s)
+                valid[b, :len(s)] = True
+            rows, targets = [], []
+            for b, (s, first, count) in enumerate(batch):
+                rows += [(b, first + k - 1) for k in range(1, count)]
+                targets += [s[first + k] for k in range(1, count)]
+            with torch.no_grad():
+                hidden = net(tok.to(model.device), pos.to(model.device), valid.to(model.device)).hidden
+                picked = hidden[[r for r, _ in rows], [c for _, c in rows]]
+                logp = torch.log_softmax(net.lm_logits(picked).double(), -1)
+                got = logp[torch.arange(len(targets)), torch.tensor(targets)].cpu().tolist()
+            k = 0
+            for _, _, count in batch:
+                out.append(float(sum(got[k:k + count - 1])))
+                k += count - 1
+        return out
+
+    return score
+
+
 def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
     """(start, end, whole-word surprise) of words given as (start, end, first token, end token)."""
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     return [(a, b, float(cumulative[j] - cumulative[i])) for a, b, i, j in spans]
 
 
+def text_material(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
+                  lay: markup.Layout, tolerance: float = 0.0) -> reuse.DocumentMaterial:
+    """The text's material paragraph by paragraph (reuse.py), with the findings the document's
+    evidence excuses left out."""
+    surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
+    got = reuse.document_material(text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc),
+                                  tolerance)
+    findings = [f for f in typos.excused(got.findings, got.evidence, text) if not f.excused]
+    return replace(got, findings=findings)
+
+
 def analyse(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
             lay: markup.Layout) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
-    spans = typos.word_tokens(text, starts, len(surprise), list(lay.words(text)))  # prose words with their own tokens
-    findings = detector(doc).examine(text, starts, surprise, spans, doc.next_token_logprobs, resolved=True)
-    return surprise, word_surprises(spans, surprise), findings
+    got = text_material(text, starts, doc, lay)
+    return surprise, got.words, got.findings
 
 
 def tone_blocks(starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout):
@@ -90,20 +156,22 @@ class HintMaterial:
     version: int | None
     paragraphs: list  # (char start, char end, token start, token end, scores, words), see tone_blocks
     words: list  # (char start, char end, whole-word surprise) of prose words
-    findings: list  # typos.WordFinding, every suspect word (the thresholds choose among them)
+    findings: list  # typos.WordFinding, every suspect word nothing excuses (the thresholds choose among them)
 
     @classmethod
     def of(cls, tt: TokenizedText, doc: inference.IncrementalDocument, version: int | None,
            language_id: str = "plaintext", cfg: DiagnosticSettings | None = None) -> "HintMaterial":
         lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
-        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay)
+        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay, reuse.REUSE_TOLERANCE_NATS)
 
     @classmethod
     def with_layout(cls, text: str, starts: np.ndarray, doc: inference.IncrementalDocument, version: int | None,
-                    lay: markup.Layout) -> "HintMaterial":
-        """The material of a text whose prose is `lay` (`vq-lsp score` finds it from a file name)."""
-        _, words, findings = analyse(text, starts, doc, lay)
-        return cls(version, tone_blocks(starts, doc, lay), words, findings)
+                    lay: markup.Layout, tolerance: float = 0.0) -> "HintMaterial":
+        """The material of a text whose prose is `lay` (`vq-lsp score` finds it from a file name).
+        `tolerance`: see reuse.document_material (the server's edits may reuse paragraphs whose
+        scores moved a little; a batch run's results depend on the text alone)."""
+        got = text_material(text, starts, doc, lay, tolerance)
+        return cls(version, got.tones, got.words, got.findings)
 
 
 def word_at(text: str, lay: markup.Layout, offset: int) -> tuple[int, int] | None:
@@ -114,16 +182,28 @@ def word_at(text: str, lay: markup.Layout, offset: int) -> tuple[int, int] | Non
     return None
 
 
-def explain_words(tt: TokenizedText, doc: inference.IncrementalDocument, spans) -> list[typos.WordFinding]:
-    """The detector's view of words (char spans), flagged or not: each word's surprise and the
-    likeliest dictionary words one edit away, two for a non-word with none closer (hover, quick fixes)."""
+def explain_words(tt: TokenizedText, doc: inference.IncrementalDocument, spans, language_id: str = "plaintext",
+                  cfg: DiagnosticSettings | None = None) -> list[typos.WordFinding]:
+    """The detector's view of words (char spans), flagged or not, as the hints see them: a
+    suspect word's finding is the one its hint was chosen from (same fixes, same excuse), any
+    other word gets its surprise and closest dictionary words (hover, quick fixes)."""
+    lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64)
-    return detector(doc).examine(tt.text, tt.token_starts, surprise, spans, doc.next_token_logprobs, force=True)
+    starts = np.asarray(tt.token_starts)
+    found = detector(doc).examine(tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True,
+                                  continuation=continuation(doc))
+    return typos.excused(found, reuse.document_material(tt.text, starts, surprise, lay, doc, detector(doc)).evidence,
+                         tt.text)
 
 
 def quick_fixes(tt: TokenizedText, doc: inference.IncrementalDocument, a: int, b: int,
                 language_id: str = "plaintext", cfg: DiagnosticSettings | None = None) -> list[typos.WordFinding]:
-    """The detector's view of every prose word overlapping chars [a, b] (each with its fixes)."""
-    lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
+    """The detector's view of every prose word overlapping chars [a, b] (each with its fixes),
+    words a hint is shown for first (best evidence first), then the others in text order."""
+    cfg = cfg or DiagnosticSettings()
+    lay = layout_for(tt.text, language_id, cfg)
     spans = [(p, q) for p, q in lay.words(tt.text) if p <= b and a <= q]
-    return [f for f in explain_words(tt, doc, spans[:20]) if f.fixes]
+    found = [f for f in explain_words(tt, doc, spans[:20], language_id, cfg) if f.fixes]
+    shown = sorted((f for f in found if typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)),
+                   key=lambda f: -f.gain)
+    return shown + [f for f in found if f not in shown]

@@ -5,24 +5,30 @@ A word's surprise is the sum over its subword pieces (-log p of the whole word, 
 candidate fixes are dictionary words one edit away (swap, drop, insert, replace: what
 pyspellchecker generates), and for a dictionary word, the other members of its confusion set
 (their/there, lose/loose, form/from ...). Each candidate is scored with the LM head at the
-word's position (the stored final hidden state of the previous token, no forward pass):
-exactly for a candidate that is one token, and by its first piece less a fixed cost per further
-piece otherwise.
+word's position (the stored final hidden state of the previous token, no forward pass), and
+a candidate of several pieces by the probability of the whole word: its first piece so, its
+further pieces by a short forward pass over the text just before it (`continuation`), when it
+could beat the best one-piece candidate (so `useful` beats `usefully`, `bought` beats `bough`).
 The evidence is the gain, log p(best fix) - log p(word), in nats:
 
 - a word missing from the dictionary is a "non-word" typo when the gain reaches the non-word
-  threshold (the model rejects typos whose fix it does not believe in); without a close
-  dictionary word it is never one, nor when cheap evidence says it is deliberate (`deliberate`:
-  a spelling used twice, dropped-g dialect);
-- a dictionary word is a "real-word" error when a confusable, single-token word gains at least
-  the real-word threshold: a dictionary cannot see these at all.
+  threshold (the model rejects typos whose fix it does not believe in); without a dictionary
+  word one edit away (two when none is one away) it is never one, nor when cheap evidence about
+  the document excuses it (`Evidence.excuse`: a capitalised word inside a sentence (a name), a
+  name or coinage used twice, dropped-g dialect, code-like words in a technical document);
+- a lower-case dictionary word is a "real-word" error when a confusable, single-token word gains
+  at least the real-word threshold: a dictionary cannot see these at all. A capitalised one is
+  never checked: it starts a sentence or a list item, where the left context the model reads
+  says little about which of the pair follows, or it is a name or a title.
+
+Every finding is worded here (`WordFinding.explain`), so that a hint's message, its quick fixes
+and its hover name the same words.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
@@ -31,6 +37,13 @@ from spellchecker import SpellChecker
 
 MIN_FIX_FREQUENCY = 100  # a fix must be at least this common in pyspellchecker's list (it holds much junk)
 MAX_FIXES = 3
+# A word this common (pyspellchecker's counts) is one a misspelling is likely to be of: a spelling one edit
+# from it (two for longer words) is no name or coinage, however often the document repeats it.
+COMMON_FREQUENCY = 5000
+# In a technical document a word used in its code is a typo only when one edit from a word this common
+# ("teh" beside "the"), not from a merely common one ("stdin" beside "stain").
+VERY_COMMON_FREQUENCY = 1_000_000
+TWO_EDIT_MIN_LETTERS = 5  # shorter words have too many dictionary words two edits away to guess among
 # A candidate of several pieces is scored by its first piece (an upper bound) less this per further piece,
 # so that "thea" (" the" + "a") does not tie with "the" itself.
 EXTRA_PIECE_NATS = 2.0
@@ -57,13 +70,26 @@ class WordFinding:
     end: int
     word: str
     surprise: float  # -log p(word | context), summed over its pieces (nats)
-    kind: str  # "non-word" (not in the dictionary) or "real-word" (a confusable dictionary word)
+    kind: str  # "non-word" (not in the dictionary), "real-word" (a confusable dictionary word), "word" (neither)
     gain: float  # log p(best fix) - log p(word): how much likelier the best fix is (nats); -inf: no fix
     fixes: tuple[tuple[str, float], ...]  # (replacement, its log p here), likeliest first
+    excused: str = ""  # why it is never shown whatever its gain ("" when nothing excuses it)
+
+    def likely(self) -> str:
+        return ", ".join(repr(w) for w, _ in self.fixes) or "no close dictionary word"
 
     def explain(self) -> str:
-        likely = ", ".join(repr(w) for w, _ in self.fixes) or "no close dictionary word"
-        return f"{self.word!r} is unlikely here: {self.surprise:.1f} nats; likely: {likely}"
+        """The hint's message: a non-word is unlikely here; a real-word error is a confusable of its partner."""
+        if self.kind == "real-word" and self.fixes:
+            return (f"{self.word!r} may be a confusable of {self.fixes[0][0]!r} here ({self.gain:.1f} nats likelier: "
+                    f"{self.surprise:.1f} nats for {self.word!r}); likely: {self.likely()}")
+        return f"{self.word!r} is unlikely here: {self.surprise:.1f} nats; likely: {self.likely()}"
+
+    def describe(self) -> str:
+        """The same scores for a word no hint is shown for (hover), without alarming wording."""
+        closest = f"; closest words: {self.likely()}" if self.fixes else ""
+        why = f" ({self.excused})" if self.excused else ""
+        return f"{self.word!r}: {self.surprise:.1f} nats here, no hint{why}{closest}"
 
 
 @lru_cache(maxsize=1)
@@ -96,12 +122,83 @@ def is_word(word: str) -> bool:
 
 
 def deliberate(word: str, uses: int) -> bool:
-    """A non-word written on purpose, by cheap evidence: the same spelling used twice or more in
-    the document (names, coinages; a typo rarely repeats letter for letter), or dropped-g
-    dialect ("mornin", "goin'"). The model alone reads these as typos: it does not learn a name
-    from the document."""
+    """A non-word written on purpose, by cheap evidence: dropped-g dialect ("mornin", "goin'"),
+    or the same spelling used twice or more in the document when it is a name (capitalised) or
+    a coinage (no common word close to it). A lower-case spelling one edit from a common word
+    ("recieve", "teh"), or two from a longer one, is a common misspelling however often it is
+    repeated. The model alone reads names as typos: it does not learn a name from the document."""
     lower = word.lower().rstrip("'’")
-    return uses >= 2 or (lower.endswith("in") and is_word(lower + "g"))
+    if lower.endswith("in") and is_word(lower + "g"):
+        return True
+    return uses >= 2 and (word[:1].isupper() or not near_common(lower))
+
+
+@lru_cache(maxsize=16384)
+def near_common(lower: str) -> bool:
+    """Whether a common dictionary word (COMMON_FREQUENCY) is one edit away, or two for a word of
+    TWO_EDIT_MIN_LETTERS or more."""
+    freq = dictionary().word_frequency
+    if any(freq[w] >= COMMON_FREQUENCY for w in _close_lower(lower, 1)):
+        return True
+    return len(lower) >= TWO_EDIT_MIN_LETTERS and any(freq[w] >= COMMON_FREQUENCY for w in _close_lower(lower, 2))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the whole document says about its words, beyond the dictionary: how often each
+    spelling missing from the dictionary is used in its prose (lower-cased), those of them
+    outside its prose (inline and fenced code, tables, link targets), and whether it is a
+    technical document (one with such words). A capitalised non-word inside a sentence is a
+    name in any document. In a technical document a code-like non-word (a file extension, a
+    call, a word with no vowel, jargon with no common word one edit away, a word its code uses)
+    is no typo; a word one edit from a very common word is judged by the model's context even
+    when the code uses it ("teh" in a table is as wrong as in prose). Cheap, so it is put
+    together on every publish while the model's findings are reused."""
+
+    uses: dict
+    code_words: frozenset
+    technical: bool
+
+    def excuse(self, f: WordFinding, text: str) -> str:
+        """Why a finding is never shown whatever its gain, or "" (only non-words are excused)."""
+        if f.kind != "non-word":
+            return ""
+        if deliberate(f.word, self.uses.get(f.word.lower(), 0)):
+            return "used as a name or coinage"
+        if f.word[:1].isupper() and not starts_sentence(text, f.start):
+            return "a name"
+        if not self.technical:
+            return ""
+        lower = f.word.lower()
+        if text[f.start - 1:f.start] == "." or text[f.end:f.end + 1] in ("(", "_"):
+            return "code-like"
+        if not any(c in "aeiouy" for c in lower):
+            return "code-like: no vowel"
+        closest = max((dictionary().word_frequency[w] for w in _close_lower(lower, 1)), default=0)
+        if closest < COMMON_FREQUENCY:
+            return "jargon: no common word one edit away"
+        if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
+            return "used as code in this document"
+        return ""
+
+
+def starts_sentence(text: str, at: int) -> bool:
+    """Whether the word at `at` starts a sentence, a line or a list item."""
+    k = at - 1
+    while k >= 0 and text[k] in " \t\"'([*_“‘":
+        k -= 1
+    if k < 0 or text[k] in ".!?:\n\r":
+        return True
+    return text[k] in "-+>#" and (k == 0 or text[k - 1] in "\n\t ")
+
+
+def excused(findings: Iterable[WordFinding], evidence: Evidence, text: str) -> list[WordFinding]:
+    """The findings with their excuse (if any) under this document's evidence."""
+    out = []
+    for f in findings:
+        why = evidence.excuse(f, text)
+        out.append(f if why == f.excused else replace(f, excused=why))
+    return out
 
 
 def match_case(like: str, word: str) -> str:
@@ -113,15 +210,65 @@ def close_words(word: str, distance: int = 1) -> list[str]:
     return [match_case(word, w) for w in _close_lower(word.lower(), distance)]
 
 
+def fix_candidates(word: str) -> list[str]:
+    """A non-word's candidate fixes: dictionary words one edit away, or two when none is one
+    away and the word is long enough to guess from (begginers, mispeled)."""
+    near = close_words(word)
+    if not near and len(word) >= TWO_EDIT_MIN_LETTERS:
+        near = close_words(word, 2)
+    return near
+
+
 @lru_cache(maxsize=16384)
 def _close_lower(lower: str, distance: int) -> tuple[str, ...]:
     """Cached: the server re-examines the same words on every publish."""
     spell = dictionary()
-    edits = spell.edit_distance_1(lower) if distance == 1 else spell.edit_distance_2(lower)
     freq = spell.word_frequency
-    found = [w for w in spell.known(edits) if w != lower and freq[w] >= MIN_FIX_FREQUENCY]
+    if distance == 1:
+        found = [w for w in spell.known(spell.edit_distance_1(lower)) if w != lower and freq[w] >= MIN_FIX_FREQUENCY]
+    else:
+        found = [w for w in _two_edits(lower) if w != lower]
     found.sort(key=lambda w: (-freq[w], w))
     return tuple(found)
+
+
+@lru_cache(maxsize=1)
+def _one_delete_index() -> dict[str, tuple[str, ...]]:
+    """Fix-worthy dictionary words (MIN_FIX_FREQUENCY) by themselves and by each of their
+    one-letter deletions: words two edits away are found from a word's one-edit variants
+    through it, in milliseconds, where pyspellchecker's two-edit search takes seconds."""
+    index: dict[str, set[str]] = {}
+    for w, count in dictionary().word_frequency.items():
+        if count >= MIN_FIX_FREQUENCY and w.isalpha():
+            for key in {w} | {w[:i] + w[i + 1:] for i in range(len(w))}:
+                index.setdefault(key, set()).add(w)
+    return {k: tuple(v) for k, v in index.items()}
+
+
+def _two_edits(lower: str) -> set[str]:
+    """Fix-worthy dictionary words at most two edits (insert, delete, replace, swap) from `lower`."""
+    index = _one_delete_index()
+    found: set[str] = set()
+    for e in dictionary().edit_distance_1(lower):
+        found.update(index.get(e, ()))
+        for i in range(len(e)):
+            found.update(index.get(e[:i] + e[i + 1:], ()))
+    return {w for w in found if _edit_distance(lower, w) <= 2}
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance (an adjacent swap is one edit)."""
+    if abs(len(a) - len(b)) > 2:
+        return 3
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if prev2 is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
 
 
 def token_span(text: str, starts: np.ndarray, n_tokens: int, a: int, b: int) -> tuple[int, int] | None:
@@ -156,77 +303,95 @@ class Detector:
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
         self._first = lru_cache(maxsize=65536)(self._first_and_count)
+        self._pieces = lru_cache(maxsize=65536)(self._piece_ids)
 
     def _first_and_count(self, lead: str, word: str) -> tuple[int, int]:
         ids = self.tokenizer.encode(lead + word)
         return ids[0], len(ids)
 
-    def candidates(self, word: str, known: bool) -> list[tuple[str, bool]]:
-        """(candidate, exact) pairs: close dictionary words for a non-word, the confusion set
-        for a dictionary word. `exact` is decided later from the candidate's tokens."""
+    def _piece_ids(self, lead: str, word: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer.encode(lead + word))
+
+    def candidates(self, word: str, known: bool) -> list[str]:
+        """Close dictionary words for a non-word (`fix_candidates`), the confusion set for a dictionary word."""
         if known:
-            return [(match_case(word, c), True) for c in CONFUSABLE.get(word.lower(), ())]
-        return [(c, False) for c in close_words(word)]
+            return [match_case(word, c) for c in CONFUSABLE.get(word.lower(), ())]
+        return fix_candidates(word)
 
     def examine(self, text: str, starts: Sequence[int], surprise: np.ndarray, words: Iterable[tuple[int, int]],
-                logprobs: Callable, force: bool = False, resolved: bool = False) -> list[WordFinding]:
+                logprobs: Callable, force: bool = False, resolved: bool = False,
+                continuation: Callable | None = None) -> list[WordFinding]:
         """Findings for the suspect words among `words` ((start, end) character spans): every
-        non-word with a close dictionary word and every confusable word.
+        non-word with a close dictionary word and every lower-case confusable word; what the
+        document excuses is decided later (`Evidence`), from the whole document.
         `logprobs(indices, candidate_ids)` gives the log-probabilities of candidate tokens at
         those token indices (IncrementalDocument.next_token_logprobs). With `force`, every word
-        gets a finding (hover, quick fixes), its fixes from one edit away (two for a
-        non-word with nothing closer). `resolved`: `words` are already word_tokens' (start, end,
-        first token, end token) spans."""
+        gets a finding (hover, quick fixes): a suspect word the same one as without `force`, any
+        other word its closest dictionary words, for the scores only. `resolved`: `words` are
+        already word_tokens' (start, end, first token, end token) spans. `continuation(jobs)`
+        gives, for each (token index, piece ids), the log-probability of the pieces after the
+        first given the first (without it: a fixed EXTRA_PIECE_NATS per further piece)."""
         starts = np.asarray(starts)
         spans = list(words) if resolved else word_tokens(text, starts, len(surprise), list(words))
-        words = [(a, b) for a, b, *_ in spans] if resolved else list(words)
-        uses = Counter(text[a:b].lower() for a, b in words) if not force else Counter()
         cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
         todo = []
         for a, b, i, j in spans:
             word = text[a:b]
             known = is_word(word)
-            if not force and known and word.lower() not in CONFUSABLE:
+            suspect = not known or (word.islower() and word in CONFUSABLE)
+            if not suspect and not force:
                 continue
-            if not force and not known and deliberate(word, uses[word.lower()]):
-                continue
-            cands = self.candidates(word, known)
-            if force:
-                near = close_words(word)
-                if not near and not known and len(word) <= 8:  # two edits away: only when one finds nothing
-                    near = close_words(word, 2)
-                cands = _unique(cands + [(c, False) for c in near])
+            cands = self.candidates(word, known) if suspect else _unique(self.candidates(word, known)
+                                                                         + close_words(word))
             lead = text[int(starts[i]):a]
-            pieces = [(c, *self._first(lead, c)) for c, _ in cands]
+            pieces = [(c, *self._first(lead, c)) for c in cands]
             if known:  # a multi-piece confusable: its first piece alone would overstate it
                 confusable = CONFUSABLE.get(word.lower(), ())
                 pieces = [p for p in pieces if p[2] == 1 or p[0].lower() not in confusable]
             if not pieces and not force:
                 continue
-            todo.append((a, b, word, i, float(cumulative[j] - cumulative[i]), known, pieces))
+            kind = "real-word" if known and suspect else "non-word" if not known else "word"
+            todo.append((a, b, word, i, float(cumulative[j] - cumulative[i]), kind, pieces, lead))
         if not todo:
             return []
         scores = logprobs([t[3] for t in todo], [[first for _, first, _ in t[6]] for t in todo])
+        firsts = [np.asarray(lp, dtype=np.float64) for lp in scores]
+        rest = self._further_pieces(todo, firsts, continuation)
         out = []
-        for (a, b, word, _, s, known, pieces), lp in zip(todo, scores):
-            lp = np.asarray(lp, dtype=np.float64)
-            scored = sorted(((c, float(lp[k]) - EXTRA_PIECE_NATS * (count - 1))
+        for n, ((a, b, word, _, s, kind, pieces, _), lp) in enumerate(zip(todo, firsts)):
+            scored = sorted(((c, float(lp[k]) + rest.get((n, k), -EXTRA_PIECE_NATS * (count - 1)))
                              for k, (c, _, count) in enumerate(pieces)), key=lambda t: -t[1])
             gain = (scored[0][1] + s) if scored else float("-inf")
-            out.append(WordFinding(a, b, word, s, "real-word" if known else "non-word", gain,
-                                   tuple(scored[:MAX_FIXES])))
+            out.append(WordFinding(a, b, word, s, kind, gain, tuple(scored[:MAX_FIXES])))
         return out
 
+    def _further_pieces(self, todo, firsts, continuation) -> dict[tuple[int, int], float]:
+        """log p of the further pieces of the several-piece candidates that could still win
+        (their first piece alone beats the best one-piece candidate), by (word, candidate)."""
+        if continuation is None:
+            return {}
+        jobs, keys = [], []
+        for n, ((*_, i, _, _, pieces, lead), lp) in enumerate(zip(todo, firsts)):
+            best_single = max((float(lp[k]) for k, (_, _, count) in enumerate(pieces) if count == 1), default=-np.inf)
+            for k, (c, _, count) in enumerate(pieces):
+                if count > 1 and float(lp[k]) > best_single:
+                    jobs.append((i, list(self._pieces(lead, c))))
+                    keys.append((n, k))
+        return dict(zip(keys, continuation(jobs))) if jobs else {}
 
-def _unique(pairs: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+
+def _unique(words: list[str]) -> list[str]:
     seen, out = set(), []
-    for c, exact in pairs:
+    for c in words:
         if c.lower() not in seen:
             seen.add(c.lower())
-            out.append((c, exact))
+            out.append(c)
     return out
 
 
 def flagged(f: WordFinding, non_word_threshold: float, real_word_threshold: float) -> bool:
-    """Whether a finding is shown as a typo under these thresholds (nats of gain)."""
+    """Whether a finding is shown as a typo under these thresholds (nats of gain): a non-word or
+    real-word finding that nothing excuses (a "word" finding only describes a word, for hover)."""
+    if f.excused or f.kind == "word":
+        return False
     return f.gain >= (non_word_threshold if f.kind == "non-word" else real_word_threshold)

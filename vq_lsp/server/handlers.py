@@ -120,8 +120,9 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def code_action(ls: VQServer, params: types.CodeActionParams):
         """Quick fixes for our typo and surprise hints: the dictionary words one edit away (two for
         a non-word with nothing closer) that the LM head finds likeliest there, best first."""
-        grammar_fixes = await grammar_actions.actions(ls, params.text_document.uri, params.context.diagnostics)
-        ours = hint_lsp.fixable(params.context.diagnostics)
+        at_range = hint_lsp.meeting(params.context.diagnostics, params.range)  # only those asked about
+        grammar_fixes = await grammar_actions.actions(ls, params.text_document.uri, at_range)
+        ours = hint_lsp.fixable(at_range)
         if not ours:
             return grammar_fixes
         uri = params.text_document.uri

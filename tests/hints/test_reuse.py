@@ -1,0 +1,89 @@
+"""Hints of unchanged paragraphs are reused (reuse.py) and Markdown is parsed chunk by chunk
+(markup.py): both must give what computing everything afresh gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import inference
+from vq_lsp.documents.textsync import Change, TrackedText
+from vq_lsp.hints import lsp as hints
+from vq_lsp.hints import markup, reuse
+from vq_lsp.hints.material import HintMaterial
+from vq_lsp.settings import DiagnosticSettings
+
+from .test_markup import MARKDOWN
+
+EDGE_CASES = [
+    "---\ntitle: x\n\nmore: y\n---\n\nProse after front matter.\n\n---\n\nA thematic break above.\n",
+    "Intro.\n\n```\ncode\n\nstill code\n```\n\nAfter the fence.\n\n~~~~\nopen fence\n\nto the end\n",
+    "- item one\n\n  continued item\n\n      indented code in the item\n\nNext paragraph.\n",
+    "<!-- a comment\n\nwith a blank line -->\n\nProse.\n\n<pre>\nraw\n\nraw too\n</pre>\n\nEnd.\n",
+    "| a | b |\n|---|---|\n| c | d |\n\n> quote\n\n> another\n\nTitle\n=====\n\n    code block\n\nlast\n",
+]
+
+
+def whole_document_layout(text: str) -> tuple:
+    return markup._masked(text, markup._markdown_blocks(text), markup._MD_INLINE)
+
+
+@pytest.mark.parametrize("text", [MARKDOWN, MARKDOWN * 3] + EDGE_CASES)
+def test_chunked_markdown_layout_is_the_whole_document_layout(text):
+    lay = markup.layout(text, markup.MARKDOWN)
+    assert (lay.prose, lay.tone) == whole_document_layout(text)
+    chunks = markup.markdown_chunks(text)
+    assert chunks[0][0] == 0 and chunks[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return inference.load_model(None, device="cpu")
+
+
+PARAGRAPHS = [
+    "I went to teh store because the milk was gone, and then I walked back home again.",
+    "The weather was quiet and the streets were empty when we left the house that morning.",
+    "Run `zsh` to start the shell; it reads its settings from a file in your home folder.",
+    "They could not recieve the letters, so they wrote to the office form the station.",
+    "Their friends arrived late, and nobody knew whether the train would leave on time.",
+]
+
+
+DOCSTRING = ('def f():\n    """I went to teh store because the milk was gone.\n\n'
+             "    Their friends arrived late, and nobody knew whether the train would leave.\n\n"
+             '    They could not recieve the letters."""\n    return 1\n\n')
+
+
+@pytest.mark.parametrize("language, text, edit_after", [
+    ("markdown", "# Notes\n\n" + "\n\n".join(PARAGRAPHS * 3) + "\n", "the milk"),
+    ("python", DOCSTRING * 4, "the milk"),  # a docstring's prose runs over several paragraphs
+])
+def test_reused_material_is_what_a_fresh_computation_gives(model, language, text, edit_after):
+    tt = TrackedText(model.tokenizer, text)
+    doc = inference.IncrementalDocument(model, tt.ids)
+    cfg = DiagnosticSettings(sentiment_threshold=0.0)
+    HintMaterial.of(tt, doc, 1, language, cfg)
+    cache = reuse.paragraph_cache(doc)
+    at = text.index(edit_after) + len("the")
+    line, col = tt.position(at)
+    res = tt.apply([Change(" cold", (line, col, line, col))])
+    doc.apply(res.splices)
+    before = (cache.reused, cache.computed)
+    reused = HintMaterial.of(tt, doc, 2, language, cfg)
+    computed = cache.computed - before[1]
+    assert 1 <= computed <= 5 and cache.reused - before[0] >= 8  # the edited paragraph (and a few whose scores moved)
+    model.__dict__["_derived"].pop("paragraph_material")  # a fresh cache: everything computed again
+    fresh = HintMaterial.of(tt, doc, 2, language, cfg)
+    assert fresh.findings and reused.words
+    assert [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in reused.findings] == \
+        [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in fresh.findings]
+    assert np.allclose([f.gain for f in reused.findings], [f.gain for f in fresh.findings],
+                       atol=4 * reuse.REUSE_TOLERANCE_NATS)
+    assert [(a, b, i, j) for a, b, i, j, _, _ in reused.paragraphs] == \
+        [(a, b, i, j) for a, b, i, j, _, _ in fresh.paragraphs]
+    assert [(a, b) for a, b, _ in reused.words] == [(a, b) for a, b, _ in fresh.words]
+    assert np.allclose([s for _, _, s in reused.words], [s for _, _, s in fresh.words])  # read from current scores
+    chosen = [(h.start, h.end, h.code) for h in hints.choose(tt, reused, cfg)]
+    assert chosen == [(h.start, h.end, h.code) for h in hints.choose(tt, fresh, cfg)]

@@ -1,0 +1,213 @@
+"""Hint material paragraph by paragraph, reused where an edit changed nothing: a publish costs
+what the edit costs, not what the document costs.
+
+A paragraph (a run of non-blank lines) is keyed by its text, where its tokens start in it and
+where its prose and tone blocks lie (the layout); its entry keeps what choosing hints needs
+from it: its prose words, the detector's findings, its spellings' counts, the words outside
+its prose, its tone blocks' scores, and the surprise of its tokens they were computed from. A
+later publish reuses the entry while no token's surprise moved by more than
+`REUSE_TOLERANCE_NATS` from the stored one, and recomputes it otherwise: the paragraphs an edit
+touched and those whose scores it moved (an edit nudges the scores of the tokens after it in
+its window, mostly by hundredths of a nat). A reused entry's word surprises, and so its
+findings' gains, are read from the current scores; only its fixes' scores and its tone may be
+stale, by about as little. Entries are kept per model (`LoadedModel.cached`), least recently
+used dropped beyond a limit.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+import inference
+
+from . import markup, typos
+
+REUSE_TOLERANCE_NATS = 0.25
+PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+_CODE_WORD = re.compile(r"[A-Za-z]+")
+
+Key = tuple[str, bytes, tuple, tuple]
+
+
+@dataclass(frozen=True)
+class ParagraphMaterial:
+    """What hints are chosen from in one paragraph, offsets relative to its first character and
+    token indices relative to its first token."""
+
+    surprise: np.ndarray  # of its tokens, as computed from
+    words: np.ndarray  # (k, 4): start, end, first token, end token of its prose words (int64)
+    findings: tuple[typos.WordFinding, ...]
+    finding_tokens: tuple[tuple[int, int], ...]  # (first token, end token) of each finding
+    uses: Counter  # lower-cased prose spellings missing from the dictionary (the only ones evidence is asked about)
+    code_words: frozenset  # lower-cased words outside its prose missing from the dictionary
+    has_code: bool  # any word outside its prose
+    tones: tuple  # (start, end, token start, token end, scores, words) per tone block
+
+
+@dataclass(frozen=True)
+class DocumentMaterial:
+    """The per-paragraph material of one version of a text, put together (absolute offsets)."""
+
+    words: list  # (start, end, whole-word surprise)
+    findings: list  # typos.WordFinding, in text order, before the document's evidence is applied
+    tones: list  # (start, end, token start, token end, scores, words)
+    evidence: typos.Evidence
+
+
+class ParagraphCache:
+    """ParagraphMaterial by paragraph key, least recently used first; a key holds up to
+    `variants` entries, for a paragraph repeated in different contexts (a heading, a list item)."""
+
+    def __init__(self, limit: int = 16384, variants: int = 4) -> None:
+        self.limit = limit
+        self.variants = variants
+        self._entries: OrderedDict[Key, list[ParagraphMaterial]] = OrderedDict()
+        self.reused = 0
+        self.computed = 0
+
+    def get(self, key: Key, surprise: np.ndarray, tolerance: float) -> ParagraphMaterial | None:
+        for hit in self._entries.get(key, ()):
+            if len(hit.surprise) == len(surprise) and (
+                    np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
+                    or tolerance > 0 and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance):
+                self._entries.move_to_end(key)
+                return hit
+        return None
+
+    def put(self, key: Key, value: ParagraphMaterial) -> None:
+        self._entries[key] = [value] + self._entries.get(key, [])[: self.variants - 1]
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.limit:
+            self._entries.popitem(last=False)
+
+
+def paragraph_cache(doc: inference.IncrementalDocument) -> ParagraphCache:
+    """The paragraph material kept for the document's model (it depends on nothing else)."""
+    return doc.model.cached("paragraph_material", ParagraphCache)
+
+
+def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:
+    """Sorted disjoint (start, end) `ranges` from index `lo` on, cut to [a, b), relative to a (a
+    docstring's prose runs over several paragraphs; each paragraph keeps its own part)."""
+    out = []
+    for p, q in ranges[lo:]:
+        if p >= b:
+            break
+        if q > a:
+            out.append((max(p, a) - a, min(q, b) - a))
+    return tuple(out)
+
+
+def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: markup.Layout,
+                      doc: inference.IncrementalDocument, detector: typos.Detector,
+                      continuation=None, tolerance: float = 0.0) -> DocumentMaterial:
+    """Every paragraph's material, reused from the cache where it is current, computed where not
+    (the missing paragraphs' suspect words in one batched LM-head call). With `tolerance` 0 (what
+    `vq-lsp score` uses) a paragraph is reused only when its tokens' surprise is exactly the
+    stored one, so the result is a function of the text alone; the server passes
+    REUSE_TOLERANCE_NATS."""
+    cache = paragraph_cache(doc)
+    starts = np.asarray(starts, dtype=np.int64)
+    n = len(surprise)
+    starts = starts[:n]
+    paras = [(m.start(), m.end()) for m in PARAGRAPH.finditer(text)]
+    if not paras or not n:
+        return DocumentMaterial([], [], [], typos.Evidence({}, frozenset(), False))
+    bounds = np.asarray(paras, dtype=np.int64)
+    first = np.maximum(np.searchsorted(starts, bounds[:, 0], "right") - 1, 0)
+    last = np.searchsorted(starts, bounds[:, 1], "left")
+    prose_lo = np.maximum(np.searchsorted(np.asarray([a for a, _ in lay.prose], dtype=np.int64), bounds[:, 0]) - 1, 0)
+    tone_starts = np.asarray([a for a, _, _ in lay.tone], dtype=np.int64)
+    tone_lo, tone_hi = np.searchsorted(tone_starts, bounds[:, 0]), np.searchsorted(tone_starts, bounds[:, 1])
+    parts: list[tuple[int, int, ParagraphMaterial | None, Key]] = []
+    missing = []
+    for (pa, pb), ta, tb, plo, t0, t1 in zip(paras, first.tolist(), last.tolist(), prose_lo.tolist(),
+                                            tone_lo.tolist(), tone_hi.tolist()):
+        prose = _clipped(lay.prose, plo, pa, pb)
+        tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1])
+        key = (text[pa:pb], (starts[ta:tb] - pa).tobytes(), prose, tone)
+        hit = cache.get(key, surprise[ta:tb], tolerance)
+        parts.append((pa, ta, hit, key))
+        if hit is None:
+            missing.append(len(parts) - 1)
+        else:
+            cache.reused += 1
+    if missing:
+        cache.computed += len(missing)
+        _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache)
+    cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
+    words, findings, tones, uses, code, technical = [], [], [], Counter(), set(), False
+    for pa, ta, m, _ in parts:
+        if len(m.words):
+            words.append(m.words + np.array([pa, pa, ta, ta], dtype=np.int64))
+        findings.extend(_placed(m.findings, m.finding_tokens, pa, ta, cumulative))
+        tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
+        if m.uses:
+            uses.update(m.uses)
+        if m.code_words:
+            code |= m.code_words
+        technical = technical or m.has_code
+    rows = np.concatenate(words) if words else np.zeros((0, 4), dtype=np.int64)
+    word_surprise = (cumulative[rows[:, 3]] - cumulative[rows[:, 2]]).tolist()
+    return DocumentMaterial(list(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), word_surprise)), findings, tones,
+                            typos.Evidence(dict(uses), frozenset(code), technical))
+
+
+def _placed(findings: Sequence[typos.WordFinding], tokens: Sequence[tuple[int, int]], pa: int, ta: int,
+            cumulative: np.ndarray) -> list[typos.WordFinding]:
+    """A paragraph's findings at its place now, their surprise (and so gain) read from the current scores."""
+    out = []
+    for f, (i, j) in zip(findings, tokens):
+        s = float(cumulative[j + ta] - cumulative[i + ta])
+        out.append(replace(f, start=f.start + pa, end=f.end + pa, surprise=s, gain=f.gain - f.surprise + s))
+    return out
+
+
+def _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache) -> None:
+    """Material of the paragraphs `missing` (indices into `parts`), filled in and cached."""
+    per_para = []
+    all_spans = []
+    for k in missing:
+        pa, pb = paras[k]
+        ta, tb = int(first[k]), int(last[k])
+        _, _, _, key = parts[k]
+        prose = [(a + pa, b + pa) for a, b in key[2]]
+        spans = typos.word_tokens(text, starts, len(surprise),
+                                  [(m.start(), m.end()) for a, b in prose for m in markup.WORD.finditer(text, a, b)])
+        per_para.append((k, pa, pb, ta, tb, prose, spans))
+        all_spans.extend(spans)
+    found = detector.examine(text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True,
+                             continuation=continuation)
+    found.sort(key=lambda f: f.start)
+    para_starts = [pa for _, pa, *_ in per_para]
+    by_para: list[list[typos.WordFinding]] = [[] for _ in per_para]
+    for f in found:
+        by_para[bisect.bisect_right(para_starts, f.start) - 1].append(f)
+    for (k, pa, pb, ta, tb, prose, spans), fs in zip(per_para, by_para):
+        words = np.asarray([(a - pa, b - pa, i - ta, j - ta) for a, b, i, j in spans], dtype=np.int64).reshape(-1, 4)
+        token_of = {a: (i - ta, j - ta) for a, b, i, j in spans}
+        uses = Counter(w.lower() for w in (text[a:b] for a, b, *_ in spans) if not typos.is_word(w))
+        code, cur = set(), pa
+        for a, b in prose + [(pb, pb)]:
+            if a > cur:
+                code.update(w.lower() for w in _CODE_WORD.findall(text, cur, a))
+            cur = max(cur, b)
+        has_code = bool(code)
+        code = {w for w in code if not typos.is_word(w)}
+        tones = []
+        for a, b, w in parts[k][3][3]:
+            ba, bb = int(np.searchsorted(starts, a + pa, "left")), int(np.searchsorted(starts, b + pa, "left"))
+            if ba < bb:
+                tones.append((a, b, ba - ta, bb - ta, doc.span_scores(ba, bb), w))
+        value = ParagraphMaterial(surprise[ta:tb].copy(), words,
+                                  tuple(replace(f, start=f.start - pa, end=f.end - pa) for f in fs),
+                                  tuple(token_of[f.start] for f in fs), uses, frozenset(code), has_code,
+                                  tuple(tones))
+        cache.put(parts[k][3], value)
+        parts[k] = (pa, ta, value, parts[k][3])
