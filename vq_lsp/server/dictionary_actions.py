@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..hints import ignores, markup
+from ..hints import ignores, markup, typos
 from ..hints.lsp import SOURCE
 from ..workspace import dictionaries
 
@@ -87,8 +87,8 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
         a = lsp_offset(text, d.range.start.line, d.range.start.character)
         b = lsp_offset(text, d.range.end.line, d.range.end.character)
         word = text[a:b].strip()
-        if not word or " " in word or word in seen:
-            continue
+        if not word or " " in word or word in seen or typos.is_word(word):
+            continue  # a dictionary word (a confusable, an unlikely word) has nothing to teach
         seen.add(word)
         own = ignores.find(text, markup.markup_of(st.language_id), st.language_id).words
         for near in ls.docs.conventions.dictionary.union(own).near(word):
