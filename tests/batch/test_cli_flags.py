@@ -43,6 +43,7 @@ def commands(root) -> list[tuple[str, argparse.ArgumentParser, list[str], object
              "distill": ["--out", str(root / "o"), "--teacher", str(root / "model")],
              "finetune": ["--out", str(root / "o"), "--model", str(root / "model")],
              "evaluate": ["--out", str(root / "o"), "--model", str(root / "model")],
+             "calibrate": ["--out", str(root / "o"), "--model", str(root / "model")],
              "export": ["--out", str(root / "o"), "--model", str(root / "model")]}
     for name, parser in subs.items():
         data = ["--data", str(root / "data")] if name != "export" else []
