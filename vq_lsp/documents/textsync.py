@@ -181,6 +181,32 @@ def safe_right(text: str, start: int) -> int:
     return len(text)
 
 
+COUNT_CHUNK = 65_536  # characters tokenized at a time when counting the tokens of a long text
+
+
+def count_tokens(tokenizer: TokenizerLike, text: str, stop_after: int) -> tuple[int, bool]:
+    """(tokens of `text`, whether that is all of them): counted a chunk at a time, cut at safe
+    boundaries, and stopped once more than `stop_after` are counted. A text far over the
+    document limit is neither tokenized whole nor held as tokens: 2 MB of text tokenized at
+    once took seconds and hundreds of MiB of offsets."""
+    n, p = 0, 0
+    while p < len(text):
+        q = safe_right(text, min(p + COUNT_CHUNK, len(text)) - 1) if p + COUNT_CHUNK < len(text) else len(text)
+        _, offsets = tokenizer.encode_with_offsets(text[p : q + 1] if q < len(text) else text[p:])
+        n += sum(1 for o in offsets if o[0] < q - p)
+        p = q
+        if n > stop_after:
+            return n, p >= len(text)
+    return n, True
+
+
+def tokens_lost_at_most(deleted_chars: int) -> int:
+    """An upper bound of the tokens one change that deletes `deleted_chars` characters can remove:
+    a character takes at most 4 tokens with it (its UTF-8 bytes), and the re-split around the
+    change can merge at most 4 more."""
+    return 4 * deleted_chars + 4
+
+
 @dataclass
 class SyncResult:
     splices: list[inference.Splice]

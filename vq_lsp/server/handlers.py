@@ -16,7 +16,7 @@ from ..documents.textsync import Change
 from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
 from .language_server import EXIT_GRACE_S, VQServer
-from .protocol import RequestFailed
+from .protocol import DocumentPaused, RequestFailed
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ def build(defaults: Settings | None = None) -> VQServer:
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: VQServer, params: types.DidCloseTextDocumentParams):
+        ls.builds.cancel(params.text_document.uri)  # a queued build never runs, a running one stops
         ls.coalescer.submit(params.text_document.uri, Closed())
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -92,6 +93,8 @@ def build(defaults: Settings | None = None) -> VQServer:
         try:
             text = await ls.ready(params.text_document.uri, requests.hover, params.position.line,
                                   params.position.character)
+        except DocumentPaused as e:  # the user should know why hints stopped
+            text = f"vq-lsp: {e.message.split(': ', 1)[-1]}"
         except RequestFailed:
             return None  # no state (no model, empty, ...): nothing to show
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
@@ -107,7 +110,8 @@ def build(defaults: Settings | None = None) -> VQServer:
         uri = params.text_document.uri
         try:
             found = await ls.ready(uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
-        except RequestFailed:
+        except RequestFailed as e:
+            log.info("no quick fixes: %s", e.message)
             return []
         return hint_lsp.quick_fix_actions(uri, ours, found)
 
