@@ -99,7 +99,7 @@ class Protocol(LanguageServerProtocol):
             return log.warning("ignored a malformed %r notification: %s", method, what)
         if method is None and not has_id:
             return self.reply_error(None, INVALID_REQUEST, "neither a request, a notification nor a response")
-        if (bad := _bad_version(method, data.get("params"))) is not None:  # rejected at the door
+        if not has_id and (bad := _bad_version(method, data.get("params"))) is not None:  # rejected at the door
             return self._server.malformed_notification(method, data.get("params"), bad)
         try:
             message = self.structure_message(data)
