@@ -42,7 +42,7 @@ from pygls.lsp.server import LanguageServer
 import inference
 
 from .. import __version__
-from ..documents.events import ChangeLost, Edited, Event, Refresh, SettingsChanged
+from ..documents.events import ChangeLost, Closed, Edited, Event, Refresh, SettingsChanged
 from ..documents.heap import HeapTrimmer
 from ..documents.state import Level, Outcome
 from ..documents.store import Documents
@@ -193,7 +193,7 @@ class VQServer(LanguageServer):
                 self._last_publish.pop(uri, None)
                 self.builds.cancel(uri)
                 return self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-            if out.needs_build:
+            if out.needs_build and not self._closing(uri):
                 edited = any(isinstance(ev, Edited) for ev in events)  # the user is in it: it goes first
                 with self.in_use(uri) if edited else contextlib.nullcontext():
                     await self.builds.build(uri)
@@ -225,6 +225,10 @@ class VQServer(LanguageServer):
             self._last_publish[uri] = time.monotonic()
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, version=out.version, diagnostics=out.diagnostics))
+
+    def _closing(self, uri: str) -> bool:
+        """Whether a close of `uri` waits to be processed: then nothing is built for it."""
+        return any(isinstance(ev, Closed) for ev in self.coalescer.pending.get(uri, ()))
 
     def _pending_changes(self, uri: str) -> list[tuple[int, list[Change]]] | None:
         """The changes waiting for `uri` as (version, changes), or None if anything else waits."""
