@@ -176,6 +176,18 @@ class Documents:
     def build_step(self, uri: str) -> tuple[int, int]:
         """Build one more window of a document's missing state; (windows built, windows in all).
         Done when both are equal (also when there is nothing to build)."""
+        builder = self.next_window(uri)
+        if isinstance(builder, tuple):
+            return builder
+        builder.step()
+        return self.finish_window(uri, builder)
+
+    def next_window(self, uri: str) -> inference.DocumentBuilder | tuple[int, int]:
+        """The builder whose next window is to be built, or (windows built, windows in all) when
+        nothing is left to build (restored from a snapshot, or no state wanted).
+
+        The server builds the window itself on a thread of its own (`DocumentBuilder.step` only
+        reads the model and writes the builder), then hands it to `finish_window` here."""
         st = self.states.get(uri)
         if st is None or st.doc is not None or st.problem is not None or st.tracked is None or self.model is None:
             if st is not None:
@@ -192,8 +204,13 @@ class Documents:
             self._report_thrashing(st)
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
-        b = st.builder
-        b.step()
+        return st.builder
+
+    def finish_window(self, uri: str, b: inference.DocumentBuilder) -> tuple[int, int]:
+        """After a window of `b` was built: hand the state over when it is complete."""
+        st = self.states.get(uri)
+        if st is None or st.builder is not b:  # closed, dropped or edited into a problem meanwhile
+            return b.progress if st is not None and st.builder is not None else (1, 1)
         if not b.done:
             return b.progress
         st.builder, doc = None, b.document()

@@ -141,7 +141,7 @@ def build(defaults: Settings | None = None) -> VQServer:
 
     @ls.feature(types.SHUTDOWN)
     def shutdown(ls: VQServer, params: Any):
-        ls.engine.shutdown()
+        ls.shutdown_engines()
         if not ls.docs.snapshots.flush(EXIT_GRACE_S):  # a snapshot still being written would be lost
             log.warning("shutting down before a snapshot was written")
 
