@@ -3,13 +3,15 @@
 Threads: the asyncio loop only receives messages, queues document events in the `Coalescer`
 and sends results; all model and engine work (loading, tokenizing, updates, hints, requests)
 runs on one engine thread (engine_thread.py), so engine states are never touched by two
-threads at once. A document's first build (or rebuild) runs one window per job in the build
-lane, and edits and requests of other documents go first: nobody waits behind another
-document's long build for more than one window, and a document with a request or an edit
-waiting goes first (builds.py). Requests about a document (hover, code lens,
-scores, verify) first wait until the edits queued before them are processed (not the ones that
-arrive later: an edit storm must not starve them), so they answer for the version the client
-saw or a newer one.
+threads at once. The one exception is a build window: a document's first build (or rebuild)
+runs one window at a time on a build worker (a second EngineThread), which only reads the model
+and writes the builder of the document being built, while the engine thread chooses and hands
+over each window in short jobs; so nobody waits behind another document's build. The build
+queue (builds.py) decides which document builds next: one with a request or an edit waiting
+goes first. Requests about a document (hover, code lens, scores, verify) first wait until the
+edits queued before them are processed (not the ones that arrive later: an edit storm must not
+starve them), so they answer for the version the client saw or a newer one; a document that
+cannot have a state is answered at once.
 
 During a burst of edits that outpaces the engine, the newest finished hints are still published
 at most every BURST_PUBLISH_S, moved through the edits still waiting (documents/remap.py) and
