@@ -20,6 +20,7 @@ property test in tests/server/test_textsync.py checks it against tokenizing from
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
@@ -47,26 +48,20 @@ class Change:
 
 
 # ----------------------------------------------------------------- positions
+_BREAK = re.compile(r"\r\n|\r|\n")
+_BREAK_CHAR = re.compile(r"[\r\n]")
+
+
 def line_starts(text: str) -> list[int]:
-    """Char index of the first char of every line (\\n, \\r\\n and \\r end a line)."""
-    starts = [0]
-    i, n = 0, len(text)
-    while True:
-        j = _next_break(text, i)
-        if j < 0:
-            return starts
-        j += 2 if text.startswith("\r\n", j) else 1
-        starts.append(j)
-        i = j
-        if i >= n:
-            return starts
+    """Char index of the first char of every line (\\n, \\r\\n and \\r end a line). One regex pass: looking
+    for the next \\n and the next \\r separately scanned to the end of a text without \\r once per line
+    (seconds for a 2 MB document)."""
+    return [0] + [m.end() for m in _BREAK.finditer(text)]
 
 
 def _next_break(text: str, i: int) -> int:
-    a, b = text.find("\n", i), text.find("\r", i)
-    if a < 0:
-        return b
-    return a if b < 0 else min(a, b)
+    m = _BREAK_CHAR.search(text, i)
+    return -1 if m is None else m.start()
 
 
 def _line_end(text: str, start: int) -> int:
