@@ -151,8 +151,10 @@ class VQServer(LanguageServer):
                 pass  # it does not wait: it checks _stopping after the current message
 
     def engine_finished(self, timeout: float = EXIT_GRACE_S) -> bool:
-        """Wait up to `timeout` for a running engine job (at exit); True if none is running."""
-        return self.engine.idle.wait(timeout)
+        """Wait up to `timeout` for a running engine job and build window (at exit); True if none is
+        running (a window left running in a daemon thread aborted the interpreter's exit)."""
+        deadline = time.monotonic() + timeout
+        return self.engine.idle.wait(timeout) and self.build_worker.idle.wait(max(0.0, deadline - time.monotonic()))
 
     def shutdown_engines(self) -> None:
         self.engine.shutdown()
