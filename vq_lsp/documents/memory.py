@@ -1,9 +1,19 @@
-"""The memory budget of engine states: least recently used states are dropped first.
+"""The memory budget of engine states: the least recently used states are dropped first.
 
 Engine states are the expensive part of an open document (tens of MiB for a few thousand
 tokens). A dropped state's hint material stays, so its hints are re-chosen from it until the
 document is edited; its state goes to the snapshot cache (`save`) and is read back or rebuilt
 from the text when needed.
+
+What counts and what is spared:
+- a state being built counts with the windows built so far (half-built states of documents
+  that took turns were once uncounted, and RSS peaked at twice the budget);
+- a document the user is in is never dropped: one with a request or an edit waiting for it
+  (`in_use`), or edited in the last RECENT_EDIT_S seconds. Edits count as use: a note typed
+  into without hovers was dropped when a long document finished building, and its next
+  keystroke waited for every build queued behind (51 s at worst with four books);
+- among the rest, the least recently used goes first, but when one state alone frees enough,
+  the least recently used of those that do is dropped instead of several small ones.
 """
 
 from __future__ import annotations
@@ -17,31 +27,49 @@ from .state import DocumentState
 
 log = logging.getLogger(__name__)
 
+RECENT_EDIT_S = 5.0  # a document edited this recently is never dropped for the budget
+
+InUse = Callable[[str], bool]
+
+
+def _never(uri: str) -> bool:
+    return False
+
 
 def touch(states: OrderedDict[str, DocumentState], st: DocumentState, budget_bytes: float,
-          save: Callable[[DocumentState], None]) -> None:
+          save: Callable[[DocumentState], None], in_use: InUse = _never) -> None:
     """`st` was just used: it becomes the most recently used, and others make room for it."""
     st.last_touch = time.monotonic()
     states.move_to_end(st.uri)
-    evict_over_budget(states, budget_bytes, save, keep=st)
+    evict_over_budget(states, budget_bytes, save, keep=st, in_use=in_use)
+
+
+def spared(st: DocumentState, in_use: InUse, now: float) -> bool:
+    """Whether the budget must leave this document's state alone."""
+    return in_use(st.uri) or now - st.last_edit < RECENT_EDIT_S
 
 
 def evict_over_budget(states: OrderedDict[str, DocumentState], budget_bytes: float,
-                      save: Callable[[DocumentState], None], keep: DocumentState | None = None) -> None:
-    """Drop the least recently used states (never `keep`) until the rest fit the budget; `save`
-    leaves each dropped state in the snapshot cache first."""
+                      save: Callable[[DocumentState], None], keep: DocumentState | None = None,
+                      in_use: InUse = _never, need_bytes: float = 0.0) -> None:
+    """Drop least recently used states (never `keep`, never one in use) until the rest, plus
+    `need_bytes` about to be allocated, fit the budget; `save` leaves each dropped state in the
+    snapshot cache first."""
     sizes = {u: s.bytes() for u, s in states.items()}
-    total = sum(sizes.values())
-    for uri, other in list(states.items()):
-        if total <= budget_bytes:
-            break
-        if other is keep or other.doc is None:
-            continue
-        total -= sizes[uri]
-        save(other)
-        other.doc = None
-        other.evictions += 1
-        log.info("dropped the engine state of %s (memory budget)", uri)
+    total = sum(sizes.values()) + need_bytes
+    if total <= budget_bytes:
+        return
+    now = time.monotonic()
+    candidates = [s for s in states.values() if s is not keep and s.doc is not None and not spared(s, in_use, now)]
+    while total > budget_bytes and candidates:
+        over = total - budget_bytes
+        victim = next((s for s in candidates if sizes[s.uri] >= over), candidates[0])
+        candidates.remove(victim)
+        total -= sizes[victim.uri]
+        save(victim)
+        victim.doc = None
+        victim.evictions += 1
+        log.info("dropped the engine state of %s (memory budget)", victim.uri)
 
 
 def report(states: OrderedDict[str, DocumentState], budget_bytes: float, snapshots: dict) -> dict[str, Any]:

@@ -30,7 +30,8 @@ class Reason(enum.Enum):
 
 
 QUIET = frozenset({Reason.EMPTY, Reason.FILE_TYPE, Reason.NO_MODEL, Reason.OUT_OF_SYNC})  # no message for these
-KEEPS_TOKENS = frozenset({Reason.TOO_LONG, Reason.EMPTY, Reason.OVER_BUDGET})  # the text was tokenized fine
+# the text was tokenized fine and its tokens are kept (a too-long text keeps only its text: see Documents)
+KEEPS_TOKENS = frozenset({Reason.EMPTY, Reason.OVER_BUDGET})
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,15 @@ def text_problem(text: str) -> Problem | None:
 
 
 def describe(problem: Problem, ids: list[int] | None, model: inference.LoadedModel | None,
-             settings: Settings) -> str:
+             settings: Settings, counted: tuple[int, bool] | None = None) -> str:
     """The problem as the user reads it, with the numbers that explain it and what to change
-    (`ids`: the document's tokens, None when it is not tokenized)."""
+    (`ids`: the document's tokens, None when it is not tokenized; `counted`: for a text too
+    long to keep its tokens, (tokens counted, whether that is all of them))."""
     n = len(ids) if ids else 0
     if problem.reason is Reason.TOO_LONG:
+        if counted is not None:
+            return (f"{'' if counted[1] else 'over '}{counted[0]} tokens, more than maxDocumentTokens = "
+                    f"{settings.max_document_tokens}")
         return f"{n if ids is not None else '?'} tokens, more than maxDocumentTokens = {settings.max_document_tokens}"
     if problem.reason is Reason.OVER_BUDGET:
         need = inference.estimate_state_bytes(model, ids if ids is not None else n) / 2**20

@@ -93,6 +93,9 @@ class SnapshotStore:
             except Exception:  # never let the writer die: a failed write is a missing snapshot
                 log.exception("writing snapshot %s failed", path)
             finally:
+                # let the state go before blocking on the next get(): a local still bound there kept
+                # the last evicted or closed state alive (hundreds of MiB) for as long as the queue was empty
+                doc = None
                 with self._lock:
                     done = self._pending.pop(path, None)
                 if done is not None:

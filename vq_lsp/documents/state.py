@@ -58,12 +58,23 @@ class DocumentState:
     restores: int = 0  # states read back from a snapshot instead of rebuilt
     snapshot_ids: list[int] | None = None  # tokens of the snapshot its evicted state left (restore, then edit)
     in_doubt: bool = False  # the next build is a dense pass from the text, never a snapshot
-    last_touch: float = 0.0
+    last_touch: float = 0.0  # time.monotonic() of its last use (an open, an edit, a request, a build)
+    last_edit: float = float("-inf")  # time.monotonic() of its last edit
     build_started: float = 0.0
+    tokens_at_least: int | None = None  # too long: a lower bound of its token count (its tokens are not kept)
+    counted_all: bool = True  # tokens_at_least was, when counted, all of its tokens (else counting stopped)
+    text_lines: list[int] | None = None  # line starts of `text` while it has no tracked tokens (edits stay cheap)
+    thrash_reported: bool = False  # said once that the budget keeps dropping and rebuilding it
 
     def bytes(self) -> int:
-        return 0 if self.doc is None else self.doc.state_bytes()
+        """Memory its engine state holds: the built state, or the windows built so far."""
+        if self.doc is not None:
+            return self.doc.state_bytes()
+        if self.builder is not None:
+            return sum(w.state_bytes() for w in self.builder.windows)
+        return 0
 
     def forget_state(self) -> None:
         """Drop tokens, engine state, build and hint material (the text stays): rebuilt on next use."""
         self.tracked, self.doc, self.problem, self.builder, self.material = None, None, None, None, None
+        self.tokens_at_least = None

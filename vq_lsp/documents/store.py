@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -35,9 +35,13 @@ from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, Settings
 from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, text_problem
 from .snapshots import SnapshotStore, restore_state, save_state
 from .state import DocumentState, Message, Outcome
-from .textsync import Change, TextSyncError, TrackedText, apply_change, position_at
+from .textsync import (Change, TextSyncError, TrackedText, apply_changes, count_tokens, position_at,
+                       tokens_lost_at_most)
 
 log = logging.getLogger(__name__)
+
+THRASH_EVICTIONS = 3  # a document dropped for the budget this often, then rebuilt, is reported (once)
+COUNT_UP_TO = 3  # a text over the token limit is counted up to this many times the limit, then "over N"
 
 
 class Documents:
@@ -50,6 +54,9 @@ class Documents:
         self.states: OrderedDict[str, DocumentState] = OrderedDict()  # least recently used first
         self.snapshots = SnapshotStore()
         self.conventions = conventions.Conventions()  # dictionaries and workspace root (server/workspace_files.py)
+        # whether a request or an edit waits for a document (set by the server): its state is never dropped
+        self.in_use: Callable[[str], bool] = lambda uri: False
+        self.notices: list[Message] = []  # messages from build steps, for the server to show
 
     # ----------------------------------------------------------------- model
     def load_model(self) -> str:
@@ -83,7 +90,8 @@ class Documents:
         eager = False
         for ev in merge_edits(events):
             if isinstance(ev, Opened):
-                self.states[uri] = DocumentState(uri, ev.language_id, ev.version, ev.text)
+                self.states[uri] = DocumentState(uri, ev.language_id, ev.version, ev.text,
+                                                 last_touch=time.monotonic())
                 eager = True
             elif isinstance(ev, Closed):
                 closed = self.states.pop(uri, None)
@@ -96,6 +104,8 @@ class Documents:
                     out.messages.append(Message("error", f"vq-lsp: change for {uri}, which is not open; ignored"))
                     continue
                 self._change(st, ev.version, ev.changes, out)
+                st.last_edit = st.last_touch = time.monotonic()  # an edit is use: the budget spares it
+                self.states.move_to_end(uri)
                 eager = True
             elif isinstance(ev, ChangeLost):  # a change the server could not even read: the text is in doubt
                 st = self.states.get(uri)
@@ -105,7 +115,7 @@ class Documents:
             elif isinstance(ev, Refresh):
                 eager = True
             elif isinstance(ev, SettingsChanged):
-                memory.evict_over_budget(self.states, self.budget_bytes(), self._save)
+                memory.evict_over_budget(self.states, self.budget_bytes(), self._save, in_use=self.in_use)
             else:
                 raise TypeError(f"unknown event {ev!r}")
         st = self.states.get(uri)
@@ -168,6 +178,18 @@ class Documents:
     def build_step(self, uri: str) -> tuple[int, int]:
         """Build one more window of a document's missing state; (windows built, windows in all).
         Done when both are equal (also when there is nothing to build)."""
+        builder = self.next_window(uri)
+        if isinstance(builder, tuple):
+            return builder
+        builder.step()
+        return self.finish_window(uri, builder)
+
+    def next_window(self, uri: str) -> inference.DocumentBuilder | tuple[int, int]:
+        """The builder whose next window is to be built, or (windows built, windows in all) when
+        nothing is left to build (restored from a snapshot, or no state wanted).
+
+        The server builds the window itself on a thread of its own (`DocumentBuilder.step` only
+        reads the model and writes the builder), then hands it to `finish_window` here."""
         st = self.states.get(uri)
         if st is None or st.doc is not None or st.problem is not None or st.tracked is None or self.model is None:
             if st is not None:
@@ -177,10 +199,20 @@ class Documents:
             self.touch(st)
             return 1, 1
         if st.builder is None or st.builder.model is not self.model:
+            # room for the whole state before its first window: half-built states count too
+            need = inference.estimate_state_bytes(self.model, st.tracked.ids)
+            memory.evict_over_budget(self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use,
+                                     need_bytes=need)
+            self._report_thrashing(st)
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
-        b = st.builder
-        b.step()
+        return st.builder
+
+    def finish_window(self, uri: str, b: inference.DocumentBuilder) -> tuple[int, int]:
+        """After a window of `b` was built: hand the state over when it is complete."""
+        st = self.states.get(uri)
+        if st is None or st.builder is not b:  # closed, dropped or edited into a problem meanwhile
+            return b.progress if st is not None and st.builder is not None else (1, 1)
         if not b.done:
             return b.progress
         st.builder, doc = None, b.document()
@@ -191,6 +223,14 @@ class Documents:
         self.touch(st)
         return len(b.bounds), len(b.bounds)
 
+    def _report_thrashing(self, st: DocumentState) -> None:
+        """Say once that the budget keeps dropping a document that is then rebuilt."""
+        if st.evictions >= THRASH_EVICTIONS and not st.thrash_reported:
+            st.thrash_reported = True
+            self.notices.append(Message("warning", (
+                f"vq-lsp: {st.uri} was dropped for the memory budget and rebuilt {st.evictions} times; raise "
+                f"memoryBudgetMb (now {self.settings.memory_budget_mb:g}) to keep the open documents' states")))
+
     # ----------------------------------------------------------------- edits
     def _change(self, st: DocumentState, version: int | None, changes: list[Change], out: Outcome) -> None:
         st.version, st.material = version, None
@@ -200,18 +240,21 @@ class Documents:
         if first_full is not None:  # a full replacement makes earlier changes moot and resyncs
             st.out_of_sync, changes = None, changes[first_full:]
         if any(text_problem(c.text) for c in changes):
-            st.tracked, st.doc = None, None  # checked in full (and refused) by _check
+            st.tracked, st.doc, st.tokens_at_least = None, None, None  # checked in full (and refused) by _check
+        if first_full is not None:
+            st.tokens_at_least = None  # a new text: counted again
         try:
             if st.tracked is not None:
                 res = st.tracked.apply(changes)
-                st.text = st.tracked.text
+                st.text, st.text_lines = st.tracked.text, None
                 if st.doc is not None and res.splices:
                     self._engine_apply(st, res.splices, out)
-            else:
-                text = st.text
-                for c in changes:
-                    text = apply_change(text, c)[0]
-                st.text = text
+            else:  # no tokens kept (too long, or none yet): the text alone, with its line starts
+                text, lines = st.text, st.text_lines
+                for text, lines, a, b, _ in apply_changes(text, changes, lines):
+                    if st.tokens_at_least is not None:
+                        st.tokens_at_least -= tokens_lost_at_most(b - a)
+                st.text, st.text_lines = text, lines
         except Exception as e:  # TextSyncError: bad input; anything else: a bug. Either way the text is in doubt
             what = str(e) if isinstance(e, TextSyncError) else f"internal error ({type(e).__name__}: {e})"
             if not isinstance(e, TextSyncError):
@@ -264,10 +307,13 @@ class Documents:
             if problem.reason not in KEEPS_TOKENS:
                 st.tracked = None
             st.doc, st.builder = None, None
+        if problem is None or problem.reason is not Reason.TOO_LONG:
+            st.tokens_at_least = None
         if problem != st.problem:
             st.problem = problem
             if problem and problem.reason not in QUIET:
-                detail = describe(problem, st.tracked.ids if st.tracked else None, self.model, self.settings)
+                counted = (st.tokens_at_least, st.counted_all) if st.tokens_at_least is not None else None
+                detail = describe(problem, st.tracked.ids if st.tracked else None, self.model, self.settings, counted)
                 out.messages.append(Message("warning", f"vq-lsp: no hints for {st.uri}: {detail}"))
 
     def _problem(self, st: DocumentState) -> Problem | None:
@@ -278,15 +324,25 @@ class Documents:
             return Problem(Reason.NO_MODEL)
         if not self.settings.wants(st.language_id) or self.conventions.excludes(st.uri, self.settings.exclude):
             return Problem(Reason.FILE_TYPE)
+        limit = self.settings.max_document_tokens
+        if st.tokens_at_least is not None and st.tokens_at_least > limit:
+            return Problem(Reason.TOO_LONG)  # still too long whatever the edits since it was counted did
         if st.tracked is None or st.problem is not None:
             bad = text_problem(st.text)
             if bad:
                 return bad
+            if st.tracked is None and len(st.text) > limit:  # likely too long: count before keeping tokens
+                n, st.counted_all = count_tokens(self.model.tokenizer, st.text, COUNT_UP_TO * limit)
+                if n > limit:
+                    st.tokens_at_least = n
+                    return Problem(Reason.TOO_LONG)
             if st.tracked is None:
                 st.tracked = TrackedText(self.model.tokenizer, st.text)
+                st.text_lines = None
         if not st.tracked.ids:
             return Problem(Reason.EMPTY)
-        if len(st.tracked.ids) > self.settings.max_document_tokens:
+        if len(st.tracked.ids) > limit:
+            st.tokens_at_least, st.counted_all = len(st.tracked.ids), True
             return Problem(Reason.TOO_LONG)
         if st.doc is None and inference.estimate_state_bytes(self.model, st.tracked.ids) > self.budget_bytes():
             return Problem(Reason.OVER_BUDGET)
@@ -310,6 +366,23 @@ class Documents:
             st.rebuilds += 1
             st.in_doubt = True
 
+    def unavailable(self, uri: str) -> str | None:
+        """Why a request on this open document cannot get a state, judged from what its last
+        processing found, without engine work (None: a build can give it one, or it has one)."""
+        st = self.states.get(uri)
+        if st is None or st.doc is not None:
+            return None
+        if st.out_of_sync:
+            return (f"hints for this document are paused: {st.out_of_sync}. They resume when the editor "
+                    "sends its full text (close and reopen it)")
+        if self.model is None:
+            return self.model_error or "no model"
+        if not self.settings.wants(st.language_id):
+            return f"no hints for the file type {st.language_id!r} (see fileTypes)"
+        if st.problem is not None:
+            return str(st.problem)
+        return None
+
     def ready(self, uri: str) -> DocumentState:
         """The state of an open document with its engine state built (rebuilt if it was dropped)."""
         st = self.states.get(uri)
@@ -330,7 +403,7 @@ class Documents:
         save_state(self.snapshots, st, self.settings)
 
     def touch(self, st: DocumentState) -> None:
-        memory.touch(self.states, st, self.budget_bytes(), self._save)
+        memory.touch(self.states, st, self.budget_bytes(), self._save, in_use=self.in_use)
 
     def memory(self) -> dict:
         return memory.report(self.states, self.budget_bytes(), self.snapshots.stats())

@@ -4,7 +4,9 @@
 - `protocol`: JSON-RPC validation and the LSP lifecycle (pygls' protocol, hardened);
 - `language_server`: the serving loop, engine jobs, publishing, builds, model and settings;
 - `handlers`: the LSP handlers, thin (`build` makes the server `vq-lsp` runs);
-- `engine_thread`: the one thread that runs all engine work, interactive jobs first;
+- `engine_thread`: the thread that runs all engine work, interactive jobs first (a second one
+  builds windows);
+- `builds`: which document's state is built next (the one in use first);
 - `scheduler`: per-document coalescing of events;
 - `progress`: $/progress for long builds.
 

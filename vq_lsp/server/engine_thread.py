@@ -18,6 +18,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from typing import Any, Callable
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class EngineThread:
         self.idle = threading.Event()  # no job is running (cleared while one runs)
         self.idle.set()
         self.jobs_run = 0  # for statistics and tests
+        self.last_urgent_done = float("-inf")  # time.monotonic() when the last urgent job ended
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
@@ -76,4 +78,6 @@ class EngineThread:
                 fut.set_exception(e)
             finally:
                 self.jobs_run += 1
+                if lane == URGENT:
+                    self.last_urgent_done = time.monotonic()
                 self.idle.set()

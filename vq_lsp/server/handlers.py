@@ -18,7 +18,7 @@ from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
 from . import dictionary_actions, grammar_actions, workspace_files
 from .language_server import EXIT_GRACE_S, VQServer
-from .protocol import RequestFailed
+from .protocol import DocumentPaused, RequestFailed
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,7 @@ def build(defaults: Settings | None = None) -> VQServer:
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: VQServer, params: types.DidCloseTextDocumentParams):
+        ls.builds.cancel(params.text_document.uri)  # a queued build never runs, a running one stops
         ls.coalescer.submit(params.text_document.uri, Closed())
         ls.workspace_files.watch_buffer(ls, params.text_document.uri, closed=True)
 
@@ -111,6 +112,8 @@ def build(defaults: Settings | None = None) -> VQServer:
         try:
             text = await ls.ready(params.text_document.uri, requests.hover, params.position.line,
                                   params.position.character)
+        except DocumentPaused as e:  # the user should know why hints stopped
+            text = f"vq-lsp: {e.message.split(': ', 1)[-1]}"
         except RequestFailed:
             return None  # no state (no model, empty, ...): nothing to show
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
@@ -128,7 +131,8 @@ def build(defaults: Settings | None = None) -> VQServer:
         uri = params.text_document.uri
         try:
             found = await ls.ready(uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
-        except RequestFailed:
+        except RequestFailed as e:
+            log.info("no quick fixes: %s", e.message)
             return grammar_fixes
         return (hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours)
                 + grammar_fixes)
@@ -159,7 +163,7 @@ def build(defaults: Settings | None = None) -> VQServer:
 
     @ls.feature(types.SHUTDOWN)
     def shutdown(ls: VQServer, params: Any):
-        ls.engine.shutdown()
+        ls.shutdown_engines()
         if not ls.docs.snapshots.flush(EXIT_GRACE_S):  # a snapshot still being written would be lost
             log.warning("shutting down before a snapshot was written")
 

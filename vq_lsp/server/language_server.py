@@ -3,12 +3,15 @@
 Threads: the asyncio loop only receives messages, queues document events in the `Coalescer`
 and sends results; all model and engine work (loading, tokenizing, updates, hints, requests)
 runs on one engine thread (engine_thread.py), so engine states are never touched by two
-threads at once. A document's first build (or rebuild) runs one window per job in the build
-lane, and edits and requests of other documents go first: nobody waits behind another
-document's long build for more than one window. Requests about a document (hover, code lens,
-scores, verify) first wait until the edits queued before them are processed (not the ones that
-arrive later: an edit storm must not starve them), so they answer for the version the client
-saw or a newer one.
+threads at once. The one exception is a build window: a document's first build (or rebuild)
+runs one window at a time on a build worker (a second EngineThread), which only reads the model
+and writes the builder of the document being built, while the engine thread chooses and hands
+over each window in short jobs; so nobody waits behind another document's build. The build
+queue (builds.py) decides which document builds next: one with a request or an edit waiting
+goes first. Requests about a document (hover, code lens, scores, verify) first wait until the
+edits queued before them are processed (not the ones that arrive later: an edit storm must not
+starve them), so they answer for the version the client saw or a newer one; a document that
+cannot have a state is answered at once.
 
 During a burst of edits that outpaces the engine, the newest finished hints are still published
 at most every BURST_PUBLISH_S, moved through the edits still waiting (documents/remap.py) and
@@ -22,13 +25,15 @@ message goes through `Protocol.receive` (protocol.py). The LSP handlers are in h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import itertools
 import logging
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections import Counter
+from typing import Any, Callable, Iterator
 
 import torch
 from lsprotocol import types
@@ -39,15 +44,16 @@ from pygls.lsp.server import LanguageServer
 import inference
 
 from .. import __version__
-from ..documents.events import ChangeLost, Edited, Event, Refresh, SettingsChanged
+from ..documents.events import ChangeLost, Closed, Edited, Event, Refresh, SettingsChanged
 from ..documents.heap import HeapTrimmer
 from ..documents.state import Level, Outcome
 from ..documents.store import Documents
 from ..documents.textsync import Change, TextSyncError
 from ..settings import Settings
+from .builds import BuildQueue
 from .engine_thread import BUILD, URGENT, EngineThread
 from .progress import BUILD_PROGRESS_WINDOWS, BuildProgress
-from .protocol import INVALID_REQUEST, Protocol, RequestFailed
+from .protocol import INVALID_REQUEST, DocumentPaused, Protocol, RequestFailed, lsp_integer
 from .scheduler import Coalescer
 from .transport import FdReader, frames
 from .workspace_files import WorkspaceFiles
@@ -76,6 +82,8 @@ class VQServer(LanguageServer):
         self.base = self.defaults  # defaults plus initializationOptions
         self.docs = Documents(self.defaults)
         self.engine = EngineThread()
+        # build windows run here, beside the engine thread: a keystroke never waits for another document's window
+        self.build_worker = EngineThread("vq-build")
         self.heap = HeapTrimmer()  # returns dropped states' memory to the OS (engine thread only)
         self.coalescer = Coalescer(self._run)
         self.failing: dict[str, Recovery] = {}  # uri -> where it stands after an internal error
@@ -84,8 +92,14 @@ class VQServer(LanguageServer):
         self._stopping = False
         self._inbox: asyncio.Queue | None = None
         self._last_publish: dict[str, float] = {}  # uri -> time.monotonic() of its last publish
-        self._build_turn = asyncio.Lock()
         self.workspace_files = WorkspaceFiles()  # vq-lsp.toml and word lists, under the editor's settings
+        self.waiting: Counter[str] = Counter()  # uri -> requests and edits waiting for it now
+        self.docs.in_use = lambda uri: self.waiting.get(uri, 0) > 0  # read on the engine thread
+        self._progress: dict[str, BuildProgress] = {}
+        self.builds = BuildQueue(
+            self._build_step, urgent=self.docs.in_use, last_use=self._last_use,
+            last_urgent_job=lambda: self.engine.last_urgent_done, before_new_build=self._before_new_build,
+            on_progress=self._build_progress, on_end=self._build_ended)
 
     # ----------------------------------------------------------------- stdio
     def start_io(self, stdin=None, stdout=None) -> int:
@@ -96,7 +110,7 @@ class VQServer(LanguageServer):
         except BrokenPipeError:
             log.warning("the client closed its end of the connection")
         finally:
-            self.engine.shutdown()  # queued engine work has no one to answer
+            self.shutdown_engines()  # queued engine work has no one to answer
         if self.exit_code is None:  # end of input: a clean goodbye only if shutdown came first (LSP)
             self.exit_code = 0 if self.protocol._shutdown else 1
         return self.exit_code
@@ -139,8 +153,14 @@ class VQServer(LanguageServer):
                 pass  # it does not wait: it checks _stopping after the current message
 
     def engine_finished(self, timeout: float = EXIT_GRACE_S) -> bool:
-        """Wait up to `timeout` for a running engine job (at exit); True if none is running."""
-        return self.engine.idle.wait(timeout)
+        """Wait up to `timeout` for a running engine job and build window (at exit); True if none is
+        running (a window left running in a daemon thread aborted the interpreter's exit)."""
+        deadline = time.monotonic() + timeout
+        return self.engine.idle.wait(timeout) and self.build_worker.idle.wait(max(0.0, deadline - time.monotonic()))
+
+    def shutdown_engines(self) -> None:
+        self.engine.shutdown()
+        self.build_worker.shutdown()
 
     # ----------------------------------------------------------------- helpers
     def progress_token(self, what: str) -> str:
@@ -162,7 +182,7 @@ class VQServer(LanguageServer):
         doc = params.get("textDocument") if isinstance(params, dict) else None
         uri = doc.get("uri") if isinstance(doc, dict) else None
         if method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(uri, str):
-            version = doc.get("version") if isinstance(doc.get("version"), int) else None
+            version = doc.get("version") if lsp_integer(doc.get("version")) else None
             self.coalescer.submit(uri, ChangeLost(version, f"a malformed didChange ({detail})"))
         else:
             self.window_log_message(types.LogMessageParams(
@@ -183,9 +203,12 @@ class VQServer(LanguageServer):
                 self.say(m.level, m.text)
             if out.closed:
                 self._last_publish.pop(uri, None)
+                self.builds.cancel(uri)
                 return self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-            if out.needs_build:
-                await self.build(uri)
+            if out.needs_build and not self._closing(uri):
+                edited = any(isinstance(ev, Edited) for ev in events)  # the user is in it: it goes first
+                with self.in_use(uri) if edited else contextlib.nullcontext():
+                    await self.builds.build(uri)
             pending: list = []
             if superseded():
                 if time.monotonic() - self._last_publish.get(uri, 0.0) < BURST_PUBLISH_S:
@@ -215,6 +238,10 @@ class VQServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, version=out.version, diagnostics=out.diagnostics))
 
+    def _closing(self, uri: str) -> bool:
+        """Whether a close of `uri` waits to be processed: then nothing is built for it."""
+        return any(isinstance(ev, Closed) for ev in self.coalescer.pending.get(uri, ()))
+
     def _pending_changes(self, uri: str) -> list[tuple[int, list[Change]]] | None:
         """The changes waiting for `uri` as (version, changes), or None if anything else waits."""
         out = []
@@ -224,26 +251,53 @@ class VQServer(LanguageServer):
             out.append((ev.version, ev.changes))
         return out
 
-    async def build(self, uri: str) -> None:
-        """Build a document's missing state one window per engine job (the build lane), with
-        $/progress for long builds. One document builds at a time (FIFO): builds interleaved
-        window by window would hold every half-built state at once (50 documents opened
-        together peaked at 1 GiB over a 96 MiB budget), and edits and requests of built
-        documents overtake build steps anyway."""
-        progress = None
-        async with self._build_turn:
-            try:
-                while True:
-                    done, total = await self.on_engine(self.docs.build_step, uri, lane=BUILD)
-                    if done >= total:
-                        break
-                    if progress is None and total >= BUILD_PROGRESS_WINDOWS:
-                        progress = BuildProgress(self, self.progress_token("build"), uri, total)
-                    if progress is not None:
-                        progress.report(done)
-            finally:
-                if progress is not None:
-                    progress.end()
+    # ----------------------------------------------------------------- builds (builds.py decides the order)
+    @contextlib.contextmanager
+    def in_use(self, uri: str) -> Iterator[None]:
+        """A request or an edit waits for `uri`: its build goes first and its state is not dropped."""
+        self.waiting[uri] += 1
+        try:
+            yield
+        finally:
+            self.waiting[uri] -= 1
+            if self.waiting[uri] <= 0:
+                del self.waiting[uri]
+
+    def _last_use(self, uri: str) -> float:
+        st = self.docs.states.get(uri)
+        return st.last_touch if st is not None else 0.0
+
+    async def _build_step(self, uri: str) -> tuple[int, int]:
+        """One window: chosen and handed over on the engine thread (short jobs), built on the build
+        worker. The window only reads the model and writes its own builder, so edits and requests
+        of other documents run on the engine thread meanwhile instead of waiting for it (a window
+        of 2048 tokens takes about a second)."""
+        try:
+            builder = await self.on_engine(self.docs.next_window, uri)
+            if isinstance(builder, tuple):
+                return builder
+            await self.build_worker.submit(builder.step, lane=BUILD)
+            return await self.on_engine(self.docs.finish_window, uri, builder)
+        finally:
+            while self.docs.notices:
+                m = self.docs.notices.pop(0)
+                self.say(m.level, m.text)
+
+    async def _before_new_build(self) -> None:
+        """A new build starts only once the states dropped before it are written and released."""
+        await asyncio.to_thread(self.docs.snapshots.flush)
+
+    def _build_progress(self, uri: str, done: int, total: int) -> None:
+        progress = self._progress.get(uri)
+        if progress is None and total >= BUILD_PROGRESS_WINDOWS:
+            progress = self._progress[uri] = BuildProgress(self, self.progress_token("build"), uri, total)
+        if progress is not None:
+            progress.report(done)
+
+    def _build_ended(self, uri: str) -> None:
+        progress = self._progress.pop(uri, None)
+        if progress is not None:
+            progress.end()
 
     def refresh_all(self, event: Event | None = None) -> None:
         """Queue `event` for every open document: Refresh (the default) rebuilds what is missing
@@ -296,15 +350,23 @@ class VQServer(LanguageServer):
 
     async def ready(self, uri: str, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn(documents, uri, *args)` (documents/requests.py) on the engine thread for the
-        document's newest state; errors become LSP error responses."""
-        await self.coalescer.caught_up(uri)
-        try:
-            if (st := self.docs.states.get(uri)) is not None and st.doc is None:
-                await self.build(uri)  # window by window, as edits do; `fn` builds whatever is still missing
-            return await self.on_engine(fn, self.docs, uri, *args)
-        except KeyError as e:
-            raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None
-        except LookupError as e:
-            raise RequestFailed(str(e)) from None
-        except TextSyncError as e:  # a position outside the document
-            raise JsonRpcInvalidParams(str(e)) from None
+        document's newest state; errors become LSP error responses. A document that cannot have
+        a state (out of sync, too long, over budget, not a prose file type, no model) is answered
+        at once: nothing waits for a build that cannot help."""
+        with self.in_use(uri):
+            await self.coalescer.caught_up(uri)
+            try:
+                if (reason := self.docs.unavailable(uri)) is not None:
+                    st = self.docs.states.get(uri)
+                    paused = st is not None and st.out_of_sync is not None
+                    raise (DocumentPaused if paused else RequestFailed)(f"no state for {uri}: {reason}")
+                if (st := self.docs.states.get(uri)) is not None and st.doc is None:
+                    if not await self.builds.build(uri):  # it goes first, window by window
+                        raise RequestFailed(f"no state for {uri}: it was closed")
+                return await self.on_engine(fn, self.docs, uri, *args)
+            except KeyError as e:
+                raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None
+            except LookupError as e:
+                raise RequestFailed(str(e)) from None
+            except TextSyncError as e:  # a position outside the document
+                raise JsonRpcInvalidParams(str(e)) from None

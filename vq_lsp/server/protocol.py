@@ -15,9 +15,10 @@ from typing import Any
 
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.json_rpc import RPCRequest
+from pygls.protocol.json_rpc import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage,
+                                     ResponseErrorMessage, RPCRequest)
 from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,29 @@ class RequestFailed(JsonRpcException):
 
     CODE = -32803
     MESSAGE = "Request failed"
+
+
+class DocumentPaused(RequestFailed):
+    """RequestFailed for a document whose text is in doubt (a change was lost): a hover says so."""
+
+
+INT_MIN, INT_MAX = -2**31, 2**31 - 1  # LSP's `integer`
+
+
+def lsp_integer(value: Any) -> bool:
+    """Whether `value` is an LSP integer (32-bit: a version of 2**40 cannot even be published back)."""
+    return isinstance(value, int) and not isinstance(value, bool) and INT_MIN <= value <= INT_MAX
+
+
+def _bad_version(method: str, params: Any) -> str | None:
+    """What is wrong with a didOpen's or didChange's version, if anything."""
+    if method not in (types.TEXT_DOCUMENT_DID_OPEN, types.TEXT_DOCUMENT_DID_CHANGE) or not isinstance(params, dict):
+        return None
+    doc = params.get("textDocument")
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if version is None or lsp_integer(version):
+        return None
+    return f"textDocument.version {str(version)[:40]} is not an LSP integer (-2**31 to 2**31 - 1)"
 
 
 def _detail(exc: BaseException) -> str:
@@ -75,6 +99,8 @@ class Protocol(LanguageServerProtocol):
             return log.warning("ignored a malformed %r notification: %s", method, what)
         if method is None and not has_id:
             return self.reply_error(None, INVALID_REQUEST, "neither a request, a notification nor a response")
+        if not has_id and (bad := _bad_version(method, data.get("params"))) is not None:  # rejected at the door
+            return self._server.malformed_notification(method, data.get("params"), bad)
         try:
             message = self.structure_message(data)
         except Exception as e:  # pygls raises JsonRpcInvalidParams / JsonRpcInternalError from cattrs errors
@@ -91,6 +117,34 @@ class Protocol(LanguageServerProtocol):
             log.exception("handling %r failed", method)
             if has_id and method is not None:
                 self.reply_error(msg_id, INTERNAL_ERROR, f"internal error: {type(e).__name__}: {e}")
+
+    def structure_message(self, data: dict[str, Any]):
+        """pygls' typed message, without its ERROR log and traceback for every message that does not
+        fit its type (one a malformed message in a storm); `receive` answers those with one line."""
+        if "jsonrpc" not in data:
+            return data
+        try:
+            if "id" in data and "error" in data:
+                return self._converter.structure(data, ResponseErrorMessage)
+            if "id" in data and "method" in data:
+                return self._converter.structure(data, self.get_message_type(data["method"]) or JsonRPCRequestMessage)
+            if "id" in data:
+                kind = self._result_types.pop(data["id"], None) or JsonRPCResponseMessage
+                return self._converter.structure(data, kind)
+            return self._converter.structure(data, self.get_message_type(data.get("method", "")) or JsonRPCNotification)
+        except cattrs.ClassValidationError as exc:
+            raise JsonRpcInvalidParams() from exc
+
+    def _send_handler_result(self, future, *, msg_id) -> None:
+        """pygls' answer to a request, except that an LSP error a handler raised on purpose (bad
+        params, a document with no state) is one warning line, not an ERROR with a traceback;
+        anything else is still logged in full (a fault of ours)."""
+        if future.cancelled() or not isinstance(future.exception(), JsonRpcException):
+            return super()._send_handler_result(future, msg_id=msg_id)
+        self._request_futures.pop(msg_id, None)
+        exc = future.exception()
+        log.warning("answering %r with error %d: %s", msg_id, exc.code, exc.message)
+        self._send_response(msg_id, error=exc.to_response_error())
 
     def _send_data(self, data: Any) -> None:
         """pygls' send, except that a client gone away (broken pipe) ends serving quietly
