@@ -7,8 +7,8 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import torch
 
@@ -109,9 +109,15 @@ def softmax_twin(cfg, device, dtype):
     """A plain softmax OPT (transformers) of the same shape: its speed, not its weights, is compared."""
     from transformers import OPTConfig, OPTForCausalLM
 
-    hf = OPTConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
-                   num_attention_heads=cfg.num_attention_heads, ffn_dim=cfg.ffn_dim,
-                   max_position_embeddings=cfg.window_tokens, word_embed_proj_dim=cfg.hidden_size)
+    hf = OPTConfig(
+        vocab_size=cfg.vocab_size,
+        hidden_size=cfg.hidden_size,
+        num_hidden_layers=cfg.num_hidden_layers,
+        num_attention_heads=cfg.num_attention_heads,
+        ffn_dim=cfg.ffn_dim,
+        max_position_embeddings=cfg.window_tokens,
+        word_embed_proj_dim=cfg.hidden_size,
+    )
     return OPTForCausalLM(hf).to(device=device, dtype=dtype).eval()
 
 
@@ -139,10 +145,36 @@ def prefix_macs(cfg, n: int, keep: int) -> int:
 
 
 # ----------------------------------------------------------------- dispatch counting
-VIEW_OPS = ("view", "_unsafe_view", "select", "slice", "unsqueeze", "squeeze", "permute", "transpose", "t", "expand",
-            "alias", "as_strided", "detach", "_reshape_alias", "split", "unbind", "unflatten", "narrow")
-SYNC_OPS = ("_local_scalar_dense", "nonzero", "unique", "masked_select", "_unique2", "equal", "is_nonzero",
-            "repeat_interleave")
+VIEW_OPS = (
+    "view",
+    "_unsafe_view",
+    "select",
+    "slice",
+    "unsqueeze",
+    "squeeze",
+    "permute",
+    "transpose",
+    "t",
+    "expand",
+    "alias",
+    "as_strided",
+    "detach",
+    "_reshape_alias",
+    "split",
+    "unbind",
+    "unflatten",
+    "narrow",
+)
+SYNC_OPS = (
+    "_local_scalar_dense",
+    "nonzero",
+    "unique",
+    "masked_select",
+    "_unique2",
+    "equal",
+    "is_nonzero",
+    "repeat_interleave",
+)
 
 
 class DispatchCounter:
@@ -161,7 +193,7 @@ class DispatchCounter:
         self.ops = self.launches = self.syncs = 0
         self.by_op: dict[str, int] = {}
 
-    def __enter__(self) -> "DispatchCounter":
+    def __enter__(self) -> DispatchCounter:
         from torch.utils._python_dispatch import TorchDispatchMode
 
         counter = self

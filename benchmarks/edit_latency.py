@@ -28,9 +28,21 @@ from pathlib import Path
 import torch
 
 import inference
-from benchmarks.common import (DispatchCounter, cuda_profile, data_dir, dense_pass, load_for_window,
-                               markdown_table, median, p95, prefix_macs, prefix_reuse_seconds, revision_histories,
-                               softmax_twin, timed)
+from benchmarks.common import (
+    DispatchCounter,
+    cuda_profile,
+    data_dir,
+    dense_pass,
+    load_for_window,
+    markdown_table,
+    median,
+    p95,
+    prefix_macs,
+    prefix_reuse_seconds,
+    revision_histories,
+    softmax_twin,
+    timed,
+)
 
 METHODS = ("incremental", "dense", "prefix")
 
@@ -58,6 +70,7 @@ def prefix_counts(twin, cfg, token_ids, keep, device) -> dict:
         cache = DynamicCache()
         twin(input_ids=ids[:, :keep], past_key_values=cache, use_cache=True)
         return device_counts(lambda: twin(input_ids=ids[:, keep:], past_key_values=cache, use_cache=True), device)
+
 
 SOURCES = ("revisions/art_of_command_line_README_en.jsonl.gz", "revisions/rust_book_chapters.jsonl.gz")
 
@@ -137,10 +150,20 @@ def main() -> None:
             rec[m] = {"ms": rows[m][-1][0] * 1e3, "macs": rows[m][-1][1], **(counts[m][-1] if counts[m] else {})}
         records.append(rec)
         if args.per_edit:
-            print(f"edit {len(records):3d} {name[:28]:28s} changed {changed[-1]:4d}  " + "  ".join(
-                f"{m} {rec[m]['ms']:7.1f} ms" + (f" {rec[m]['ops']:5d} ops {rec[m]['syncs']:3d} syncs" if counts[m] else "")
-                + (f" {rec[m]['cuda_kernels']:5d} kernels {rec[m]['gpu_busy_ms']:.2f} ms busy" if "cuda_kernels" in rec[m] else "")
-                for m in METHODS), flush=True)
+            print(
+                f"edit {len(records):3d} {name[:28]:28s} changed {changed[-1]:4d}  "
+                + "  ".join(
+                    f"{m} {rec[m]['ms']:7.1f} ms"
+                    + (f" {rec[m]['ops']:5d} ops {rec[m]['syncs']:3d} syncs" if counts[m] else "")
+                    + (
+                        f" {rec[m]['cuda_kernels']:5d} kernels {rec[m]['gpu_busy_ms']:.2f} ms busy"
+                        if "cuda_kernels" in rec[m]
+                        else ""
+                    )
+                    for m in METHODS
+                ),
+                flush=True,
+            )
 
     n = len(changed)
     if n == 0:
@@ -148,22 +171,38 @@ def main() -> None:
     inc_t, inc_m = median([t for t, _ in rows["incremental"]]), median([m for _, m in rows["incremental"]])
     table = []
     cuda = dev.type == "cuda" and not args.no_counts
-    for label, key in (("incremental (VQ-OPT engine)", "incremental"), ("dense pass (VQ-OPT)", "dense"),
-                       ("prefix-KV reuse (softmax OPT)", "prefix")):
+    for label, key in (
+        ("incremental (VQ-OPT engine)", "incremental"),
+        ("dense pass (VQ-OPT)", "dense"),
+        ("prefix-KV reuse (softmax OPT)", "prefix"),
+    ):
         ts, ms = [t for t, _ in rows[key]], [m for _, m in rows[key]]
-        row = [label, f"{median(ts) * 1e3:.1f}", f"{p95(ts) * 1e3:.1f}", f"{median(ms) / 1e6:.1f}",
-               f"{p95(ms) / 1e6:.1f}", f"{median(ts) / inc_t:.1f}x", f"{median(ms) / inc_m:.1f}x"]
+        row = [
+            label,
+            f"{median(ts) * 1e3:.1f}",
+            f"{p95(ts) * 1e3:.1f}",
+            f"{median(ms) / 1e6:.1f}",
+            f"{p95(ms) / 1e6:.1f}",
+            f"{median(ts) / inc_t:.1f}x",
+            f"{median(ms) / inc_m:.1f}x",
+        ]
         if not args.no_counts:
             c = counts[key]
-            row += [f"{median([x['ops'] for x in c]):.0f} ({max(x['ops'] for x in c)})",
-                    f"{median([x['syncs'] for x in c]):.0f} ({max(x['syncs'] for x in c)})"]
+            row += [
+                f"{median([x['ops'] for x in c]):.0f} ({max(x['ops'] for x in c)})",
+                f"{median([x['syncs'] for x in c]):.0f} ({max(x['syncs'] for x in c)})",
+            ]
             if cuda:
                 row += [f"{median([x['cuda_kernels'] for x in c]):.0f}", f"{median([x['gpu_busy_ms'] for x in c]):.2f}"]
         table.append(row)
-    print(f"model: {model.path}  window: {args.window} tokens  edits: {n} real revision pairs  "
-          f"changed tokens per edit (median): {median(changed)}")
-    print(f"device: {dev}  dtype: {args.dtype}  threads: {torch.get_num_threads()}"
-          + (f"  verified: {mismatches} code mismatches" if args.verify else ""))
+    print(
+        f"model: {model.path}  window: {args.window} tokens  edits: {n} real revision pairs  "
+        f"changed tokens per edit (median): {median(changed)}"
+    )
+    print(
+        f"device: {dev}  dtype: {args.dtype}  threads: {torch.get_num_threads()}"
+        + (f"  verified: {mismatches} code mismatches" if args.verify else "")
+    )
     header = ["method", "median ms", "p95 ms", "median MMACs", "p95 MMACs", "time / incremental", "MACs / incremental"]
     if not args.no_counts:
         header += ["ops per edit: median (max)", "host syncs: median (max)"]
@@ -171,8 +210,18 @@ def main() -> None:
             header += ["CUDA kernels (median)", "GPU-busy ms (median)"]
     print(markdown_table(header, table))
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": str(dev), "dtype": args.dtype, "threads": torch.get_num_threads(),
-                                               "window": args.window, "edits": records}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "device": str(dev),
+                    "dtype": args.dtype,
+                    "threads": torch.get_num_threads(),
+                    "window": args.window,
+                    "edits": records,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

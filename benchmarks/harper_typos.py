@@ -61,7 +61,7 @@ def publish_cost(model, repeat: int = 5) -> dict:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     ids, offsets = model.tokenizer.encode_with_offsets(text)
     cut = offsets[min(2000, len(offsets) - 1)][0]
-    text = text[:text.rfind("\n\n", 0, cut) + 1]
+    text = text[: text.rfind("\n\n", 0, cut) + 1]
     ids, offsets = model.tokenizer.encode_with_offsets(text)
     doc = inference.IncrementalDocument(model, ids)
     starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
@@ -99,27 +99,45 @@ def main(argv=None) -> int:
     model = inference.load_model(args.model, device="cpu")
     rng = random.Random(args.seed)
     defaults = DiagnosticSettings()
-    rows = {name: {"non-word": [0, 0, 0], "real-word": [0, 0, 0]} for name in (
-        "model", "harper_spelling", "model_or_harper_spelling", "harper_other_lints", "model_or_harper_other")}
+    rows = {
+        name: {"non-word": [0, 0, 0], "real-word": [0, 0, 0]}
+        for name in (
+            "model",
+            "harper_spelling",
+            "model_or_harper_spelling",
+            "harper_other_lints",
+            "model_or_harper_other",
+        )
+    }
     n_errors = 0
-    for b, title, text in excerpts(data_dir(args.data) / "gutenberg" / "gutenberg_subset.jsonl.gz",
-                                   args.books, args.excerpts, args.chars):
+    for b, title, text in excerpts(
+        data_dir(args.data) / "gutenberg" / "gutenberg_subset.jsonl.gz", args.books, args.excerpts, args.chars
+    ):
         bad_text, errors = inject(text, rng, args.rate)
         if b % 2 == 0:
             continue  # the tune split: nothing is tuned here, every figure is on the report split
         n_errors += len(errors)
         found = findings_of(model, bad_text)
-        model_nw = {(f.start, f.end) for f in found
-                    if typos.flagged(f, defaults.typo_threshold, defaults.real_word_threshold) and f.kind == "non-word"}
-        model_rw = {(f.start, f.end) for f in found
-                    if typos.flagged(f, defaults.typo_threshold, defaults.real_word_threshold)
-                    and f.kind == "real-word"}
+        model_nw = {
+            (f.start, f.end)
+            for f in found
+            if typos.flagged(f, defaults.typo_threshold, defaults.real_word_threshold) and f.kind == "non-word"
+        }
+        model_rw = {
+            (f.start, f.end)
+            for f in found
+            if typos.flagged(f, defaults.typo_threshold, defaults.real_word_threshold) and f.kind == "real-word"
+        }
         lints = harper_lints(bad_text)
         spelling = {(a, b) for a, b, k in lints if k in SPELLING_KINDS}
         other = {(a, b) for a, b, k in lints if k not in SPELLING_KINDS}
-        predicted = {"model": (model_nw, model_rw), "harper_spelling": (spelling, set()),
-                     "model_or_harper_spelling": (model_nw | spelling, model_rw),
-                     "harper_other_lints": (set(), other), "model_or_harper_other": (model_nw, model_rw | other)}
+        predicted = {
+            "model": (model_nw, model_rw),
+            "harper_spelling": (spelling, set()),
+            "model_or_harper_spelling": (model_nw | spelling, model_rw),
+            "harper_other_lints": (set(), other),
+            "model_or_harper_other": (model_nw, model_rw | other),
+        }
         for name, (nw, rw) in predicted.items():
             for group, flagged, kinds in (("non-word", nw, NON_WORD), ("real-word", rw, REAL_WORD)):
                 for i, v in enumerate(scored(errors, flagged, kinds)):
@@ -128,11 +146,17 @@ def main(argv=None) -> int:
     results = {
         "model": args.model or "the bundled model (inference/default_model)",
         "data": "gutenberg valid split, report half (as benchmarks/typo_detection.py)",
-        "errors": n_errors, "harper": "harper-py " + _harper_version(),
+        "errors": n_errors,
+        "harper": "harper-py " + _harper_version(),
         "rows": {name: {g: prf(*v) for g, v in groups.items()} for name, groups in rows.items()},
-        "publish_cost_seconds": publish_cost(model), "hardware": "one CPU core (torch threads = --threads)",
-        "args": {**vars(args), "out": str(Path(args.out).resolve().relative_to(REPO))
-                 if Path(args.out).resolve().is_relative_to(REPO) else args.out},
+        "publish_cost_seconds": publish_cost(model),
+        "hardware": "one CPU core (torch threads = --threads)",
+        "args": {
+            **vars(args),
+            "out": str(Path(args.out).resolve().relative_to(REPO))
+            if Path(args.out).resolve().is_relative_to(REPO)
+            else args.out,
+        },
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -150,16 +174,23 @@ def _harper_version() -> str:
 
 def table(r: dict) -> str:
     flags = " ".join(f"--{k} {v}" for k, v in r["args"].items() if k in ("books", "excerpts"))
-    lines = [f"`python -m benchmarks.harper_typos {flags}` ({r['harper']}, {r['errors']} injected errors, "
-             f"report split; {r['hardware']})", "",
-             "| predictions | non-word P | non-word R | real-word P | real-word R |", "|---|---|---|---|---|"]
+    lines = [
+        f"`python -m benchmarks.harper_typos {flags}` ({r['harper']}, {r['errors']} injected errors, "
+        f"report split; {r['hardware']})",
+        "",
+        "| predictions | non-word P | non-word R | real-word P | real-word R |",
+        "|---|---|---|---|---|",
+    ]
     for name, g in r["rows"].items():
         nw, rw = g["non-word"], g["real-word"]
         lines.append(f"| {name} | {nw['precision']} | {nw['recall']} | {rw['precision']} | {rw['recall']} |")
     c = r["publish_cost_seconds"]
-    lines += ["", f"Per publish on a {c['tokens']}-token Markdown document (median of {c['repeat']}): model hint "
-              f"material {c['model_hint_material']} s, Harper on every paragraph {c['harper_every_paragraph']} s, "
-              f"Harper after a one-paragraph edit {c['harper_one_paragraph_edited']} s."]
+    lines += [
+        "",
+        f"Per publish on a {c['tokens']}-token Markdown document (median of {c['repeat']}): model hint "
+        f"material {c['model_hint_material']} s, Harper on every paragraph {c['harper_every_paragraph']} s, "
+        f"Harper after a one-paragraph edit {c['harper_one_paragraph_edited']} s.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -40,8 +40,12 @@ def forms(consts) -> dict:
         pad = -r % 4 if r > 1 else 0
         return F.linear(torch.cat([h, h.new_zeros(pad, h.shape[1])]) if pad else h, weight).narrow(0, 0, r)
 
-    return {"F.linear": lambda h: F.linear(h, weight), "transposed copy": lambda h: torch.mm(h, copy),
-            "padded F.linear": padded, "engine": consts.lm_logits}
+    return {
+        "F.linear": lambda h: F.linear(h, weight),
+        "transposed copy": lambda h: torch.mm(h, copy),
+        "padded F.linear": padded,
+        "engine": consts.lm_logits,
+    }
 
 
 def run(args) -> list[dict]:
@@ -70,17 +74,29 @@ def run(args) -> list[dict]:
             ref = {r: F.linear(h, model.consts.lm_weight) for r, h in hidden.items()}
             diff = max((f(h) - ref[r]).abs().max().item() for f in fs.values() for r, h in hidden.items())
         n = args.calls * args.repeats
-        out.append({"dtype": dtype, "device": str(model.device), "threads": args.threads, "calls": n,
-                    "mean_ms": {k: v / n * 1e3 for k, v in total.items()}, "max_abs_diff": diff})
+        out.append(
+            {
+                "dtype": dtype,
+                "device": str(model.device),
+                "threads": args.threads,
+                "calls": n,
+                "mean_ms": {k: v / n * 1e3 for k, v in total.items()},
+                "max_abs_diff": diff,
+            }
+        )
     return out
 
 
 def report(results) -> str:
     names = list(results[0]["mean_ms"])
-    rows = [[r["dtype"], r["device"]] + [f"{r['mean_ms'][k]:.2f}" for k in names] + [f"{r['max_abs_diff']:.1e}"]
-            for r in results]
-    head = (f"LM logits of 1 to 41 rows (seeded), mean ms per call over {results[0]['calls']} calls per form, "
-            f"{results[0]['threads']} thread(s), forms interleaved")
+    rows = [
+        [r["dtype"], r["device"]] + [f"{r['mean_ms'][k]:.2f}" for k in names] + [f"{r['max_abs_diff']:.1e}"]
+        for r in results
+    ]
+    head = (
+        f"LM logits of 1 to 41 rows (seeded), mean ms per call over {results[0]['calls']} calls per form, "
+        f"{results[0]['threads']} thread(s), forms interleaved"
+    )
     return head + "\n\n" + markdown_table(["dtype", "device", *names, "largest difference"], rows) + "\n"
 
 

@@ -28,13 +28,18 @@ from tests.reliability import scenarios as sc
 from tests.server.lsp_helpers import CONFIG, initialize
 
 
-async def measure(model_path: Path | None, data: Path, docs: int, tokens: int, budget_mb: float,
-                  precision: str, layout: str) -> sc.MemoryResult:
+async def measure(
+    model_path: Path | None, data: Path, docs: int, tokens: int, budget_mb: float, precision: str, layout: str
+) -> sc.MemoryResult:
     tok = inference.Tokenizer.from_file((model_path or inference.DEFAULT_MODEL_DIR) / "tokenizer.json")
     texts = sc.chapter_documents(data, tok, docs + 1, tokens)
     client = await CONFIG.start()
     try:
-        options = {"precision": precision, "stateLayout": layout, **({"modelPath": str(model_path)} if model_path else {})}
+        options = {
+            "precision": precision,
+            "stateLayout": layout,
+            **({"modelPath": str(model_path)} if model_path else {}),
+        }
         await initialize(client, "neovim", options)
         return await sc.many_documents(client, texts[1:], budget_mb, tok, warmup=texts[0])
     finally:
@@ -48,10 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", type=int, default=50)
     p.add_argument("--tokens", type=int, default=2000)
     p.add_argument("--budget-mb", type=float, default=1024.0, help="memoryBudgetMb (the server's default: 1024)")
-    p.add_argument("--precision", choices=("float32", "float64"), default="float32",
-                   help="the server's precision setting (default float32, the server's default)")
-    p.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
-                   help="the server's stateLayout setting (default lean, the server's default)")
+    p.add_argument(
+        "--precision",
+        choices=("float32", "float64"),
+        default="float32",
+        help="the server's precision setting (default float32, the server's default)",
+    )
+    p.add_argument(
+        "--state-layout",
+        choices=inference.LAYOUTS,
+        default="lean",
+        help="the server's stateLayout setting (default lean, the server's default)",
+    )
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--out", help="also write the output (with the command) to this markdown file")
     args = p.parse_args(argv)
@@ -59,23 +72,50 @@ def main(argv: list[str] | None = None) -> int:
         model = {"bundled": None, "test": None}.get(args.model, Path(args.model))
         if args.model == "test":
             model = sc.build_test_model(Path(tmp) / "tiny8k")
-        res = asyncio.run(measure(model, data_dir(args.data), args.docs, args.tokens, args.budget_mb, args.precision,
-                                 args.state_layout))
+        res = asyncio.run(
+            measure(
+                model, data_dir(args.data), args.docs, args.tokens, args.budget_mb, args.precision, args.state_layout
+            )
+        )
     mib = 2**20
     name = "bundled" if model is None else args.model
-    lines = [f"model: {name}; {res.documents} documents of about {res.tokens // res.documents} tokens "
-             f"({res.tokens:,} tokens), through the real server in {args.precision}, "
-             f"{args.state_layout} state layout; one torch thread", markdown_table(
-        ["state per document", "state per token", "live states (max)", "states held (max)", "budget",
-         "RSS baseline", "RSS at rest (max)", "RSS peak", "evictions seen"],
-        [[f"{res.bytes_per_document / mib:.1f} MiB", f"{res.bytes_per_token:,.0f} B", str(res.live_states_max),
-          f"{res.state_bytes_max / mib:.0f} MiB", f"{res.budget_bytes / mib:.0f} MiB", f"{res.baseline_rss / mib:.0f} MiB",
-          f"{res.rest_rss_max / mib:.0f} MiB", f"{res.peak_rss / mib:.0f} MiB", str(res.evictions)]]),
-             "peak RSS by phase: " + ", ".join(f"{k} {v / mib:.0f} MiB" for k, v in res.peaks.items())]
+    lines = [
+        f"model: {name}; {res.documents} documents of about {res.tokens // res.documents} tokens "
+        f"({res.tokens:,} tokens), through the real server in {args.precision}, "
+        f"{args.state_layout} state layout; one torch thread",
+        markdown_table(
+            [
+                "state per document",
+                "state per token",
+                "live states (max)",
+                "states held (max)",
+                "budget",
+                "RSS baseline",
+                "RSS at rest (max)",
+                "RSS peak",
+                "evictions seen",
+            ],
+            [
+                [
+                    f"{res.bytes_per_document / mib:.1f} MiB",
+                    f"{res.bytes_per_token:,.0f} B",
+                    str(res.live_states_max),
+                    f"{res.state_bytes_max / mib:.0f} MiB",
+                    f"{res.budget_bytes / mib:.0f} MiB",
+                    f"{res.baseline_rss / mib:.0f} MiB",
+                    f"{res.rest_rss_max / mib:.0f} MiB",
+                    f"{res.peak_rss / mib:.0f} MiB",
+                    str(res.evictions),
+                ]
+            ],
+        ),
+        "peak RSS by phase: " + ", ".join(f"{k} {v / mib:.0f} MiB" for k, v in res.peaks.items()),
+    ]
     print("\n".join(lines))
     if args.out:
-        Path(args.out).write_text("`python -m benchmarks.memory_docs " + " ".join(argv or sys.argv[1:]) + "`\n\n"
-                                  + "\n\n".join(lines) + "\n")
+        Path(args.out).write_text(
+            "`python -m benchmarks.memory_docs " + " ".join(argv or sys.argv[1:]) + "`\n\n" + "\n\n".join(lines) + "\n"
+        )
     return 0
 
 

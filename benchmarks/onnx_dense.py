@@ -115,14 +115,21 @@ def measure_doc(model, ort_forward, ids: list[int], repeats: int) -> dict:
         torch_doc, ort_doc = docs["torch"], docs["ort"]
     check = ort_doc.verify()  # torch's dense pass against the ORT-built state
     baseline = torch_doc.verify()  # and against the torch-built one: float32 noise of the state itself
-    state_codes_differ = sum(int((a.codes[:, : a.cap] != b.codes[:, : b.cap]).any(-1).sum())
-                             for a, b in zip(ort_doc.windows, torch_doc.windows))
-    return {**{k: statistics.median(v) for k, v in t.items()},
-            "windows": len(windows), "forward_code_mismatches": sum(code_mismatches(a, b) for a, b in pairs),
-            "forward_max_abs_diff": max(max_abs_diff(a, b) for a, b in pairs),
-            "build_state_code_mismatches": state_codes_differ, "verify_codes_equal": check.codes_equal,
-            "verify_mismatched_codes": check.mismatched_codes, "verify_max_abs_diff": check.max_abs_diff,
-            "verify_torch_built_max_abs_diff": baseline.max_abs_diff}
+    state_codes_differ = sum(
+        int((a.codes[:, : a.cap] != b.codes[:, : b.cap]).any(-1).sum())
+        for a, b in zip(ort_doc.windows, torch_doc.windows)
+    )
+    return {
+        **{k: statistics.median(v) for k, v in t.items()},
+        "windows": len(windows),
+        "forward_code_mismatches": sum(code_mismatches(a, b) for a, b in pairs),
+        "forward_max_abs_diff": max(max_abs_diff(a, b) for a, b in pairs),
+        "build_state_code_mismatches": state_codes_differ,
+        "verify_codes_equal": check.codes_equal,
+        "verify_mismatched_codes": check.mismatched_codes,
+        "verify_max_abs_diff": check.max_abs_diff,
+        "verify_torch_built_max_abs_diff": baseline.max_abs_diff,
+    }
 
 
 def run(args) -> dict:
@@ -133,9 +140,16 @@ def run(args) -> dict:
     except OnnxRuntimeMissing as e:
         raise SystemExit(f"onnx_dense.py: error: {e}") from None
     data = data_dir(args.data)
-    results = {"command": "python -m benchmarks.onnx_dense " + " ".join(args.argv), "cpus": os.cpu_count(),
-               "machine": platform.processor() or platform.machine(), "torch": torch.__version__,
-               "onnxruntime": ort.__version__, "loadavg_start": os.getloadavg(), "rows": [], "unsupported": {}}
+    results = {
+        "command": "python -m benchmarks.onnx_dense " + " ".join(args.argv),
+        "cpus": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "onnxruntime": ort.__version__,
+        "loadavg_start": os.getloadavg(),
+        "rows": [],
+        "unsupported": {},
+    }
     for dname in args.dtypes:
         model = inference.load_model(args.model, device="cpu", dtype=DTYPES[dname])
         docs = {n: documents(data, model.tokenizer, args.docs, n) for n in args.tokens}
@@ -150,9 +164,15 @@ def run(args) -> dict:
             ort_forward, export_s = timed(lambda: OnnxDenseForward(model.net, threads=threads))
             for n in args.tokens:
                 per_doc = [measure_doc(model, ort_forward, ids, args.repeats) for ids in docs[n]]
-                row = {"dtype": dname, "threads": threads, "tokens": n, "docs": len(per_doc),
-                       "windows": sorted({d["windows"] for d in per_doc}),
-                       "export_and_session_s": export_s, "per_doc": per_doc}
+                row = {
+                    "dtype": dname,
+                    "threads": threads,
+                    "tokens": n,
+                    "docs": len(per_doc),
+                    "windows": sorted({d["windows"] for d in per_doc}),
+                    "export_and_session_s": export_s,
+                    "per_doc": per_doc,
+                }
                 for key in ("forward", "build"):
                     row[f"{key}_torch_s"] = statistics.median(d[f"{key}_torch"] for d in per_doc)
                     row[f"{key}_ort_s"] = statistics.median(d[f"{key}_ort"] for d in per_doc)
@@ -164,29 +184,59 @@ def run(args) -> dict:
                 row["verify_max_abs_diff"] = max(d["verify_max_abs_diff"] for d in per_doc)
                 row["verify_torch_built_max_abs_diff"] = max(d["verify_torch_built_max_abs_diff"] for d in per_doc)
                 results["rows"].append(row)
-                print(f"{dname} threads={threads} tokens={n}: build torch {row['build_torch_s']:.3f} s, ORT "
-                      f"{row['build_ort_s']:.3f} s ({row['build_ratio']:.2f}x); forward {row['forward_ratio']:.2f}x; "
-                      f"code mismatches {row['forward_code_mismatches']}", flush=True)
+                print(
+                    f"{dname} threads={threads} tokens={n}: build torch {row['build_torch_s']:.3f} s, ORT "
+                    f"{row['build_ort_s']:.3f} s ({row['build_ratio']:.2f}x); forward {row['forward_ratio']:.2f}x; "
+                    f"code mismatches {row['forward_code_mismatches']}",
+                    flush=True,
+                )
     results["loadavg_end"] = os.getloadavg()
     return results
 
 
 def report(results: dict) -> str:
-    header = ["dtype", "threads", "tokens", "docs", "windows per doc", "build torch", "build ORT", "build torch/ORT", "forward torch",
-              "forward ORT", "forward torch/ORT", "code mismatches (forward; built state; verify)",
-              "max abs diff (forward; verify of the ORT-built state; of the torch-built state)"]
-    rows = [[r["dtype"], str(r["threads"]), f"{r['tokens']:,}", str(r["docs"]), "/".join(map(str, r["windows"])),
-             f"{r['build_torch_s'] * 1e3:.0f} ms",
-             f"{r['build_ort_s'] * 1e3:.0f} ms", f"{r['build_ratio']:.2f}x", f"{r['forward_torch_s'] * 1e3:.0f} ms",
-             f"{r['forward_ort_s'] * 1e3:.0f} ms", f"{r['forward_ratio']:.2f}x",
-             f"{r['forward_code_mismatches']}; {r['build_state_code_mismatches']}; {r['verify_mismatched_codes']}",
-             f"{r['max_abs_diff']:.1e}; {r['verify_max_abs_diff']:.1e}; {r['verify_torch_built_max_abs_diff']:.1e}"]
-            for r in results["rows"]]
-    lines = [f"`{results['command']}`", "",
-             f"torch {results['torch']}, onnxruntime {results['onnxruntime']} (CPUExecutionProvider), "
-             f"{results['cpus']} CPUs, load average {results['loadavg_start'][0]:.2f} at the start and "
-             f"{results['loadavg_end'][0]:.2f} at the end", "",
-             markdown_table(header, rows)]
+    header = [
+        "dtype",
+        "threads",
+        "tokens",
+        "docs",
+        "windows per doc",
+        "build torch",
+        "build ORT",
+        "build torch/ORT",
+        "forward torch",
+        "forward ORT",
+        "forward torch/ORT",
+        "code mismatches (forward; built state; verify)",
+        "max abs diff (forward; verify of the ORT-built state; of the torch-built state)",
+    ]
+    rows = [
+        [
+            r["dtype"],
+            str(r["threads"]),
+            f"{r['tokens']:,}",
+            str(r["docs"]),
+            "/".join(map(str, r["windows"])),
+            f"{r['build_torch_s'] * 1e3:.0f} ms",
+            f"{r['build_ort_s'] * 1e3:.0f} ms",
+            f"{r['build_ratio']:.2f}x",
+            f"{r['forward_torch_s'] * 1e3:.0f} ms",
+            f"{r['forward_ort_s'] * 1e3:.0f} ms",
+            f"{r['forward_ratio']:.2f}x",
+            f"{r['forward_code_mismatches']}; {r['build_state_code_mismatches']}; {r['verify_mismatched_codes']}",
+            f"{r['max_abs_diff']:.1e}; {r['verify_max_abs_diff']:.1e}; {r['verify_torch_built_max_abs_diff']:.1e}",
+        ]
+        for r in results["rows"]
+    ]
+    lines = [
+        f"`{results['command']}`",
+        "",
+        f"torch {results['torch']}, onnxruntime {results['onnxruntime']} (CPUExecutionProvider), "
+        f"{results['cpus']} CPUs, load average {results['loadavg_start'][0]:.2f} at the start and "
+        f"{results['loadavg_end'][0]:.2f} at the end",
+        "",
+        markdown_table(header, rows),
+    ]
     for dname, why in results["unsupported"].items():
         lines += ["", f"{dname}: not run, ONNX Runtime refused the graph: `{why}`"]
     return "\n".join(lines) + "\n"

@@ -28,14 +28,17 @@ def require(script: str, *modules: str, why: str) -> None:
     """Exit with status 2 and the install command when a needed module is absent."""
     absent = missing(*modules)
     if absent:
-        print(f"{script}: error: needs {', '.join(absent)} ({why}): pip install -e \".[bench]\"", file=sys.stderr)
+        print(f'{script}: error: needs {", ".join(absent)} ({why}): pip install -e ".[bench]"', file=sys.stderr)
         raise SystemExit(2)
 
 
 def can_plot(script: str) -> bool:
     """True when matplotlib is importable; else say once, before the work, that plots will be skipped."""
     if missing("matplotlib"):
-        print(f"{script}: matplotlib is not installed: results and tables are written, plots are skipped "
-              f"(pip install -e \".[bench]\" to get them)", file=sys.stderr)
+        print(
+            f"{script}: matplotlib is not installed: results and tables are written, plots are skipped "
+            f'(pip install -e ".[bench]" to get them)',
+            file=sys.stderr,
+        )
         return False
     return True

@@ -38,9 +38,18 @@ import numpy as np
 import torch
 
 import inference
+from benchmarks.common import (
+    data_dir,
+    dense_pass,
+    load_for_window,
+    markdown_table,
+    median,
+    prefix_macs,
+    prefix_reuse_seconds,
+    softmax_twin,
+    timed,
+)
 from benchmarks.optional import can_plot, require
-from benchmarks.common import (data_dir, dense_pass, load_for_window, markdown_table, median,
-                               prefix_macs, prefix_reuse_seconds, softmax_twin, timed)
 from inference import Splice, argtypes
 from inference.document import span_probs
 from inference.tokenizer import paragraph_breaks
@@ -96,7 +105,9 @@ class Bench:
         self.model, self.twin, self.cfg, self.dev = model, twin, model.config, model.device
         self.timing = True  # time the baselines too (MACs are always counted)
 
-    def baselines(self, sample: Sample, new: list[int], first_edit: int, changed_paras: list[tuple[int, int]]) -> Sample:
+    def baselines(
+        self, sample: Sample, new: list[int], first_edit: int, changed_paras: list[tuple[int, int]]
+    ) -> Sample:
         """Measure (a) dense, (b) prefix reuse from `first_edit`, (c) re-running `changed_paras` alone."""
         cfg = self.cfg
         keep = 1 + first_edit
@@ -106,15 +117,18 @@ class Bench:
         if self.timing:
             sample.base_s["dense"] = timed(lambda: dense_pass(self.model, new), self.dev)[1]
             sample.base_s["prefix"] = prefix_reuse_seconds(self.twin, cfg, new, keep, self.dev)
-            sample.base_s["paragraph"] = sum(timed(lambda: dense_pass(self.model, new[a:b]), self.dev)[1]
-                                             for a, b in changed_paras)
+            sample.base_s["paragraph"] = sum(
+                timed(lambda: dense_pass(self.model, new[a:b]), self.dev)[1] for a, b in changed_paras
+            )
         return sample
 
     def paragraphs_touching(self, ids: list[int], lo: int, hi: int) -> list[tuple[int, int]]:
         runs = paragraph_runs(ids, self.model)
         return [(a, b) for a, b in runs if a < max(hi, lo + 1) and b > lo] or [runs[-1]]
 
-    def entire(self, old_doc: inference.IncrementalDocument, new: list[int]) -> tuple[Sample, inference.IncrementalDocument]:
+    def entire(
+        self, old_doc: inference.IncrementalDocument, new: list[int]
+    ) -> tuple[Sample, inference.IncrementalDocument]:
         doc, old = fork(old_doc), old_doc.token_ids
         splices = inference.diff(old, new)
         res = doc.apply(splices)
@@ -126,15 +140,20 @@ class Bench:
             shift += len(sp.new_ids) - (sp.end - sp.start)
         touched = sorted({p for lo, hi in regions for p in self.paragraphs_touching(new, lo, hi)})
         changed = sum(max(sp.end - sp.start, len(sp.new_ids)) for sp in splices)
-        sample = Sample(res.cost.incremental_macs, res.cost.seconds, changed_fraction=changed / len(new),
-                        location=regions[0][0] / len(new))
+        sample = Sample(
+            res.cost.incremental_macs,
+            res.cost.seconds,
+            changed_fraction=changed / len(new),
+            location=regions[0][0] / len(new),
+        )
         return self.baselines(sample, new, regions[0][0], touched), doc
 
     def single_edit(self, doc: inference.IncrementalDocument, splice: Splice) -> Sample:
         res = doc.apply([splice])
         ids = doc.token_ids
-        sample = Sample(res.cost.incremental_macs, res.cost.seconds, changed_fraction=1 / len(ids),
-                        location=splice.start / len(ids))
+        sample = Sample(
+            res.cost.incremental_macs, res.cost.seconds, changed_fraction=1 / len(ids), location=splice.start / len(ids)
+        )
         lo = min(splice.start, len(ids) - 1)
         return self.baselines(sample, ids, lo, self.paragraphs_touching(ids, lo, lo + len(splice.new_ids)))
 
@@ -180,8 +199,12 @@ def imdb_context_check(model, root: Path, n: int, seed: int) -> dict:
         multi += len(runs) > 1
         alone_logp = sum(dense_pass(model, ids[a:b])[1][0, 1:].sum(0) for a, b in runs)
         para += int(span_probs(alone_logp, len(ids))[pos_index] > 0.5) == row["label"]
-    return {"reviews": len(rows), "multi_paragraph": multi, "whole_accuracy": whole / len(rows),
-            "paragraph_mean_accuracy": para / len(rows)}
+    return {
+        "reviews": len(rows),
+        "multi_paragraph": multi,
+        "whole_accuracy": whole / len(rows),
+        "paragraph_mean_accuracy": para / len(rows),
+    }
 
 
 def summarise(results: dict[str, list[Sample]]) -> list[list[str]]:
@@ -217,9 +240,14 @@ def plot(results: dict[str, list[Sample]], out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6, 4))
         x = [getattr(s, attr) for s in samples]
         for b, marker in zip(BASELINES, "o^s"):
-            ax.scatter(x, [s.base_macs[b] / max(1, s.inc_macs) for s in samples], s=12, marker=marker,
-                       label={"dense": "vs dense pass", "prefix": "vs prefix-KV reuse",
-                              "paragraph": "vs paragraph cache"}[b], alpha=0.7)
+            ax.scatter(
+                x,
+                [s.base_macs[b] / max(1, s.inc_macs) for s in samples],
+                s=12,
+                marker=marker,
+                label={"dense": "vs dense pass", "prefix": "vs prefix-KV reuse", "paragraph": "vs paragraph cache"}[b],
+                alpha=0.7,
+            )
         ax.set_yscale("log")
         ax.axhline(1, color="grey", lw=0.8)
         if attr == "changed_fraction":
@@ -259,8 +287,14 @@ def run_all(chosen, args, dtype, root: Path) -> tuple[dict[str, list[Sample]], d
     """Pairs in small strided chunks (plus the IMDB check) over --workers processes; merged results."""
     from tqdm import tqdm
 
-    base = {"model_dir": args.model_dir, "device": args.device, "dtype": dtype, "seed": args.seed, "layout": args.layout,
-            "threads": args.threads or (1 if args.workers > 1 else torch.get_num_threads())}
+    base = {
+        "model_dir": args.model_dir,
+        "device": args.device,
+        "dtype": dtype,
+        "seed": args.seed,
+        "layout": args.layout,
+        "threads": args.threads or (1 if args.workers > 1 else torch.get_num_threads()),
+    }
     indexed = [(i, o, n, i < args.timed_pairs) for i, (o, n) in enumerate(chosen)]
     chunks = max(1, min(len(indexed), 20 * args.workers))
     jobs = [{**base, "pairs": indexed[c::chunks]} for c in range(chunks)]
@@ -289,19 +323,26 @@ def main() -> None:
     ap.add_argument("model_dir", nargs="?", help="model folder (default: the bundled model)")
     ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--pairs", type=argtypes.positive_int, default=500)
-    ap.add_argument("--timed-pairs", type=argtypes.non_negative_int, default=100,
-                    help="pairs whose baselines are also timed")
-    ap.add_argument("--workers", type=argtypes.int_range(1, 256), default=1,
-                    help="processes (one thread each when more than one)")
+    ap.add_argument(
+        "--timed-pairs", type=argtypes.non_negative_int, default=100, help="pairs whose baselines are also timed"
+    )
+    ap.add_argument(
+        "--workers", type=argtypes.int_range(1, 256), default=1, help="processes (one thread each when more than one)"
+    )
     ap.add_argument("--seed", type=argtypes.seed, default=0)
-    ap.add_argument("--imdb", type=argtypes.non_negative_int, default=1000,
-                    help="IMDB test reviews for the context check (0: skip)")
+    ap.add_argument(
+        "--imdb", type=argtypes.non_negative_int, default=1000, help="IMDB test reviews for the context check (0: skip)"
+    )
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--device", type=argtypes.device, default=None)
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     ap.add_argument("--threads", type=argtypes.threads, default=None)
-    ap.add_argument("--layout", choices=inference.LAYOUTS, default="full",
-                    help="the engine's state layout (inference.LAYOUTS; default full, load_model's default)")
+    ap.add_argument(
+        "--layout",
+        choices=inference.LAYOUTS,
+        default="full",
+        help="the engine's state layout (inference.LAYOUTS; default full, load_model's default)",
+    )
     args = ap.parse_args()
     require("paper_table.py", "transformers", why="the prefix-KV baseline is a transformers OPT")
     plots = can_plot("paper_table.py")
@@ -316,18 +357,26 @@ def main() -> None:
     results, check = run_all(chosen, args, dtype, root)
 
     header = ["scenario", "edits", "median MMACs (ours)", "timed edits"] + [
-        f"{what} vs {b}" for b in ("dense", "prefix-KV", "paragraph cache") for what in ("MACs", "time")]
+        f"{what} vs {b}" for b in ("dense", "prefix-KV", "paragraph cache") for what in ("MACs", "time")
+    ]
     table = markdown_table(header, summarise(results))
-    lines = [f"model: {model.path}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of 1536-2048 tokens, "
-             f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  layout: {args.layout}  "
-             f"workers: {args.workers} "
-             f"(threads each: {args.threads or (1 if args.workers > 1 else torch.get_num_threads())})",
-             "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper; "
-             "time medians over the timed edits", "", table]
+    lines = [
+        f"model: {model.path}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of 1536-2048 tokens, "
+        f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  layout: {args.layout}  "
+        f"workers: {args.workers} "
+        f"(threads each: {args.threads or (1 if args.workers > 1 else torch.get_num_threads())})",
+        "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper; "
+        "time medians over the timed edits",
+        "",
+        table,
+    ]
     if check:
-        lines += ["", f"IMDB test, {check['reviews']} reviews ({check['multi_paragraph']} with several paragraphs): "
-                      f"whole-document accuracy {check['whole_accuracy']:.3f}, mean of paragraphs scored alone "
-                      f"{check['paragraph_mean_accuracy']:.3f}"]
+        lines += [
+            "",
+            f"IMDB test, {check['reviews']} reviews ({check['multi_paragraph']} with several paragraphs): "
+            f"whole-document accuracy {check['whole_accuracy']:.3f}, mean of paragraphs scored alone "
+            f"{check['paragraph_mean_accuracy']:.3f}",
+        ]
     print(write_results(results, lines, out, plots))
 
 

@@ -65,9 +65,15 @@ def run(args) -> dict:
     revs = corpus(data_dir(args.data), args.docs, args.revisions, args.max_chars)
     docs = len({name for name, _, _ in revs})
     hints = DiagnosticSettings()
-    results = {"command": "python -m benchmarks.ray_scoring " + " ".join(args.argv), "cpus": os.cpu_count(),
-               "documents": docs, "revisions": len(revs), "characters": sum(len(t) for _, _, t in revs),
-               "loadavg_start": os.getloadavg(), "paths": []}
+    results = {
+        "command": "python -m benchmarks.ray_scoring " + " ".join(args.argv),
+        "cpus": os.cpu_count(),
+        "documents": docs,
+        "revisions": len(revs),
+        "characters": sum(len(t) for _, _, t in revs),
+        "loadavg_start": os.getloadavg(),
+        "paths": [],
+    }
 
     def single_process(label: str) -> list[dict]:
         t0 = time.perf_counter()
@@ -75,8 +81,16 @@ def run(args) -> dict:
         start = time.perf_counter() - t0
         t0, cpu0 = time.perf_counter(), time.process_time()
         rows = stripped(scorer.score(revs))
-        results["paths"].append({"path": label, "workers": 1, "start_s": start, "scoring_s": time.perf_counter() - t0,
-                                 "cpu_s": time.process_time() - cpu0, "tokens": scorer.summary.tokens})
+        results["paths"].append(
+            {
+                "path": label,
+                "workers": 1,
+                "start_s": start,
+                "scoring_s": time.perf_counter() - t0,
+                "cpu_s": time.process_time() - cpu0,
+                "tokens": scorer.summary.tokens,
+            }
+        )
         print(f"{label}: {results['paths'][-1]['scoring_s']:.1f} s", flush=True)
         return rows
 
@@ -99,12 +113,23 @@ def run(args) -> dict:
                 if len(rows) == len(revs):  # before score() ends and stops the workers
                     cpu = ray.get([a.cpu_seconds.remote() for a in scorer.actors])
             rows = stripped(rows)
-            results["paths"].append({"path": "--ray", "workers": workers, "cluster_start_s": cluster_s,
-                                     "start_s": start + cluster_s, "workers_start_s": start,
-                                     "scoring_s": time.perf_counter() - t0, "rows_equal": rows == single,
-                                     "cpu_s": sum(cpu) - sum(cpu0), "tokens": scorer.summary.tokens})
-            print(f"--ray {workers} workers: {results['paths'][-1]['scoring_s']:.1f} s, rows equal: "
-                  f"{rows == single}", flush=True)
+            results["paths"].append(
+                {
+                    "path": "--ray",
+                    "workers": workers,
+                    "cluster_start_s": cluster_s,
+                    "start_s": start + cluster_s,
+                    "workers_start_s": start,
+                    "scoring_s": time.perf_counter() - t0,
+                    "rows_equal": rows == single,
+                    "cpu_s": sum(cpu) - sum(cpu0),
+                    "tokens": scorer.summary.tokens,
+                }
+            )
+            print(
+                f"--ray {workers} workers: {results['paths'][-1]['scoring_s']:.1f} s, rows equal: {rows == single}",
+                flush=True,
+            )
     finally:
         ray.shutdown()
     last = single_process("single process (last)")
@@ -119,21 +144,54 @@ def report(r: dict) -> str:
     rows = []
     for p in r["paths"]:
         total = p["start_s"] + p["scoring_s"]
-        start = (f"{p['start_s']:.1f} s" if p["path"].startswith("single") else
-                 f"{p['start_s']:.1f} s (cluster {p['cluster_start_s']:.1f} s + workers {p['workers_start_s']:.1f} s)")
-        rows.append([p["path"], str(p["workers"]), start, f"{p['scoring_s']:.1f} s",
-                     f"{r['documents'] / p['scoring_s']:.3f}", f"{r['revisions'] / p['scoring_s']:.2f}",
-                     f"{base / p['scoring_s']:.2f}x", f"{p['cpu_s']:.1f} s", f"{r['documents'] / total:.3f}",
-                     "yes" if p["rows_equal"] else "NO"])
-    return "\n".join([
-        f"`{r['command']}`", "",
-        f"{r['documents']} documents, {r['revisions']} revisions ({r['characters']:,} characters, "
-        f"{r['paths'][0]['tokens']:,} tokens scored), bundled model, float64, one torch thread per process; "
-        f"{r['cpus']} CPUs, load average {r['loadavg_start'][0]:.2f} at the start and "
-        f"{r['loadavg_end'][0]:.2f} at the end", "",
-        markdown_table(["path", "workers", "start-up", "scoring", "documents/s (scoring)", "revisions/s (scoring)",
-                        "scoring speed vs single (mean of both)", "CPU time of scoring", "documents/s (end to end)",
-                        "rows equal single"], rows)]) + "\n"
+        start = (
+            f"{p['start_s']:.1f} s"
+            if p["path"].startswith("single")
+            else f"{p['start_s']:.1f} s (cluster {p['cluster_start_s']:.1f} s + workers {p['workers_start_s']:.1f} s)"
+        )
+        rows.append(
+            [
+                p["path"],
+                str(p["workers"]),
+                start,
+                f"{p['scoring_s']:.1f} s",
+                f"{r['documents'] / p['scoring_s']:.3f}",
+                f"{r['revisions'] / p['scoring_s']:.2f}",
+                f"{base / p['scoring_s']:.2f}x",
+                f"{p['cpu_s']:.1f} s",
+                f"{r['documents'] / total:.3f}",
+                "yes" if p["rows_equal"] else "NO",
+            ]
+        )
+    return (
+        "\n".join(
+            [
+                f"`{r['command']}`",
+                "",
+                f"{r['documents']} documents, {r['revisions']} revisions ({r['characters']:,} characters, "
+                f"{r['paths'][0]['tokens']:,} tokens scored), bundled model, float64, one torch thread per process; "
+                f"{r['cpus']} CPUs, load average {r['loadavg_start'][0]:.2f} at the start and "
+                f"{r['loadavg_end'][0]:.2f} at the end",
+                "",
+                markdown_table(
+                    [
+                        "path",
+                        "workers",
+                        "start-up",
+                        "scoring",
+                        "documents/s (scoring)",
+                        "revisions/s (scoring)",
+                        "scoring speed vs single (mean of both)",
+                        "CPU time of scoring",
+                        "documents/s (end to end)",
+                        "rows equal single",
+                    ],
+                    rows,
+                ),
+            ]
+        )
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--docs", type=argtypes.positive_int, default=8, help="documents (Rust book chapters)")
     p.add_argument("--revisions", type=argtypes.positive_int, default=4, help="revisions per document")
-    p.add_argument("--max-chars", type=argtypes.positive_int, default=8000,
-                   help="only chapters whose revisions have at most this many characters (about 2,000 tokens)")
+    p.add_argument(
+        "--max-chars",
+        type=argtypes.positive_int,
+        default=8000,
+        help="only chapters whose revisions have at most this many characters (about 2,000 tokens)",
+    )
     p.add_argument("--workers", type=argtypes.positive_int, nargs="+", default=[1, 2])
     return run_benchmark("ray_scoring", p, argv, run, report)
 

@@ -32,7 +32,9 @@ import torch
 
 import inference
 from benchmarks.common import REPO, data_dir, markdown_table
-from tests.reliability import big_opens as bo, faults, scenarios as sc
+from tests.reliability import big_opens as bo
+from tests.reliability import faults
+from tests.reliability import scenarios as sc
 from tests.reliability.fuzzing import FuzzStats, check_case, messages, start_session
 from tests.reliability.rawclient import RawClient, encode
 from tests.server.lsp_helpers import CONFIG, initialize
@@ -75,8 +77,9 @@ async def lsp_scenario(name: str, tally: Tally, model_dir: Path, run):
 
 async def lsp_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
     revisions = sc.revision_history(data, sc.LONG_DOC)
-    long = await lsp_scenario("long session", tally, model_dir,
-                              lambda c: sc.long_session(c, revisions, sc.LONG_EDITS, sc.CHECK_EVERY))
+    long = await lsp_scenario(
+        "long session", tally, model_dir, lambda c: sc.long_session(c, revisions, sc.LONG_EDITS, sc.CHECK_EVERY)
+    )
     if long:
         tally.values["edits applied"] = f"{long.edits:,}"
         tally.values["max drift"] = f"{long.max_drift:.1e}"
@@ -86,9 +89,11 @@ async def lsp_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
             f"{len(long.checks)} drift checks against a full pass (every {sc.CHECK_EVERY} edits): codes equal at "
             f"every check, max |difference| {long.max_drift:.1e} (float32, the server's default precision; "
             f"tolerance {sc.DRIFT_TOLERANCE['float32']:g}), final "
-            f"{long.final_tokens} tokens, {long.seconds:.0f} s")
-    storm = await lsp_scenario("edit storms", tally, model_dir,
-                               lambda c: sc.edit_storm(c, revisions[-1], storms=sc.STORMS))
+            f"{long.final_tokens} tokens, {long.seconds:.0f} s"
+        )
+    storm = await lsp_scenario(
+        "edit storms", tally, model_dir, lambda c: sc.edit_storm(c, revisions[-1], storms=sc.STORMS)
+    )
     if storm:
         tally.values["storms survived"] = f"{storm.storms} of {sc.STORMS}"
         tally.details["edit storms"] = (
@@ -96,7 +101,8 @@ async def lsp_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
             f"{storm.publishes} publishes (in versions that never go back: mid-storm, hints moved through the "
             f"edits still waiting, at most every 50 ms and only when a hint survives); hover and documentScores "
             f"sent mid-storm answered "
-            f"mid-storm in at most {max(storm.request_seconds) * 1000:.0f} ms; state exact after each storm")
+            f"mid-storm in at most {max(storm.request_seconds) * 1000:.0f} ms; state exact after each storm"
+        )
     tok = inference.Tokenizer.from_file(model_dir / "tokenizer.json")
     docs = sc.chapter_documents(data, tok, sc.MEMORY_DOCS + 1, sc.MEMORY_TOKENS)
 
@@ -115,7 +121,8 @@ async def lsp_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
             f"{mem.live_states_max} live states, {mem.state_bytes_max / mib:.0f} MiB of states at most; RSS baseline "
             f"{mem.baseline_rss / mib:.0f} MiB, at rest at most {mem.rest_rss_max / mib:.0f} MiB (limit baseline + "
             f"budget + {sc.REST_SLACK_MB:.0f}), peak {mem.peak_rss / mib:.0f} MiB (limit baseline + budget + "
-            f"{sc.TRANSIENT_MB:.0f} for one full pass's temporaries)")
+            f"{sc.TRANSIENT_MB:.0f} for one full pass's temporaries)"
+        )
 
 
 def fault_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
@@ -123,13 +130,20 @@ def fault_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
     long_docs = sc.chapter_documents(data, tok, 4, 2000)
     injected, names = 0, []
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [("damaged model folders (missing, truncated, mismatched shapes)",
-                 lambda: faults.bad_model_folders(model_dir, Path(tmp))),
-                ("engine raising mid-update", lambda: faults.engine_fault_mid_update(model_dir)),
-                ("full pass, diagnostics and a request raising", lambda: faults.handler_faults(model_dir)),
-                ("diagnostics raising on every call", lambda: faults.repeating_fault(model_dir)),
-                ("client dying mid-message (idle, busy) or vanishing", lambda: faults.client_dies(model_dir, long_docs)),
-                ("shutdown/exit with work pending", lambda: faults.shutdown_and_exit_with_work_pending(model_dir, long_docs))]
+        runs = [
+            (
+                "damaged model folders (missing, truncated, mismatched shapes)",
+                lambda: faults.bad_model_folders(model_dir, Path(tmp)),
+            ),
+            ("engine raising mid-update", lambda: faults.engine_fault_mid_update(model_dir)),
+            ("full pass, diagnostics and a request raising", lambda: faults.handler_faults(model_dir)),
+            ("diagnostics raising on every call", lambda: faults.repeating_fault(model_dir)),
+            ("client dying mid-message (idle, busy) or vanishing", lambda: faults.client_dies(model_dir, long_docs)),
+            (
+                "shutdown/exit with work pending",
+                lambda: faults.shutdown_and_exit_with_work_pending(model_dir, long_docs),
+            ),
+        ]
         for name, run in runs:
             print(f"faults: {name} ...", flush=True)
             try:
@@ -139,7 +153,9 @@ def fault_scenarios(model_dir: Path, data: Path, tally: Tally) -> None:
             except Exception:
                 tally.failed(f"faults: {name}")
     tally.values["faults injected"] = str(injected)
-    tally.details["faults"] = "; ".join(names) + ". Each: a clear message, state verified afterwards, recovery or a clean exit"
+    tally.details["faults"] = (
+        "; ".join(names) + ". Each: a clear message, state verified afterwards, recovery or a clean exit"
+    )
 
 
 def fuzz(model_dir: Path, examples: int, tally: Tally) -> None:
@@ -151,8 +167,13 @@ def fuzz(model_dir: Path, examples: int, tally: Tally) -> None:
     try:
         start_session(c)
 
-        @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(messages())
         def one(case):
             check_case(c, *case, stats)
@@ -189,7 +210,8 @@ def fuzz(model_dir: Path, examples: int, tally: Tally) -> None:
         f"{stats.sent:,} hypothesis cases (broken framing, non-JSON, wrong types, invalid URIs, positions past the "
         f"end or negative, lines up to 300,000 characters, NUL, lone surrogates) + {oversized} oversized frames: "
         f"{stats.requests_answered} requests answered ({codes}), {stats.null_errors} errors with id null, "
-        f"{len(stats.internal)} internal errors; a sentinel request answered after every message")
+        f"{len(stats.internal)} internal errors; a sentinel request answered after every message"
+    )
 
 
 def big_opens(data: Path, tally: Tally) -> None:
@@ -201,12 +223,14 @@ def big_opens(data: Path, tally: Tally) -> None:
     c = RawClient()
     try:
         c.initialize({"threads": 1})
-        res = bo.big_open_storm(c, "A short, happy note about a lovely film.\n", big, n, idle_after=10.0,
-                                idle_window=10.0)
+        res = bo.big_open_storm(
+            c, "A short, happy note about a lovely film.\n", big, n, idle_after=10.0, idle_window=10.0
+        )
         sc.expect(c.shutdown_and_exit() == 0, "no clean exit after the big-open storm")
         ms = [1000 * x for x in res.hover_seconds]
         tally.values["small-document hover after a storm of big opens"] = (
-            f"p50 {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms")
+            f"p50 {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms"
+        )
         tally.details["storm of big opens"] = (
             f"{res.messages} hostile messages (settings flips, keystrokes and requests on the big documents, bad "
             f"JSON, positions far out of range) with {res.big_opens} opens of a {res.big_tokens:,}-token document "
@@ -214,7 +238,8 @@ def big_opens(data: Path, tally: Tally) -> None:
             f"message ({res.refused_messages} messages); then {len(ms)} hovers on a small open document answered in "
             f"p50 {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms (server CPU {res.storm_cpu_seconds:.1f} s "
             f"from the first storm message to the first answer); server CPU {res.idle_cpu_seconds:.2f} s in the "
-            f"{res.idle_window_s:.0f} s from {res.idle_after_s:.0f} s after the storm")
+            f"{res.idle_window_s:.0f} s from {res.idle_after_s:.0f} s after the storm"
+        )
     except Exception:
         tally.failed("big-open storm")
     finally:
@@ -224,16 +249,34 @@ def big_opens(data: Path, tally: Tally) -> None:
 def report(tally: Tally, seconds: float) -> str:
     crashes = tally.lsp_crashes + sum(c.crashed() for c in RawClient.started)
     tally.values["crashes"] = str(crashes)
-    order = ["edits applied", "max drift", "storms survived", "small-document hover after a storm of big opens",
-             "peak memory", "faults injected", "malformed messages sent", "crashes"]
+    order = [
+        "edits applied",
+        "max drift",
+        "storms survived",
+        "small-document hover after a storm of big opens",
+        "peak memory",
+        "faults injected",
+        "malformed messages sent",
+        "crashes",
+    ]
     table = markdown_table(order, [[tally.values.get(k, "failed") for k in order]])
-    lines = ["### Reliability", "", f"`{COMMAND}` ({seconds / 60:.1f} minutes on {os.cpu_count()} CPU cores, one "
-             "torch thread; the same scenarios and parameters run in CI as `tests/reliability/`):", "", table, ""]
+    lines = [
+        "### Reliability",
+        "",
+        f"`{COMMAND}` ({seconds / 60:.1f} minutes on {os.cpu_count()} CPU cores, one "
+        "torch thread; the same scenarios and parameters run in CI as `tests/reliability/`):",
+        "",
+        table,
+        "",
+    ]
     lines += [f"- **{k}**: {v}" for k, v in tally.details.items()]
-    lines += ["", f"Servers started: {len(RawClient.started) + 3}; crashes: {crashes}.",
-              "Model: random weights with the bundled model's 8192-token tokenizer and 256-token windows (the "
-              "scenarios measure the server: sync, scheduling, memory, recovery). The bundled model's states: "
-              "`python -m benchmarks.memory_docs` (benchmarks/results/memory_docs.md)."]
+    lines += [
+        "",
+        f"Servers started: {len(RawClient.started) + 3}; crashes: {crashes}.",
+        "Model: random weights with the bundled model's 8192-token tokenizer and 256-token windows (the "
+        "scenarios measure the server: sync, scheduling, memory, recovery). The bundled model's states: "
+        "`python -m benchmarks.memory_docs` (benchmarks/results/memory_docs.md).",
+    ]
     if tally.failures:
         lines += ["", "Failures:"] + [f"- {f}" for f in tally.failures]
     return "\n".join(lines) + "\n"
@@ -244,8 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--fuzz-examples", type=int, default=1000, help="hypothesis cases (CI runs 300)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "reliability_summary.md"))
-    p.add_argument("--only", choices=["lsp", "faults", "fuzz", "big-opens"], nargs="+",
-                   help="run only these scenario groups (default: all)")
+    p.add_argument(
+        "--only",
+        choices=["lsp", "faults", "fuzz", "big-opens"],
+        nargs="+",
+        help="run only these scenario groups (default: all)",
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     groups = set(args.only or ["lsp", "faults", "fuzz", "big-opens"])

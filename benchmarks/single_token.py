@@ -36,8 +36,16 @@ from pathlib import Path
 import torch
 
 import inference
-from benchmarks.common import (DispatchCounter, data_dir, dense_pass, markdown_table, median, percentile,
-                               timed, write_results)
+from benchmarks.common import (
+    DispatchCounter,
+    data_dir,
+    dense_pass,
+    markdown_table,
+    median,
+    percentile,
+    timed,
+    write_results,
+)
 from inference.loading import PRECISIONS
 
 
@@ -96,10 +104,18 @@ def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str 
             twin.apply([sp])
         counts.append((c.ops, c.launches, c.syncs))
     ops, launches, syncs = ([c[i] for c in counts] for i in range(3))
-    return {"sizing": sizing, "layout": layout, "state_bytes_per_token": timed_doc.state_bytes() / timed_doc.n_tokens,
-            "ms": [t * 1e3 for t in times], "ops": ops, "launches": launches, "syncs": syncs,
-            "edited_window_dense_ms": window_ms, "windows": len(timed_doc.windows),
-            "exact": timed_doc.verify().codes_equal and twin.verify().codes_equal}
+    return {
+        "sizing": sizing,
+        "layout": layout,
+        "state_bytes_per_token": timed_doc.state_bytes() / timed_doc.n_tokens,
+        "ms": [t * 1e3 for t in times],
+        "ops": ops,
+        "launches": launches,
+        "syncs": syncs,
+        "edited_window_dense_ms": window_ms,
+        "windows": len(timed_doc.windows),
+        "exact": timed_doc.verify().codes_equal and twin.verify().codes_equal,
+    }
 
 
 def main() -> None:
@@ -111,8 +127,13 @@ def main() -> None:
     ap.add_argument("--dtype", nargs="+", choices=list(PRECISIONS), default=["float64", "float32"])
     ap.add_argument("--sizing", nargs="+", choices=inference.engine.SIZINGS, default=list(inference.engine.SIZINGS))
     ap.add_argument("--context", nargs="+", choices=inference.CONTEXTS, default=["window"])
-    ap.add_argument("--layout", nargs="+", choices=inference.LAYOUTS, default=["full"],
-                    help="state layouts to compare (inference.LAYOUTS; default full, load_model's default)")
+    ap.add_argument(
+        "--layout",
+        nargs="+",
+        choices=inference.LAYOUTS,
+        default=["full"],
+        help="state layouts to compare (inference.LAYOUTS; default full, load_model's default)",
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default=None)
     ap.add_argument("--seed", type=int, default=5)
@@ -136,25 +157,55 @@ def main() -> None:
                     r.update(dtype=dtype, tokens=n, dense_ms=dense, context=context, device=str(model.device))
                     records.append(r)
                     p50 = median(r["ms"])
-                    row = [dtype, str(n), sizing, layout, f"{r['state_bytes_per_token']:,.0f}", f"{median(r['ops']):.0f}", f"{median(r['launches']):.0f}",
-                           f"{median(r['syncs']):.0f} (max {max(r['syncs'])})", f"{p50:.1f}",
-                           f"{percentile(r['ms'], 0.9):.1f}", f"{dense:.1f}", f"{dense / p50:.1f}x"]
+                    row = [
+                        dtype,
+                        str(n),
+                        sizing,
+                        layout,
+                        f"{r['state_bytes_per_token']:,.0f}",
+                        f"{median(r['ops']):.0f}",
+                        f"{median(r['launches']):.0f}",
+                        f"{median(r['syncs']):.0f} (max {max(r['syncs'])})",
+                        f"{p50:.1f}",
+                        f"{percentile(r['ms'], 0.9):.1f}",
+                        f"{dense:.1f}",
+                        f"{dense / p50:.1f}x",
+                    ]
                     if contexts:
                         window = median(r["edited_window_dense_ms"])
                         row = [context, str(r["windows"])] + row + [f"{window:.1f}", f"{window / p50:.1f}x"]
                     rows.append(row + ["yes" if r["exact"] else "NO"])
     dev = records[0]["device"] if records else "?"
-    text = "\n".join([
-        f"device: {dev}, threads: {a.threads}, {a.edits} single-token edits per row "
-        "(replace, insert, delete in turn), "
-        f"seed {a.seed}, after {WARMUP} untimed ones; ops, launches and syncs are per-edit medians; dense: a full "
-        "pass over every window of the document, median of 3",
-        "",
-        markdown_table((["context", "windows"] if contexts else [])
-                       + ["dtype", "tokens", "sizing", "layout", "state B/token", "ops", "launches", "host syncs", "p50 ms", "p90 ms",
-                          "dense pass ms", "dense / p50"]
-                       + (["edited window's dense pass, p50 ms", "that / p50"] if contexts else [])
-                       + ["codes equal"], rows), ""])
+    text = "\n".join(
+        [
+            f"device: {dev}, threads: {a.threads}, {a.edits} single-token edits per row "
+            "(replace, insert, delete in turn), "
+            f"seed {a.seed}, after {WARMUP} untimed ones; ops, launches and syncs are per-edit medians; dense: a full "
+            "pass over every window of the document, median of 3",
+            "",
+            markdown_table(
+                (["context", "windows"] if contexts else [])
+                + [
+                    "dtype",
+                    "tokens",
+                    "sizing",
+                    "layout",
+                    "state B/token",
+                    "ops",
+                    "launches",
+                    "host syncs",
+                    "p50 ms",
+                    "p90 ms",
+                    "dense pass ms",
+                    "dense / p50",
+                ]
+                + (["edited window's dense pass, p50 ms", "that / p50"] if contexts else [])
+                + ["codes equal"],
+                rows,
+            ),
+            "",
+        ]
+    )
     write_results(a.out, "single_token_contexts" if contexts else "single_token", records, text)
 
 

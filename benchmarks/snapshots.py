@@ -63,10 +63,21 @@ def measure(model: inference.LoadedModel, ids: list[int], repeats: int) -> dict:
             restore.append(time.perf_counter() - t0)
             assert back is not None, "the snapshot was not restored"
         check = back.verify()
-        exact = (check.codes_equal and back.scores == built.scores
-                 and back.surprise(0, back.n_tokens) == built.surprise(0, built.n_tokens))
-    return {"windows": len(doc.windows), "state": doc.state_bytes(), "size": size, "write_s": write_s,
-            "fingerprint_s": fingerprint_s, "rebuild": rebuild, "restore": restore, "exact": exact}
+        exact = (
+            check.codes_equal
+            and back.scores == built.scores
+            and back.surprise(0, back.n_tokens) == built.surprise(0, built.n_tokens)
+        )
+    return {
+        "windows": len(doc.windows),
+        "state": doc.state_bytes(),
+        "size": size,
+        "write_s": write_s,
+        "fingerprint_s": fingerprint_s,
+        "rebuild": rebuild,
+        "restore": restore,
+        "exact": exact,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,10 +86,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=1, help="torch threads for both (default 1)")
-    p.add_argument("--precisions", nargs="+", choices=["float32", "float64"], default=["float32", "float64"],
-                   help="engine precisions to measure, one row each (the server serves float32 by default)")
-    p.add_argument("--state-layout", choices=inference.LAYOUTS, default="lean",
-                   help="the engine state's layout (default lean: the server's, which writes the snapshots)")
+    p.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=["float32", "float64"],
+        default=["float32", "float64"],
+        help="engine precisions to measure, one row each (the server serves float32 by default)",
+    )
+    p.add_argument(
+        "--state-layout",
+        choices=inference.LAYOUTS,
+        default="lean",
+        help="the engine state's layout (default lean: the server's, which writes the snapshots)",
+    )
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--out", help="also write the table (with the command) to this markdown file")
     args = p.parse_args(argv)
@@ -87,25 +107,57 @@ def main(argv: list[str] | None = None) -> int:
     rows, runs, exact = [], [], True
     mib = 2**20
     for precision in args.precisions:
-        model = inference.load_model(args.model, device="cpu", dtype=getattr(torch, precision), layout=args.state_layout)
+        model = inference.load_model(
+            args.model, device="cpu", dtype=getattr(torch, precision), layout=args.state_layout
+        )
         ids = document_ids(model, data_dir(args.data), args.tokens)
         r = measure(model, ids, args.repeats)
         rb, rs = statistics.median(r["rebuild"]), statistics.median(r["restore"])
         exact &= r["exact"]
-        rows.append([precision, str(len(ids)), str(r["windows"]), f"{r['state'] / mib:.1f}", f"{r['size'] / mib:.1f}",
-                     f"{rb:.3f}", f"{rs:.3f}", f"{rb / rs:.1f}x", f"{r['write_s']:.3f}", f"{r['fingerprint_s']:.3f}",
-                     "yes" if r["exact"] else "NO"])
-        runs.append(f"{precision}: rebuild runs (s) {', '.join(f'{x:.3f}' for x in r['rebuild'])}; "
-                    f"restore runs (s) {', '.join(f'{x:.3f}' for x in r['restore'])}")
+        rows.append(
+            [
+                precision,
+                str(len(ids)),
+                str(r["windows"]),
+                f"{r['state'] / mib:.1f}",
+                f"{r['size'] / mib:.1f}",
+                f"{rb:.3f}",
+                f"{rs:.3f}",
+                f"{rb / rs:.1f}x",
+                f"{r['write_s']:.3f}",
+                f"{r['fingerprint_s']:.3f}",
+                "yes" if r["exact"] else "NO",
+            ]
+        )
+        runs.append(
+            f"{precision}: rebuild runs (s) {', '.join(f'{x:.3f}' for x in r['rebuild'])}; "
+            f"restore runs (s) {', '.join(f'{x:.3f}' for x in r['restore'])}"
+        )
     table = markdown_table(
-        ["precision", "tokens", "windows", "state MiB", "snapshot MiB", "rebuild s", "restore s", "restore speedup",
-         "write s", "fingerprint s", "exact (verify, scores, surprise)"], rows)
+        [
+            "precision",
+            "tokens",
+            "windows",
+            "state MiB",
+            "snapshot MiB",
+            "rebuild s",
+            "restore s",
+            "restore speedup",
+            "write s",
+            "fingerprint s",
+            "exact (verify, scores, surprise)",
+        ],
+        rows,
+    )
     name = args.model or "bundled"
-    text = (f"Model {name}, {args.state_layout} state layout, {args.threads} torch thread(s), "
-            f"median of {args.repeats} alternating runs (restore "
-            f"from the page cache); the fingerprint is hashed once per model load. Machine load average "
-            f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n\n{table}\n\n"
-            + "\n".join(runs) + "\n")
+    text = (
+        f"Model {name}, {args.state_layout} state layout, {args.threads} torch thread(s), "
+        f"median of {args.repeats} alternating runs (restore "
+        f"from the page cache); the fingerprint is hashed once per model load. Machine load average "
+        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs).\n\n{table}\n\n"
+        + "\n".join(runs)
+        + "\n"
+    )
     print(text)
     if args.out:
         command = "python -m benchmarks.snapshots " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -82,25 +82,30 @@ def bits_per_byte(lm: LM, passages: list[str], window: int) -> dict:
         ids = lm.encode(text)
         n_bytes += len(text.encode("utf-8"))
         for start in range(0, len(ids), window - 1):
-            chunk = torch.tensor([[lm.start_id, *ids[start:start + window - 1]]])  # (1, T)
+            chunk = torch.tensor([[lm.start_id, *ids[start : start + window - 1]]])  # (1, T)
             logits = lm.logits(chunk)[0, :-1].float()  # (T-1, V)
             nll += F.cross_entropy(logits, chunk[0, 1:], reduction="sum").item()
             tokens += chunk.shape[1] - 1
-    return {"bits_per_byte": nll / math.log(2) / n_bytes, "nats_per_token": nll / tokens, "tokens": tokens,
-            "bytes": n_bytes, "bytes_per_token": n_bytes / tokens}
+    return {
+        "bits_per_byte": nll / math.log(2) / n_bytes,
+        "nats_per_token": nll / tokens,
+        "tokens": tokens,
+        "bytes": n_bytes,
+        "bytes_per_token": n_bytes / tokens,
+    }
 
 
 @torch.no_grad()
 def mean_features(lm: LM, texts: list[str], batch: int = 8) -> torch.Tensor:
     feats = []
     for i in range(0, len(texts), batch):
-        rows = [[lm.start_id, *lm.encode(t)] for t in texts[i:i + batch]]
+        rows = [[lm.start_id, *lm.encode(t)] for t in texts[i : i + batch]]
         t = max(map(len, rows))
         ids = torch.full((len(rows), t), lm.start_id, dtype=torch.long)  # (B, T)
         valid = torch.zeros((len(rows), t), dtype=torch.bool)  # (B, T)
         for j, r in enumerate(rows):
-            ids[j, :len(r)] = torch.tensor(r)
-            valid[j, :len(r)] = True
+            ids[j, : len(r)] = torch.tensor(r)
+            valid[j, : len(r)] = True
         h = lm.hidden(ids, valid).float()  # (B, T, d)
         text_rows = valid.clone()
         text_rows[:, 0] = False  # the start token carries no review
@@ -131,12 +136,18 @@ def probe(train_x, train_y, test_x, test_y, seed: int) -> dict:
     cut = len(order) // 5
     val, fit = order[:cut], order[cut:]
     acc = lambda w, b, x, y: ((x @ w + b > 0).long() == y).float().mean().item()  # noqa: E731
-    choices = {l2: acc(*fit_logistic(train_x[fit], train_y[fit], l2), train_x[val], train_y[val])
-               for l2 in (1e-4, 1e-3, 1e-2, 1e-1)}
+    choices = {
+        l2: acc(*fit_logistic(train_x[fit], train_y[fit], l2), train_x[val], train_y[val])
+        for l2 in (1e-4, 1e-3, 1e-2, 1e-1)
+    }
     best = max(choices, key=choices.get)
     w, b = fit_logistic(train_x, train_y, best)
-    return {"test_accuracy": acc(w, b, test_x, test_y), "train_accuracy": acc(w, b, train_x, train_y),
-            "l2": best, "validation_accuracy_by_l2": choices}
+    return {
+        "test_accuracy": acc(w, b, test_x, test_y),
+        "train_accuracy": acc(w, b, train_x, train_y),
+        "l2": best,
+        "validation_accuracy_by_l2": choices,
+    }
 
 
 def smollm2_lm() -> tuple[LM, torch.nn.Module]:
@@ -168,11 +179,15 @@ def opt_lm(folder: Path, name: str, seed: int) -> LM:
         return ordered_positions(ids.shape[0], ids.shape[1], max_pos, torch.Generator().manual_seed(seed))
 
     return LM(
-        name=name, encode=lambda text: tok.encode(text, add_special_tokens=False).ids,
+        name=name,
+        encode=lambda text: tok.encode(text, add_special_tokens=False).ids,
         start_id=model.config.bos_token_id,
         logits=lambda ids: model(input_ids=ids, position_ids=positions(ids)).logits,
-        hidden=lambda ids, valid: model.model.decoder(input_ids=ids, attention_mask=valid.long(),
-                                                      position_ids=positions(ids)).last_hidden_state,
+        hidden=lambda ids, valid: (
+            model.model.decoder(
+                input_ids=ids, attention_mask=valid.long(), position_ids=positions(ids)
+            ).last_hidden_state
+        ),
     )
 
 
@@ -188,7 +203,9 @@ def vq_lm(folder: Path | None, name: str) -> LM:
         return spread_positions(ids.shape[1], pool).expand(ids.shape[0], -1)
 
     return LM(
-        name=name, encode=model.tokenizer.encode, start_id=model.config.bos_token_id,
+        name=name,
+        encode=model.tokenizer.encode,
+        start_id=model.config.bos_token_id,
         logits=lambda ids: net.lm_logits(net(ids, positions(ids)).hidden),
         hidden=lambda ids, valid: net(ids, positions(ids), valid).hidden,
     )
@@ -203,33 +220,62 @@ def forward_speed(model: torch.nn.Module, batch: int = 4, seq: int = 256, reps: 
         t0 = time.perf_counter()
         model(input_ids=ids)
         times.append(time.perf_counter() - t0)
-    return {"tokens_per_second": batch * seq / statistics.median(times), "batch": batch, "seq": seq,
-            "threads": torch.get_num_threads()}
+    return {
+        "tokens_per_second": batch * seq / statistics.median(times),
+        "batch": batch,
+        "seq": seq,
+        "threads": torch.get_num_threads(),
+    }
 
 
 def write(report: Report) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "teacher_quality.json").write_text(json.dumps(report.__dict__, indent=2) + "\n")
     a = report.args
-    lines = ["# Teacher quality on one CPU core", "",
-             f"`python -m benchmarks.teacher_quality --text-kb {a['text_kb']} --train-reviews {a['train_reviews']} "
-             f"--test-reviews {a['test_reviews']} --review-chars {a['review_chars']} --window {a['window']}`", ""]
+    lines = [
+        "# Teacher quality on one CPU core",
+        "",
+        f"`python -m benchmarks.teacher_quality --text-kb {a['text_kb']} --train-reviews {a['train_reviews']} "
+        f"--test-reviews {a['test_reviews']} --review-chars {a['review_chars']} --window {a['window']}`",
+        "",
+    ]
     if report.bits_per_byte:
-        rows = [[k, f"{v['bits_per_byte']:.3f}", f"{v['nats_per_token']:.3f}", f"{v['bytes_per_token']:.2f}",
-                 f"{v['tokens']:,}"] for k, v in report.bits_per_byte.items()]
+        rows = [
+            [
+                k,
+                f"{v['bits_per_byte']:.3f}",
+                f"{v['nats_per_token']:.3f}",
+                f"{v['bytes_per_token']:.2f}",
+                f"{v['tokens']:,}",
+            ]
+            for k, v in report.bits_per_byte.items()
+        ]
         first = next(iter(report.bits_per_byte.values()))
-        lines += [f"Held-out Gutenberg (valid split, {first['bytes']:,} bytes):", "",
-                  markdown_table(["model", "bits per byte", "nats per token", "bytes per token", "tokens"], rows), ""]
+        lines += [
+            f"Held-out Gutenberg (valid split, {first['bytes']:,} bytes):",
+            "",
+            markdown_table(["model", "bits per byte", "nats per token", "bytes per token", "tokens"], rows),
+            "",
+        ]
     if report.probe:
-        rows = [[k, f"{100 * v['test_accuracy']:.1f}%", f"{100 * v['train_accuracy']:.1f}%", f"{v['l2']:g}"]
-                for k, v in report.probe.items()]
-        lines += [f"Logistic-regression probe on mean-pooled last hidden states ({a['train_reviews']} IMDB train "
-                  f"reviews, tested on {a['test_reviews']} IMDB test reviews, first {a['review_chars']} characters):",
-                  "", markdown_table(["model", "IMDB test accuracy", "train accuracy", "L2"], rows), ""]
+        rows = [
+            [k, f"{100 * v['test_accuracy']:.1f}%", f"{100 * v['train_accuracy']:.1f}%", f"{v['l2']:g}"]
+            for k, v in report.probe.items()
+        ]
+        lines += [
+            f"Logistic-regression probe on mean-pooled last hidden states ({a['train_reviews']} IMDB train "
+            f"reviews, tested on {a['test_reviews']} IMDB test reviews, first {a['review_chars']} characters):",
+            "",
+            markdown_table(["model", "IMDB test accuracy", "train accuracy", "L2"], rows),
+            "",
+        ]
     if report.speed:
         s = report.speed
-        lines += [f"SmolLM2-135M forward on one CPU core: {s['tokens_per_second']:.0f} tokens/s "
-                  f"({s['batch']} x {s['seq']} tokens, median of 3).", ""]
+        lines += [
+            f"SmolLM2-135M forward on one CPU core: {s['tokens_per_second']:.0f} tokens/s "
+            f"({s['batch']} x {s['seq']} tokens, median of 3).",
+            "",
+        ]
     (RESULTS / "teacher_quality.md").write_text("\n".join(lines))
 
 
@@ -242,11 +288,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--test-reviews", type=int, default=1000)
     ap.add_argument("--review-chars", type=int, default=400, help="characters of each review the probe reads")
     ap.add_argument("--gpu-teacher", type=Path, default=GPU_TEACHER)
-    ap.add_argument("--vq-model", type=Path, action="append", default=None,
-                    help="VQ model folders (default: the bundled model and the GPU-distilled one)")
+    ap.add_argument(
+        "--vq-model",
+        type=Path,
+        action="append",
+        default=None,
+        help="VQ model folders (default: the bundled model and the GPU-distilled one)",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--sections", default="speed,bpb,probe",
-                    help="which to run; the others are kept from the results file, as an earlier run left them")
+    ap.add_argument(
+        "--sections",
+        default="speed,bpb,probe",
+        help="which to run; the others are kept from the results file, as an earlier run left them",
+    )
     args = ap.parse_args(argv)
     sections = set(args.sections.split(","))
     torch.set_num_threads(1)
@@ -264,8 +318,11 @@ def main(argv: list[str] | None = None) -> int:
 
     vq_folders = args.vq_model if args.vq_model is not None else [None, GPU_DISTILLED]
     models = [smol, opt_lm(args.gpu_teacher, "project teacher, GPU-trained (dense OPT d=256, 4 layers)", args.seed)]
-    models += [vq_lm(f, "bundled VQ model (VQ on)" if f is None else f"VQ model {f.name} (VQ on)") for f in vq_folders
-               if f is None or f.is_dir()]
+    models += [
+        vq_lm(f, "bundled VQ model (VQ on)" if f is None else f"VQ model {f.name} (VQ on)")
+        for f in vq_folders
+        if f is None or f.is_dir()
+    ]
     passages = gutenberg_passages(data, args.text_kb * 1000)
     for lm in models if "bpb" in sections else []:
         t0 = time.time()
@@ -275,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
 
     train, _ = imdb_examples(data, "train", limit=args.train_reviews, seed=args.seed)
     test, _ = imdb_examples(data, "test", limit=args.test_reviews, seed=args.seed)
-    cut = lambda rows: [t[:args.review_chars] for t, _ in rows]  # noqa: E731
+    cut = lambda rows: [t[: args.review_chars] for t, _ in rows]  # noqa: E731
     train_y, test_y = torch.tensor([y for _, y in train]), torch.tensor([y for _, y in test])
     for lm in reversed(models[:2]) if "probe" in sections else []:  # the project teacher first: it takes seconds
         t0 = time.time()

@@ -69,30 +69,66 @@ def run(args) -> list[dict]:
             ties += cost.near_ties
             if i % args.check_every == 0:
                 worst, use = drift(model, doc)
-                checks.append({"edits": i, "drift": worst, "guard_use": use, "mismatched": doc.verify().mismatched_codes})
+                checks.append(
+                    {"edits": i, "drift": worst, "guard_use": use, "mismatched": doc.verify().mismatched_codes}
+                )
                 print(guard, checks[-1], flush=True)
         ms = [t * 1e3 for t in times]
-        records.append({"guard": guard, "tie_rel": rel, "growth": growth, "tokens": args.tokens, "seed": args.seed,
-                        "ms": ms, "near_ties": ties, "checks": checks})
+        records.append(
+            {
+                "guard": guard,
+                "tie_rel": rel,
+                "growth": growth,
+                "tokens": args.tokens,
+                "seed": args.seed,
+                "ms": ms,
+                "near_ties": ties,
+                "checks": checks,
+            }
+        )
     return records
 
 
 def report(records) -> str:
     rows = []
     for r in records:
-        rows.append([str(r["tie_rel"]), str(r["growth"]), f"{r['near_ties'] / len(r['ms']):.1f}",
-                     f"{median(r['ms']):.1f}", f"{percentile(r['ms'], 0.9):.1f}", f"{sum(r['ms']) / len(r['ms']):.1f}",
-                     " / ".join(f"{c['drift']:.1e}" for c in r["checks"]),
-                     " / ".join(f"{c['guard_use']:.2f}" for c in r["checks"]),
-                     str(sum(c["mismatched"] for c in r["checks"]))])
+        rows.append(
+            [
+                str(r["tie_rel"]),
+                str(r["growth"]),
+                f"{r['near_ties'] / len(r['ms']):.1f}",
+                f"{median(r['ms']):.1f}",
+                f"{percentile(r['ms'], 0.9):.1f}",
+                f"{sum(r['ms']) / len(r['ms']):.1f}",
+                " / ".join(f"{c['drift']:.1e}" for c in r["checks"]),
+                " / ".join(f"{c['guard_use']:.2f}" for c in r["checks"]),
+                str(sum(c["mismatched"] for c in r["checks"])),
+            ]
+        )
     steps = ", ".join(str(c["edits"]) for c in records[0]["checks"]) if records else ""
-    return "\n".join([
-        f"float32, one thread, {records[0]['tokens']}-token PEP, {len(records[0]['ms'])} single-token edits "
-        f"(seed {records[0]['seed']}); "
-        f"drift and guard use after {steps} edits",
-        "",
-        markdown_table(["tie_rel", "growth per move", "near-ties per edit", "p50 ms", "p90 ms", "mean ms",
-                        "drift (relative)", "guard use (max, must stay < 1)", "codes unequal at checks"], rows), ""])
+    return "\n".join(
+        [
+            f"float32, one thread, {records[0]['tokens']}-token PEP, {len(records[0]['ms'])} single-token edits "
+            f"(seed {records[0]['seed']}); "
+            f"drift and guard use after {steps} edits",
+            "",
+            markdown_table(
+                [
+                    "tie_rel",
+                    "growth per move",
+                    "near-ties per edit",
+                    "p50 ms",
+                    "p90 ms",
+                    "mean ms",
+                    "drift (relative)",
+                    "guard use (max, must stay < 1)",
+                    "codes unequal at checks",
+                ],
+                rows,
+            ),
+            "",
+        ]
+    )
 
 
 def main(argv=None) -> int:

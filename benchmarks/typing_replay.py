@@ -213,17 +213,27 @@ class Server:
 
     async def start(self, cmd: list[str], options: dict, timeout: float = 300.0) -> str:
         """Start, initialize, and wait until the model is loaded; returns the server's load message."""
-        self.proc = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE,
-                                                         stdout=asyncio.subprocess.PIPE,
-                                                         stderr=asyncio.subprocess.PIPE, limit=2**26)
+        self.proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=2**26,
+        )
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._drain_stderr())]
-        caps = {"textDocument": {"publishDiagnostics": {"versionSupport": True}},
-                "general": {"positionEncodings": ["utf-16"]}}
-        await self.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": caps,
-                                          "initializationOptions": options}, timeout)
+        caps = {
+            "textDocument": {"publishDiagnostics": {"versionSupport": True}},
+            "general": {"positionEncodings": ["utf-16"]},
+        }
+        await self.request(
+            "initialize",
+            {"processId": os.getpid(), "rootUri": None, "capabilities": caps, "initializationOptions": options},
+            timeout,
+        )
         self.notify("initialized", {})
-        loaded = await self.wait(lambda: next((m for _, m in self.messages if "loaded" in m or "Hints are off" in m),
-                                              None), timeout)
+        loaded = await self.wait(
+            lambda: next((m for _, m in self.messages if "loaded" in m or "Hints are off" in m), None), timeout
+        )
         if "Hints are off" in loaded:
             raise RuntimeError(loaded)
         return loaded
@@ -313,8 +323,9 @@ class Server:
 def server_command(model: str | None, threads: int, server: str | None = None) -> list[str]:
     """The installed `vq-lsp serve` (or another command that speaks LSP over stdio, for variants)."""
     exe = Path(sys.executable).parent / "vq-lsp"
-    base = shlex.split(server) if server else [str(exe) if exe.exists() else (shutil.which("vq-lsp") or "vq-lsp"),
-                                                "serve"]
+    base = (
+        shlex.split(server) if server else [str(exe) if exe.exists() else (shutil.which("vq-lsp") or "vq-lsp"), "serve"]
+    )
     return base + ["--threads", str(threads)] + (["--model", model] if model else [])
 
 
@@ -347,11 +358,14 @@ class SessionResult:
     checked_ranges: int = 0
 
 
-async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: str, expected_tokens: int,
-                 timeout: float = 600.0) -> SessionResult:
+async def replay(
+    server: Server, rep: Replay, uri: str, speed: float, engine: str, expected_tokens: int, timeout: float = 600.0
+) -> SessionResult:
     """Type one session into an initialized server; check the end state; close the document."""
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "plaintext", "version": 1,
-                                                           "text": rep.open_text}})
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "plaintext", "version": 1, "text": rep.open_text}},
+    )
     await server.wait(lambda: server.shown.get(uri, 0) >= 1, timeout)
     cpu0, t0 = server.cpu_seconds(), time.perf_counter()
     sent, staleness, lateness, stale_ms = [], [], [], []
@@ -365,8 +379,9 @@ async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: st
         content = server.content.get(uri, 1)
         stale_ms.append(0.0 if content >= version - 1 else (now - sent[content + 1 - 2]) * 1000)
         lateness.append((now - target) * 1000)
-        server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
-                                                 "contentChanges": ks.changes})
+        server.notify(
+            "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": ks.changes}
+        )
         sent.append(now)
     final = len(rep.keystrokes) + 1
     await server.wait(lambda: server.shown[uri] >= final, timeout)
@@ -384,16 +399,40 @@ async def replay(server: Server, rep: Replay, uri: str, speed: float, engine: st
         latency.append((published[j][0] - t_sent) * 1000)
     texts = {1: rep.open_text} | {k + 2: ks.text for k, ks in enumerate(rep.keystrokes)}
     wrong, checked = check_ranges(server.diagnostics.pop(uri, []), texts)
-    verified = (check["codesEqual"] and check["tokensMatchText"] and not check["rebuilt"]
-                and scores["version"] == final and scores["tokens"] == expected_tokens)
-    return SessionResult(rep.session, engine, speed, rep.first_event, len(rep.keystrokes),
-                         sum(ks.source == "api" for ks in rep.keystrokes), rep.skipped, scores["tokens"], t1 - t0,
-                         cpu1 - cpu0, scores["updates"], scores["rebuilds"], len(published), verified,
-                         {k: check[k] for k in ("codesEqual", "tokensMatchText", "maxAbsDiff", "rebuilt")}
-                         | {"expectedTokens": expected_tokens, "version": scores["version"]}, scores["cost"],
-                         sum(ks.capped for ks in rep.keystrokes),
-                         sum(ks.capped and s > 0 for ks, s in zip(rep.keystrokes, staleness)),
-                         latency, staleness, lateness, stale_ms, wrong, checked)
+    verified = (
+        check["codesEqual"]
+        and check["tokensMatchText"]
+        and not check["rebuilt"]
+        and scores["version"] == final
+        and scores["tokens"] == expected_tokens
+    )
+    return SessionResult(
+        rep.session,
+        engine,
+        speed,
+        rep.first_event,
+        len(rep.keystrokes),
+        sum(ks.source == "api" for ks in rep.keystrokes),
+        rep.skipped,
+        scores["tokens"],
+        t1 - t0,
+        cpu1 - cpu0,
+        scores["updates"],
+        scores["rebuilds"],
+        len(published),
+        verified,
+        {k: check[k] for k in ("codesEqual", "tokensMatchText", "maxAbsDiff", "rebuilt")}
+        | {"expectedTokens": expected_tokens, "version": scores["version"]},
+        scores["cost"],
+        sum(ks.capped for ks in rep.keystrokes),
+        sum(ks.capped and s > 0 for ks, s in zip(rep.keystrokes, staleness)),
+        latency,
+        staleness,
+        lateness,
+        stale_ms,
+        wrong,
+        checked,
+    )
 
 
 def line_starts_of(text: str) -> list[int]:
@@ -445,21 +484,27 @@ def summarize(results: list[SessionResult]) -> dict:
     cpu = sum(r.cpu_seconds for r in results)
     per_session = [1000 * r.cpu_seconds / r.keystrokes for r in results if r.keystrokes]
     return {
-        "sessions": len(results), "keystrokes": keys, "verified": sum(r.verified for r in results),
-        "latency_ms": {q: pct(lat, p) for q, p in (("p50", .5), ("p95", .95), ("p99", .99), ("max", 1))},
-        "staleness_versions": {q: pct(stale, p) for q, p in (("p50", .5), ("p95", .95), ("p99", .99), ("max", 1))},
-        "staleness_ms": {q: pct([x for r in results for x in r.staleness_ms], p)
-                         for q, p in (("p50", .5), ("p95", .95), ("p99", .99), ("max", 1))},
+        "sessions": len(results),
+        "keystrokes": keys,
+        "verified": sum(r.verified for r in results),
+        "latency_ms": {q: pct(lat, p) for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1))},
+        "staleness_versions": {q: pct(stale, p) for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1))},
+        "staleness_ms": {
+            q: pct([x for r in results for x in r.staleness_ms], p)
+            for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1))
+        },
         "wrong_ranges": sum(r.wrong_ranges for r in results),
         "checked_ranges": sum(r.checked_ranges for r in results),
         "stale_share": sum(s > 0 for s in stale) / len(stale),
         "cpu_ms_per_keystroke": 1000 * cpu / keys,
-        "cpu_ms_per_keystroke_sessions": {q: pct(per_session, p) for q, p in (("p50", .5), ("p95", .95), ("p99", .99))},
+        "cpu_ms_per_keystroke_sessions": {
+            q: pct(per_session, p) for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+        },
         "cpu_ms_per_update": 1000 * cpu / max(1, sum(r.updates for r in results)),
         "updates_per_keystroke": sum(r.updates for r in results) / keys,
         "publishes_per_keystroke": sum(r.publishes for r in results) / keys,
         "server_busy_share": cpu / sum(r.seconds for r in results),
-        "client_lateness_ms_p99": pct([x for r in results for x in r.lateness_ms], .99),
+        "client_lateness_ms_p99": pct([x for r in results for x in r.lateness_ms], 0.99),
         "rebuilds": sum(r.rebuilds for r in results),
         "capped_gaps": sum(r.capped_gaps for r in results),
         "capped_while_busy": sum(r.capped_while_busy for r in results),
@@ -469,21 +514,45 @@ def summarize(results: list[SessionResult]) -> dict:
 def table(summary: dict[str, dict]) -> str:
     rows = []
     for name, s in summary.items():
-        lat, st, cs, sm = s["latency_ms"], s["staleness_versions"], s["cpu_ms_per_keystroke_sessions"], s["staleness_ms"]
-        rows.append([name, str(s["sessions"]), str(s["keystrokes"]),
-                     f"{lat['p50']:.1f} / {lat['p95']:.1f} / {lat['p99']:.1f} / {lat['max']:.0f}",
-                     f"{st['p50']} / {st['p95']} / {st['p99']} / {st['max']}",
-                     f"{sm['p50']:.0f} / {sm['p95']:.0f} / {sm['p99']:.0f} / {sm['max']:.0f}",
-                     f"{s['wrong_ranges']} of {s['checked_ranges']:,}", f"{100 * s['stale_share']:.1f}%",
-                     f"{s['cpu_ms_per_keystroke']:.1f} ({cs['p50']:.1f} / {cs['p95']:.1f} / {cs['p99']:.1f})",
-                     f"{s['updates_per_keystroke']:.2f}", f"{s['cpu_ms_per_update']:.1f}",
-                     f"{s['verified']}/{s['sessions']}"])
-    return markdown_table(["config", "sessions", "keystrokes", "latency ms p50 / p95 / p99 / max",
-                           "staleness (versions) p50 / p95 / p99 / max",
-                           "content staleness ms p50 / p95 / p99 / max", "diagnostics on a wrong range",
-                           "keystrokes typed on stale hints",
-                           "server CPU ms / keystroke: all (session p50 / p95 / p99)", "engine updates / keystroke",
-                           "CPU ms / update", "sessions verified"], rows)
+        lat, st, cs, sm = (
+            s["latency_ms"],
+            s["staleness_versions"],
+            s["cpu_ms_per_keystroke_sessions"],
+            s["staleness_ms"],
+        )
+        rows.append(
+            [
+                name,
+                str(s["sessions"]),
+                str(s["keystrokes"]),
+                f"{lat['p50']:.1f} / {lat['p95']:.1f} / {lat['p99']:.1f} / {lat['max']:.0f}",
+                f"{st['p50']} / {st['p95']} / {st['p99']} / {st['max']}",
+                f"{sm['p50']:.0f} / {sm['p95']:.0f} / {sm['p99']:.0f} / {sm['max']:.0f}",
+                f"{s['wrong_ranges']} of {s['checked_ranges']:,}",
+                f"{100 * s['stale_share']:.1f}%",
+                f"{s['cpu_ms_per_keystroke']:.1f} ({cs['p50']:.1f} / {cs['p95']:.1f} / {cs['p99']:.1f})",
+                f"{s['updates_per_keystroke']:.2f}",
+                f"{s['cpu_ms_per_update']:.1f}",
+                f"{s['verified']}/{s['sessions']}",
+            ]
+        )
+    return markdown_table(
+        [
+            "config",
+            "sessions",
+            "keystrokes",
+            "latency ms p50 / p95 / p99 / max",
+            "staleness (versions) p50 / p95 / p99 / max",
+            "content staleness ms p50 / p95 / p99 / max",
+            "diagnostics on a wrong range",
+            "keystrokes typed on stale hints",
+            "server CPU ms / keystroke: all (session p50 / p95 / p99)",
+            "engine updates / keystroke",
+            "CPU ms / update",
+            "sessions verified",
+        ],
+        rows,
+    )
 
 
 def cpu_ratios(summary: dict[str, dict], speeds: list[float]) -> list[str]:
@@ -491,9 +560,11 @@ def cpu_ratios(summary: dict[str, dict], speeds: list[float]) -> list[str]:
     for sp in speeds:
         inc, full = summary.get(config_name("incremental", sp)), summary.get(config_name("full", sp))
         if inc and full:
-            out.append(f"at {sp:g}x: full recompute uses {full['cpu_ms_per_keystroke'] / inc['cpu_ms_per_keystroke']:.1f}x "
-                       f"the server CPU per keystroke of the incremental engine "
-                       f"({full['cpu_ms_per_update'] / inc['cpu_ms_per_update']:.1f}x per engine update)")
+            out.append(
+                f"at {sp:g}x: full recompute uses {full['cpu_ms_per_keystroke'] / inc['cpu_ms_per_keystroke']:.1f}x "
+                f"the server CPU per keystroke of the incremental engine "
+                f"({full['cpu_ms_per_update'] / inc['cpu_ms_per_update']:.1f}x per engine update)"
+            )
     return out
 
 
@@ -532,8 +603,10 @@ async def run(args, reps: list[Replay], expected: list[int]) -> dict[str, list[S
     try:
         for engine, sp in configs:
             s = servers[(engine, sp)] = Server()
-            msg = await s.start(server_command(args.model, args.threads, args.server),
-                                {"threads": args.threads, "fullRecompute": engine == "full"})
+            msg = await s.start(
+                server_command(args.model, args.threads, args.server),
+                {"threads": args.threads, "fullRecompute": engine == "full"},
+            )
             print(f"[{config_name(engine, sp)}] {msg}", flush=True)
         results: dict[str, list[SessionResult]] = {config_name(e, sp): [] for e, sp in configs}
         for i, (rep, tokens) in enumerate(zip(reps, expected)):
@@ -541,10 +614,13 @@ async def run(args, reps: list[Replay], expected: list[int]) -> dict[str, list[S
                 uri = f"file:///replay/{rep.session}-{engine}-{sp:g}x.txt"
                 r = await replay(servers[(engine, sp)], rep, uri, sp, engine, tokens, args.timeout)
                 results[config_name(engine, sp)].append(r)
-                print(f"session {i + 1}/{len(reps)} {rep.session[:8]} [{config_name(engine, sp)}] "
-                      f"{r.keystrokes} keystrokes, {r.tokens} tokens: latency p50 {pct(r.latency_ms, .5):.1f} "
-                      f"p95 {pct(r.latency_ms, .95):.1f} ms, CPU {1000 * r.cpu_seconds / r.keystrokes:.1f} ms/keystroke,"
-                      f" {r.updates} updates, verified {r.verified}", flush=True)
+                print(
+                    f"session {i + 1}/{len(reps)} {rep.session[:8]} [{config_name(engine, sp)}] "
+                    f"{r.keystrokes} keystrokes, {r.tokens} tokens: latency p50 {pct(r.latency_ms, 0.5):.1f} "
+                    f"p95 {pct(r.latency_ms, 0.95):.1f} ms, CPU {1000 * r.cpu_seconds / r.keystrokes:.1f} ms/keystroke,"
+                    f" {r.updates} updates, verified {r.verified}",
+                    flush=True,
+                )
         for (engine, sp), s in servers.items():
             errors = [m for t, m in s.messages if t == 1]
             if errors:
@@ -568,18 +644,27 @@ def write_report(results: dict[str, list[SessionResult]], meta: dict, out: Path)
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_name(out.name + "_latency_cdf.png")
     notes = [*cpu_ratios(summary, meta["speed"])]
-    notes += [f"{name}: {s['capped_while_busy']} of {s['capped_gaps']} gaps cut to the pause cap fell while the server "
-              f"was still busy; server CPU time / wall time {100 * s['server_busy_share']:.0f}%; the client sent "
-              f"keystrokes {s['client_lateness_ms_p99']:.1f} ms late at p99" for name, s in summary.items()]
-    notes.append(f"wall time {meta['wall_seconds'] / 60:.1f} min; load average {meta['loadavg_start'][0]:.2f} at the "
-                 f"start, {meta['loadavg_end'][0]:.2f} at the end ({meta['cpus']} CPUs)")
-    notes.append(f"latency CDF: {png.relative_to(REPO) if png.is_relative_to(REPO) else png}"
-                 if meta.get("plots", True) else "latency CDF: skipped (matplotlib is not installed)")
+    notes += [
+        f"{name}: {s['capped_while_busy']} of {s['capped_gaps']} gaps cut to the pause cap fell while the server "
+        f"was still busy; server CPU time / wall time {100 * s['server_busy_share']:.0f}%; the client sent "
+        f"keystrokes {s['client_lateness_ms_p99']:.1f} ms late at p99"
+        for name, s in summary.items()
+    ]
+    notes.append(
+        f"wall time {meta['wall_seconds'] / 60:.1f} min; load average {meta['loadavg_start'][0]:.2f} at the "
+        f"start, {meta['loadavg_end'][0]:.2f} at the end ({meta['cpus']} CPUs)"
+    )
+    notes.append(
+        f"latency CDF: {png.relative_to(REPO) if png.is_relative_to(REPO) else png}"
+        if meta.get("plots", True)
+        else "latency CDF: skipped (matplotlib is not installed)"
+    )
     md = "\n".join([f"`{meta['command']}`", "", table(summary), "", *[f"- {n}" for n in notes], ""])
     out.with_name(out.name + ".md").write_text(md)
     sessions = {name: [session_record(r) for r in rs] for name, rs in results.items()}
-    out.with_name(out.name + ".json").write_text(json.dumps({"meta": meta, "summary": summary, "sessions": sessions},
-                                                            indent=1, default=str))
+    out.with_name(out.name + ".json").write_text(
+        json.dumps({"meta": meta, "summary": summary, "sessions": sessions}, indent=1, default=str)
+    )
     if meta.get("plots", True):  # after the results are on disk: a plotting failure loses nothing
         plot_cdf(results, png)
     return md
@@ -593,16 +678,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed", type=float, nargs="+", default=[1.0, 4.0], help="pace multipliers (1: as recorded)")
     ap.add_argument("--engine", nargs="+", choices=["incremental", "full"], default=["incremental", "full"])
     ap.add_argument("--max-events", type=int, default=0, help="events per session (0: all)")
-    ap.add_argument("--start", choices=["first", "random"], default="first",
-                    help="where the --max-events window starts: the session's first event or a seeded random one")
+    ap.add_argument(
+        "--start",
+        choices=["first", "random"],
+        default="first",
+        help="where the --max-events window starts: the session's first event or a seeded random one",
+    )
     ap.add_argument("--pause-cap", type=float, default=2.0, help="recorded gaps longer than this (s) are cut to it")
     ap.add_argument("--threads", type=int, default=1, help="the server's torch threads")
     ap.add_argument("--model", help="model folder (default: the bundled model)")
     ap.add_argument("--server", help="server command (default: the installed `vq-lsp serve`)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for any one answer")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "typing_replay",
-                    help="output stem: STEM.md, STEM.json, STEM_latency_cdf.png")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "benchmarks" / "results" / "typing_replay",
+        help="output stem: STEM.md, STEM.json, STEM_latency_cdf.png",
+    )
     args = ap.parse_args(argv)
     from benchmarks.optional import can_plot
 
@@ -617,10 +710,16 @@ def main(argv: list[str] | None = None) -> int:
     expected = [len(tok.encode(r.final_text)) for r in reps]
     load0, t0 = os.getloadavg(), time.time()
     results = asyncio.run(run(args, reps, expected))
-    meta = {"command": shlex.join(["python", "-m", "benchmarks.typing_replay", *(sys.argv[1:] if argv is None else argv)]),
-            "sessions_file": str(path), "wall_seconds": time.time() - t0, "loadavg_start": load0,
-            "loadavg_end": os.getloadavg(), "cpus": os.cpu_count(), "plots": plots,
-            **{k: v for k, v in vars(args).items() if k not in ("out", "sessions_file")}}
+    meta = {
+        "command": shlex.join(["python", "-m", "benchmarks.typing_replay", *(sys.argv[1:] if argv is None else argv)]),
+        "sessions_file": str(path),
+        "wall_seconds": time.time() - t0,
+        "loadavg_start": load0,
+        "loadavg_end": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "plots": plots,
+        **{k: v for k, v in vars(args).items() if k not in ("out", "sessions_file")},
+    }
     md = write_report(results, meta, args.out)
     print(md)
     bad = [(name, r.session) for name, rs in results.items() for r in rs if not r.verified]

@@ -69,8 +69,9 @@ async def run(args) -> dict:
     server = Server()
     await server.start(cmd, {"device": "cpu"})
     uri = "file:///bench/typing_word_hints.md"
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "markdown", "version": 1,
-                                                           "text": text}})
+    server.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}}
+    )
     t0 = time.perf_counter()
     await server.wait(lambda: server.shown.get(uri, 0) >= 1, args.timeout)
     open_s = time.perf_counter() - t0
@@ -81,22 +82,34 @@ async def run(args) -> dict:
         version = k + 2
         pos = lsp_position(text, at)
         sent = time.perf_counter()
-        server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
-                                                 "contentChanges": [{"range": {"start": pos, "end": pos},
-                                                                     "text": ch}]})
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"range": {"start": pos, "end": pos}, "text": ch}],
+            },
+        )
         text, at = text[:at] + ch + text[at:], at + 1
         await server.wait(lambda: server.content.get(uri, 0) >= version, args.timeout)
         latency.append((time.perf_counter() - sent) * 1000)
         await asyncio.sleep(args.gap_ms / 1000)
     scores = await server.request("vqLsp/documentScores", {"uri": uri}, args.timeout)
     await server.stop()
-    warm = latency[args.warmup:]
-    return {"words": len(text.split()), "tokens": scores["tokens"], "keystrokes": len(warm),
-            "warmup_keystrokes": args.warmup, "open_seconds": round(open_s, 2),
-            "p50_ms": round(percentile(warm, 0.5), 1), "p95_ms": round(percentile(warm, 0.95), 1),
-            "max_ms": round(max(warm), 1), "engine_update_seconds": scores["cost"].get("seconds"),
-            "vq_lsp": str(Path(sys.modules["vq_lsp"].__file__).parent) if "vq_lsp" in sys.modules else None,
-            "latency_ms": [round(x, 2) for x in latency], "args": vars(args)}
+    warm = latency[args.warmup :]
+    return {
+        "words": len(text.split()),
+        "tokens": scores["tokens"],
+        "keystrokes": len(warm),
+        "warmup_keystrokes": args.warmup,
+        "open_seconds": round(open_s, 2),
+        "p50_ms": round(percentile(warm, 0.5), 1),
+        "p95_ms": round(percentile(warm, 0.95), 1),
+        "max_ms": round(max(warm), 1),
+        "engine_update_seconds": scores["cost"].get("seconds"),
+        "vq_lsp": str(Path(sys.modules["vq_lsp"].__file__).parent) if "vq_lsp" in sys.modules else None,
+        "latency_ms": [round(x, 2) for x in latency],
+        "args": vars(args),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,11 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu is not None and args.cpu < 0:
         args.cpu = None
     import vq_lsp  # noqa: F401  (which checkout the server runs is recorded)
+
     result = asyncio.run(run(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result | {"label": args.label}, indent=1, default=str))
-    print(f"| {args.label} | {result['words']} | {result['tokens']} | {result['keystrokes']} | {result['p50_ms']} | "
-          f"{result['p95_ms']} | {result['max_ms']} |")
+    print(
+        f"| {args.label} | {result['words']} | {result['tokens']} | {result['keystrokes']} | {result['p50_ms']} | "
+        f"{result['p95_ms']} | {result['max_ms']} |"
+    )
     return 0
 
 

@@ -80,17 +80,17 @@ def corrupt(word: str, kind: str, rng: random.Random) -> str | None:
         if not options:
             return None
         i = rng.choice(options)
-        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
     if kind == "drop":
         i = rng.randrange(n)
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     if kind == "double":
         i = rng.randrange(n)
-        return word[:i + 1] + word[i] + word[i + 1:]
+        return word[: i + 1] + word[i] + word[i + 1 :]
     if kind == "neighbour":
         i = rng.randrange(n)
         near = neighbours(word[i])
-        return word[:i] + rng.choice(near) + word[i + 1:] if near else None
+        return word[:i] + rng.choice(near) + word[i + 1 :] if near else None
     if kind == "two-edit":
         if n < 5:
             return None
@@ -123,8 +123,11 @@ def inject(text: str, rng: random.Random, rate: float, words=None) -> tuple[str,
     word used two or three times with the same misspelling. `words`: (start, end) of the words
     that may take an error (default: every word). Returns the new text and where each error now is."""
     spans = [(m.start(), m.end()) for m in markup.WORD.finditer(text)] if words is None else list(words)
-    eligible = [(a, b) for a, b in spans if text[a:b].islower() and b - a >= 3 and "'" not in text[a:b]
-                and typos.is_word(text[a:b])]
+    eligible = [
+        (a, b)
+        for a, b in spans
+        if text[a:b].islower() and b - a >= 3 and "'" not in text[a:b] and typos.is_word(text[a:b])
+    ]
     counts: dict[str, list[tuple[int, int]]] = {}
     for a, b in eligible:
         counts.setdefault(text[a:b], []).append((a, b))
@@ -194,14 +197,15 @@ def markdown_excerpts(path: Path, count: int, chars: int) -> list[tuple[int, str
             while end > 0 and len(re.findall(r"^ {0,3}(?:```|~~~)", text[:end], re.MULTILINE)) % 2:
                 end = text.rfind("\n\n", 0, end)
             if end > chars // 4:
-                out.append((len(out), row["doc"], text[:end + 1]))
+                out.append((len(out), row["doc"], text[: end + 1]))
     return out
 
 
 def technical_excerpts(data: Path, count: int, chars: int) -> list[tuple[int, str, str]]:
     """The Art of Command Line README in pieces (it is one long document), then Rust book chapters."""
-    readme = json.loads(gzip.open(data / "revisions" / "art_of_command_line_README_en.jsonl.gz", "rt",
-                                  encoding="utf-8").readline())["revisions"][-1]["text"]
+    readme = json.loads(
+        gzip.open(data / "revisions" / "art_of_command_line_README_en.jsonl.gz", "rt", encoding="utf-8").readline()
+    )["revisions"][-1]["text"]
     out, at = [], 0
     while len(out) < count // 3 and at < len(readme):
         end = readme.rfind("\n\n", at, at + chars)
@@ -209,7 +213,7 @@ def technical_excerpts(data: Path, count: int, chars: int) -> list[tuple[int, st
             end = readme.rfind("\n\n", at, end)
         if end <= at:
             break
-        out.append((len(out), "art-of-command-line README", readme[at:end + 1]))
+        out.append((len(out), "art-of-command-line README", readme[at : end + 1]))
         at = end + 2
     for _, name, text in markdown_excerpts(data / "revisions" / "rust_book_chapters.jsonl.gz", count - len(out), chars):
         out.append((len(out), name, text))
@@ -279,8 +283,9 @@ def evaluate(cases, flag_nw, flag_rw) -> dict:
         if len(case) > 2:
             correct_words += case[2] - len(errors)
     out = {g: prf(*v) for g, v in totals.items()}
-    out["recall_by_class"] = {c: {"recall": round(f / t, 4) if t else None, "errors": t}
-                              for c, (f, t) in per_class.items()}
+    out["recall_by_class"] = {
+        c: {"recall": round(f / t, 4) if t else None, "errors": t} for c, (f, t) in per_class.items()
+    }
     out["false_alarms"] = false_alarms
     out["false_alarms_per_1000_words"] = round(1000 * false_alarms / correct_words, 2) if correct_words else None
     return out
@@ -288,8 +293,14 @@ def evaluate(cases, flag_nw, flag_rw) -> dict:
 
 def precise_threshold(cases, target: float) -> tuple[float | None, dict | None]:
     """The lowest real-word gain threshold whose precision on these cases reaches `target`."""
-    gains = sorted({round(item.gain, 2) for case in cases for _, k, item in case[1]
-                    if k == "real-word" and item is not None and np.isfinite(item.gain)})
+    gains = sorted(
+        {
+            round(item.gain, 2)
+            for case in cases
+            for _, k, item in case[1]
+            if k == "real-word" and item is not None and np.isfinite(item.gain)
+        }
+    )
     for t in gains:
         res = evaluate(cases, lambda f: False, lambda f: f.gain >= t)["real-word"]
         if res["tp"] + res["fp"] and res["precision"] >= target:
@@ -299,24 +310,42 @@ def precise_threshold(cases, target: float) -> tuple[float | None, dict | None]:
 
 def choose_threshold(cases, kind: str) -> tuple[float, dict]:
     """The gain threshold with the best F1 on these cases, for one kind of prediction."""
-    gains = sorted({round(item.gain, 2) for case in cases for _, k, item in case[1]
-                    if k == kind and item is not None and np.isfinite(item.gain)})
+    gains = sorted(
+        {
+            round(item.gain, 2)
+            for case in cases
+            for _, k, item in case[1]
+            if k == kind and item is not None and np.isfinite(item.gain)
+        }
+    )
     best = (float("-inf"), None, None)
     for t in gains:
-        res = evaluate(cases, lambda f: f is not None and f.gain >= t, lambda f: f.gain >= t) if kind == "non-word" \
+        res = (
+            evaluate(cases, lambda f: f is not None and f.gain >= t, lambda f: f.gain >= t)
+            if kind == "non-word"
             else evaluate(cases, lambda f: False, lambda f: f.gain >= t)
+        )
         if res[kind]["f1"] > best[0]:
             best = (res[kind]["f1"], t, res[kind])
     return best[1], best[2]
 
 
 def curve(cases, kind: str) -> list[dict]:
-    gains = sorted({round(item.gain, 1) for case in cases for _, k, item in case[1]
-                    if k == kind and item is not None and np.isfinite(item.gain)})
+    gains = sorted(
+        {
+            round(item.gain, 1)
+            for case in cases
+            for _, k, item in case[1]
+            if k == kind and item is not None and np.isfinite(item.gain)
+        }
+    )
     out = []
     for t in gains[:: max(1, len(gains) // 60)]:
-        res = evaluate(cases, (lambda f: f is not None and f.gain >= t) if kind == "non-word" else (lambda f: False),
-                       (lambda f: f.gain >= t) if kind == "real-word" else (lambda f: False))
+        res = evaluate(
+            cases,
+            (lambda f: f is not None and f.gain >= t) if kind == "non-word" else (lambda f: False),
+            (lambda f: f.gain >= t) if kind == "real-word" else (lambda f: False),
+        )
         out.append({"threshold": t, **res[kind]})
     return out
 
@@ -346,7 +375,7 @@ def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ids, offsets = model.tokenizer.encode_with_offsets(readme)
     cut = readme.rfind("\n\n", 0, offsets[min(tokens, len(ids) - 1)][0])
-    text = readme[:cut + 1]
+    text = readme[: cut + 1]
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
 
@@ -363,16 +392,20 @@ def hint_cost(model, tokens: int = 2000, repeat: int = 10) -> dict:
         doc.surprise(0, doc.n_tokens)
         hints.paragraph_scores(tt, doc)
 
-    return {"tokens": len(tt.ids),
-            "markdown_layout_ms": median_ms(lambda: markup.layout(text, markup.MARKDOWN)),
-            "hint_material_ms": median_ms(lambda: hints.HintMaterial.of(tt, doc, 1, "markdown")),
-            "previous_material_ms": median_ms(before)}
+    return {
+        "tokens": len(tt.ids),
+        "markdown_layout_ms": median_ms(lambda: markup.layout(text, markup.MARKDOWN)),
+        "hint_material_ms": median_ms(lambda: hints.HintMaterial.of(tt, doc, 1, "markdown")),
+        "previous_material_ms": median_ms(before),
+    }
 
 
 def texts_of(data: Path, args) -> dict[str, list[tuple[int, str, str]]]:
-    return {"fiction": excerpts(data / "gutenberg" / "gutenberg_subset.jsonl.gz", args.texts, 1, args.chars),
-            "technical": technical_excerpts(data, args.texts, args.chars),
-            "reviews": review_excerpts(data / "imdb" / "imdb_train.jsonl.gz", args.texts, args.chars)}
+    return {
+        "fiction": excerpts(data / "gutenberg" / "gutenberg_subset.jsonl.gz", args.texts, 1, args.chars),
+        "technical": technical_excerpts(data, args.texts, args.chars),
+        "reviews": review_excerpts(data / "imdb" / "imdb_train.jsonl.gz", args.texts, args.chars),
+    }
 
 
 def main(argv=None) -> int:
@@ -382,8 +415,12 @@ def main(argv=None) -> int:
     ap.add_argument("--texts", type=int, default=12, help="texts of each kind (alternating tune/report)")
     ap.add_argument("--chars", type=int, default=5000, help="characters per text (about 1,200 tokens)")
     ap.add_argument("--rate", type=float, default=0.02, help="share of eligible words given an error")
-    ap.add_argument("--real-word-precision", type=float, default=0.8,
-                    help="the real-word threshold is the lowest reaching this precision on the tune split")
+    ap.add_argument(
+        "--real-word-precision",
+        type=float,
+        default=0.8,
+        help="the real-word threshold is the lowest reaching this precision on the tune split",
+    )
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--label", default="this checkout")
@@ -417,30 +454,43 @@ def main(argv=None) -> int:
         cases = split[kind]["report"]
         report[kind] = {
             "model_default_thresholds": evaluate(
-                cases, lambda f: f is not None and typos.flagged(f, defaults.typo_threshold, float("inf")),
-                lambda f: typos.flagged(f, float("inf"), defaults.real_word_threshold)),
+                cases,
+                lambda f: f is not None and typos.flagged(f, defaults.typo_threshold, float("inf")),
+                lambda f: typos.flagged(f, float("inf"), defaults.real_word_threshold),
+            ),
             "model_tuned_thresholds": evaluate(
-                cases, lambda f: f is not None and typos.flagged(f, nw_t, float("inf")),
-                lambda f: typos.flagged(f, float("inf"), rw_t)),
-            "pyspellchecker": evaluate(cases, lambda f: f is None or bool(typos.dictionary().unknown([f.word])),
-                                       lambda f: False),
-            "dictionary_plus_close_word_no_model": evaluate(cases, lambda f: f is not None, lambda f: False)}
+                cases,
+                lambda f: f is not None and typos.flagged(f, nw_t, float("inf")),
+                lambda f: typos.flagged(f, float("inf"), rw_t),
+            ),
+            "pyspellchecker": evaluate(
+                cases, lambda f: f is None or bool(typos.dictionary().unknown([f.word])), lambda f: False
+            ),
+            "dictionary_plus_close_word_no_model": evaluate(cases, lambda f: f is not None, lambda f: False),
+        }
     results = {
         "label": args.label,
         "model": str(model.path.relative_to(REPO) if model.path.is_relative_to(REPO) else model.path),
         "data": "fiction: gutenberg valid split; technical: revisions/ Markdown; reviews: imdb train (texts alternate "
-                "tune/report)",
+        "tune/report)",
         "texts": {k: {n: len(v) for n, v in split[k].items()} for k in KINDS},
         "words": {k: sum(c[2] for c in split[k]["report"]) for k in KINDS},
-        "errors": {k: sum(len(c[0]) for c in split[k]["report"]) for k in KINDS}, "seconds": round(seconds, 1),
+        "errors": {k: sum(len(c[0]) for c in split[k]["report"]) for k in KINDS},
+        "seconds": round(seconds, 1),
         "defaults": {"typo_threshold": defaults.typo_threshold, "real_word_threshold": defaults.real_word_threshold},
-        "tuned_on_tune_split": {"typo_threshold": nw_t, "non_word_f1": nw_tuned and nw_tuned["f1"],
-                                "real_word_threshold": rw_t, "real_word_precision_target": args.real_word_precision,
-                                "real_word_tune": rw_tuned},
+        "tuned_on_tune_split": {
+            "typo_threshold": nw_t,
+            "non_word_f1": nw_tuned and nw_tuned["f1"],
+            "real_word_threshold": rw_t,
+            "real_word_precision_target": args.real_word_precision,
+            "real_word_tune": rw_tuned,
+        },
         "report_split": report,
         "hint_cost_2000_tokens": cost,
-        "curves_report_split": {"non-word": curve(split["fiction"]["report"], "non-word"),
-                                "real-word": curve([c for k in KINDS for c in split[k]["report"]], "real-word")},
+        "curves_report_split": {
+            "non-word": curve(split["fiction"]["report"], "non-word"),
+            "real-word": curve([c for k in KINDS for c in split[k]["report"]], "real-word"),
+        },
         "args": vars(args),
     }
     out = Path(args.out)
@@ -459,32 +509,49 @@ def _pct(x) -> str:
 
 def table(r: dict) -> str:
     d, tuned = r["defaults"], r["tuned_on_tune_split"]
-    names = [("model_default_thresholds", f"vq-lsp detector, default thresholds ({d['typo_threshold']:g} / "
-              f"{d['real_word_threshold']:g} nats)"),
-             ("model_tuned_thresholds", f"vq-lsp detector, thresholds from the tune split ({tuned['typo_threshold']} / "
-              f"{tuned['real_word_threshold']} nats)"),
-             ("dictionary_plus_close_word_no_model", "same dictionary rules, no model"),
-             ("pyspellchecker", "pyspellchecker (every unknown word)")]
+    names = [
+        (
+            "model_default_thresholds",
+            f"vq-lsp detector, default thresholds ({d['typo_threshold']:g} / {d['real_word_threshold']:g} nats)",
+        ),
+        (
+            "model_tuned_thresholds",
+            f"vq-lsp detector, thresholds from the tune split ({tuned['typo_threshold']} / "
+            f"{tuned['real_word_threshold']} nats)",
+        ),
+        ("dictionary_plus_close_word_no_model", "same dictionary rules, no model"),
+        ("pyspellchecker", "pyspellchecker (every unknown word)"),
+    ]
     lines = [f"{r.get('label', '')}: report split, model {Path(r['model']).name}.", ""]
     for kind in KINDS:
         rs = r["report_split"][kind]
         counts = ", ".join(f"{c} {v['errors']}" for c, v in rs["pyspellchecker"]["recall_by_class"].items())
-        lines += [f"**{kind}**: {r['texts'][kind]['report']} texts, {r['words'][kind]} words, {r['errors'][kind]} "
-                  f"injected errors ({counts}).", "",
-                  "| detector | non-word P | non-word R | real-word P | real-word R | false alarms / 1,000 words | " +
-                  " | ".join(f"R {c}" for c in CLASSES) + " |", "|---" * (6 + len(CLASSES)) + "|"]
+        lines += [
+            f"**{kind}**: {r['texts'][kind]['report']} texts, {r['words'][kind]} words, {r['errors'][kind]} "
+            f"injected errors ({counts}).",
+            "",
+            "| detector | non-word P | non-word R | real-word P | real-word R | false alarms / 1,000 words | "
+            + " | ".join(f"R {c}" for c in CLASSES)
+            + " |",
+            "|---" * (6 + len(CLASSES)) + "|",
+        ]
         for key, name in names:
             res = rs[key]
             nw, rw, by = res["non-word"], res["real-word"], res["recall_by_class"]
-            lines.append(f"| {name} | {_pct(nw['precision'])} | {_pct(nw['recall'])} | {_pct(rw['precision'])} | "
-                         f"{_pct(rw['recall'])} | {res['false_alarms_per_1000_words']} | "
-                         + " | ".join(_pct(by[c]["recall"]) for c in CLASSES) + " |")
+            lines.append(
+                f"| {name} | {_pct(nw['precision'])} | {_pct(nw['recall'])} | {_pct(rw['precision'])} | "
+                f"{_pct(rw['recall'])} | {res['false_alarms_per_1000_words']} | "
+                + " | ".join(_pct(by[c]["recall"]) for c in CLASSES)
+                + " |"
+            )
         lines.append("")
     c = r["hint_cost_2000_tokens"]
-    lines += [f"Per publish on a {c['tokens']}-token Markdown document (medians, 1 thread): Markdown layout "
-              f"{c['markdown_layout_ms']} ms, all hint material (surprise, prose words, typo findings, tone) "
-              f"{c['hint_material_ms']} ms, against {c['previous_material_ms']} ms for token surprise and "
-              f"blank-line paragraph scores alone."]
+    lines += [
+        f"Per publish on a {c['tokens']}-token Markdown document (medians, 1 thread): Markdown layout "
+        f"{c['markdown_layout_ms']} ms, all hint material (surprise, prose words, typo findings, tone) "
+        f"{c['hint_material_ms']} ms, against {c['previous_material_ms']} ms for token surprise and "
+        f"blank-line paragraph scores alone."
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -498,8 +565,11 @@ def plot_curves(r: dict, path: Path) -> None:
     for kind, style in (("non-word", "-"), ("real-word", "--")):
         pts = r["curves_report_split"][kind]
         ax.plot([p["recall"] for p in pts], [p["precision"] for p in pts], style, label=f"vq-lsp {kind}")
-    for name, marker in (("pyspellchecker", "s"), ("dictionary_plus_close_word_no_model", "^"),
-                         ("model_default_thresholds", "o")):
+    for name, marker in (
+        ("pyspellchecker", "s"),
+        ("dictionary_plus_close_word_no_model", "^"),
+        ("model_default_thresholds", "o"),
+    ):
         nw = r["report_split"]["fiction"][name]["non-word"]
         ax.plot([nw["recall"]], [nw["precision"]], marker, label=f"{name.replace('_', ' ')} (non-word)")
     ax.set_xlabel("recall")

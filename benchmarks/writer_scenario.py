@@ -29,7 +29,6 @@ import gzip
 import json
 import os
 import shlex
-import statistics
 import sys
 import tempfile
 import time
@@ -40,14 +39,18 @@ from .typing_replay import Server
 
 IDLE_WINDOW_S = 20.0
 NOTE_URI = "file:///tmp/vq-writer/note.md"
-NOTE_TEXT = ("# Notes for chapter three\n\n"
-             "The rain had stopped by the time she reached the station, and the platform was empty except "
-             "for a porter who seemed to be asleep on his trolley. She thought about the letter again, and "
-             "about what her brother would say when he read it. It was not a long letter, but every line of "
-             "it had cost her an evening.\n\n"
-             "Keep the tone quiet here. The reader should feel the cold before anyone mentions it.\n\n")
-TYPED = ("She folded the letter twice and put it back in her coat, where it would be safe from the weather "
-         "and from her own doubts. ")
+NOTE_TEXT = (
+    "# Notes for chapter three\n\n"
+    "The rain had stopped by the time she reached the station, and the platform was empty except "
+    "for a porter who seemed to be asleep on his trolley. She thought about the letter again, and "
+    "about what her brother would say when he read it. It was not a long letter, but every line of "
+    "it had cost her an evening.\n\n"
+    "Keep the tone quiet here. The reader should feel the cold before anyone mentions it.\n\n"
+)
+TYPED = (
+    "She folded the letter twice and put it back in her coat, where it would be safe from the weather "
+    "and from her own doubts. "
+)
 
 
 @dataclass
@@ -110,10 +113,18 @@ class Note:
         self.version += 1
         self.lines[-1] += ch
         self.sent[self.version] = time.perf_counter()
-        self.server.notify("textDocument/didChange", {
-            "textDocument": {"uri": NOTE_URI, "version": self.version},
-            "contentChanges": [{"range": {"start": {"line": line, "character": col},
-                                          "end": {"line": line, "character": col}}, "text": ch}]})
+        self.server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": NOTE_URI, "version": self.version},
+                "contentChanges": [
+                    {
+                        "range": {"start": {"line": line, "character": col}, "end": {"line": line, "character": col}},
+                        "text": ch,
+                    }
+                ],
+            },
+        )
 
     def latencies(self) -> list[float]:
         """Per version sent: the time to the first publish stating it or a newer one."""
@@ -136,8 +147,10 @@ async def one_run(label: str, cmd: list[str], n_books: int, args: argparse.Names
     options = {"memoryBudgetMb": args.budget_mb}
     await server.start(cmd, options)
     note = Note(server)
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": NOTE_URI, "languageId": "markdown",
-                                                            "version": 1, "text": NOTE_TEXT}})
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": NOTE_URI, "languageId": "markdown", "version": 1, "text": NOTE_TEXT}},
+    )
     await server.wait(lambda: server.published.get(NOTE_URI), 300)
     res.rss_baseline = res.rss_peak = rss_bytes(server.pid)
     stop = asyncio.Event()
@@ -166,12 +179,19 @@ async def one_run(label: str, cmd: list[str], n_books: int, args: argparse.Names
                 res.hover_latency_s.append(time.perf_counter() - t0)
             except Exception as e:  # an error answer is a result too: say so
                 res.errors.append(f"hover: {e}")
-            diag = {"range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 3}},
-                    "message": "typo", "source": "vq-lsp", "code": "typo"}
+            diag = {
+                "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 3}},
+                "message": "typo",
+                "source": "vq-lsp",
+                "code": "typo",
+            }
             t0 = time.perf_counter()
             try:
-                await server.request("textDocument/codeAction", {
-                    "textDocument": {"uri": NOTE_URI}, "range": diag["range"], "context": {"diagnostics": [diag]}}, 300)
+                await server.request(
+                    "textDocument/codeAction",
+                    {"textDocument": {"uri": NOTE_URI}, "range": diag["range"], "context": {"diagnostics": [diag]}},
+                    300,
+                )
                 res.code_action_latency_s.append(time.perf_counter() - t0)
             except Exception as e:
                 res.errors.append(f"codeAction: {e}")
@@ -183,8 +203,9 @@ async def one_run(label: str, cmd: list[str], n_books: int, args: argparse.Names
     uris = [f"file:///tmp/vq-writer/book-{i}.md" for i in range(n_books)]
     opened = time.perf_counter()
     for uri, (_, text) in zip(uris, texts):
-        server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "markdown",
-                                                                "version": 1, "text": text}})
+        server.notify(
+            "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}}
+        )
     try:
         await server.wait(lambda: all(server.published.get(u) for u in uris), args.timeout)
     except TimeoutError:
@@ -208,26 +229,35 @@ async def one_run(label: str, cmd: list[str], n_books: int, args: argparse.Names
 
 def table(results: list[RunResult]) -> str:
     mib = 2**20
-    head = ("| server | books | keystrokes | edit→publish p50 / p95 / max | hover p50 / max | code action p50 / max "
-            "| first hints per book (s) | RSS baseline / peak / at rest | budget | CPU in 20 s after the last build |")
+    head = (
+        "| server | books | keystrokes | edit→publish p50 / p95 / max | hover p50 / max | code action p50 / max "
+        "| first hints per book (s) | RSS baseline / peak / at rest | budget | CPU in 20 s after the last build |"
+    )
     rows = [head, "|" + "---|" * 10]
     for r in results:
         e, h, a = r.edit_latency_s, r.hover_latency_s, r.code_action_latency_s
         first = ", ".join("none" if t is None else f"{t:.1f}" for t in r.first_hints_s)
         ms = lambda x: f"{x * 1000:.0f}"  # noqa: E731
         rows.append(
-            f"| {r.label} | {r.books} | {r.keystrokes} | {ms(pct(e, .5))} / {ms(pct(e, .95))} / {ms(max(e, default=0))} ms "
-            f"| {ms(pct(h, .5))} / {ms(max(h, default=0))} ms | {ms(pct(a, .5))} / {ms(max(a, default=0))} ms "
+            f"| {r.label} | {r.books} | {r.keystrokes} "
+            f"| {ms(pct(e, 0.5))} / {ms(pct(e, 0.95))} / {ms(max(e, default=0))} ms "
+            f"| {ms(pct(h, 0.5))} / {ms(max(h, default=0))} ms | {ms(pct(a, 0.5))} / {ms(max(a, default=0))} ms "
             f"| {first} | {r.rss_baseline / mib:.0f} / {r.rss_peak / mib:.0f} / {r.rss_rest / mib:.0f} MiB "
-            f"| {r.budget_mb:.0f} MiB | {r.idle_cpu_s:.1f} s |")
+            f"| {r.budget_mb:.0f} MiB | {r.idle_cpu_s:.1f} s |"
+        )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--books", type=int, nargs="+", default=[4], help="numbers of long documents, one run each")
-    p.add_argument("--server", action="append", default=[], metavar="LABEL=COMMAND",
-                   help="a server to run the scenario against (repeatable; runs alternate); default: vq-lsp here")
+    p.add_argument(
+        "--server",
+        action="append",
+        default=[],
+        metavar="LABEL=COMMAND",
+        help="a server to run the scenario against (repeatable; runs alternate); default: vq-lsp here",
+    )
     p.add_argument("--threads", type=int, default=1, help="engine threads of every server (--threads)")
     p.add_argument("--budget-mb", type=float, default=1024.0, help="memoryBudgetMb of every server")
     p.add_argument("--type-interval", type=float, default=0.65, help="seconds between keystrokes")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+from collections.abc import Callable
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MAX_THREADS = 1024
@@ -33,8 +33,9 @@ def int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def float_range(lo: float, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False
-                ) -> Callable[[str], float]:
+def float_range(
+    lo: float, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False
+) -> Callable[[str], float]:
     """A finite float in the interval from lo to hi (open ends where asked); nan and inf never pass."""
     left, right = "(" if lo_open else "[", ")" if hi_open else "]"
     want = f"a number in {left}{lo:g}, {'inf)' if hi is None else f'{hi:g}{right}'}"
@@ -87,8 +88,9 @@ def device(text: str) -> str:
         if count == 0:
             raise argparse.ArgumentTypeError(f"{text!r}: this machine has no CUDA device (use cpu)")
         if dev.index is not None and dev.index >= count:
-            raise argparse.ArgumentTypeError(f"{text!r}: this machine has {count} CUDA device(s), cuda:0 to "
-                                             f"cuda:{count - 1}")
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}"
+            )
         return str(dev)
     if dev.type == "mps":
         if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
@@ -106,4 +108,3 @@ def refuse_bare_double_dash(parser: argparse.ArgumentParser, argv: list[str] | N
         flag, eq, value = arg.partition("=")
         if eq and value == "--" and flag.startswith("-"):
             parser.error(f"argument {flag}: expected one value, got '--'")
-

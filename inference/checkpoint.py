@@ -50,8 +50,9 @@ def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
         return _read_file(st)
     if bin_.exists():
         return _read_file(bin_)
-    raise ModelLoadError(f"{folder}: no model.safetensors (nor model.safetensors.index.json with its shards, "
-                         f"nor pytorch_model.bin)")
+    raise ModelLoadError(
+        f"{folder}: no model.safetensors (nor model.safetensors.index.json with its shards, nor pytorch_model.bin)"
+    )
 
 
 def _read_file(path: Path) -> dict[str, torch.Tensor]:
@@ -71,9 +72,12 @@ def _read_shards(index: Path) -> dict[str, torch.Tensor]:
     a tensor the index puts there, is an error rather than a silently partial model."""
     raw = _read_json(index)
     weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
-    if not isinstance(weight_map, dict) or not weight_map or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
-        raise ModelLoadError(f"{index}: no \"weight_map\" object of tensor name -> shard file")
+    if (
+        not isinstance(weight_map, dict)
+        or not weight_map
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items())
+    ):
+        raise ModelLoadError(f'{index}: no "weight_map" object of tensor name -> shard file')
     state: dict[str, torch.Tensor] = {}
     for shard in sorted(set(weight_map.values())):
         path = index.parent / shard
@@ -84,7 +88,9 @@ def _read_shards(index: Path) -> dict[str, torch.Tensor]:
         part = _read_file(path)
         lacking = [k for k, v in weight_map.items() if v == shard and k not in part]
         if lacking:
-            raise ModelLoadError(f"{path}: lacks {len(lacking)} tensors that {index.name} puts there, e.g. {lacking[:3]}")
+            raise ModelLoadError(
+                f"{path}: lacks {len(lacking)} tensors that {index.name} puts there, e.g. {lacking[:3]}"
+            )
         state.update({k: t for k, t in part.items() if weight_map.get(k) == shard})
     return state
 
@@ -103,8 +109,11 @@ def _load_state(net: VQOPT, state: dict[str, torch.Tensor], source: Path, allow_
     expected = net.state_dict()
     missing = [k for k in expected if k not in state and not any(m in k for m in allow_missing)]
     unexpected = [k for k in state if k not in expected]
-    wrong = [f"{k}: {tuple(state[k].shape)} != {tuple(v.shape)}" for k, v in expected.items()
-             if k in state and state[k].shape != v.shape]
+    wrong = [
+        f"{k}: {tuple(state[k].shape)} != {tuple(v.shape)}"
+        for k, v in expected.items()
+        if k in state and state[k].shape != v.shape
+    ]
     problems = [f"missing {missing[:5]}"] * bool(missing) + [f"unexpected {unexpected[:5]}"] * bool(unexpected)
     problems += [f"shape {w}" for w in wrong[:5]]
     if problems:
@@ -122,8 +131,10 @@ def save_model_folder(net: VQOPT, tokenizer, folder: str | Path, card: dict | No
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     net.config.save(folder / "config.json")
-    save_file({k: v.detach().float().contiguous().cpu() for k, v in net.state_dict().items()},
-              str(folder / "model.safetensors"))
+    save_file(
+        {k: v.detach().float().contiguous().cpu() for k, v in net.state_dict().items()},
+        str(folder / "model.safetensors"),
+    )
     tokenizer.save(folder / "tokenizer.json")
     (folder / "card.json").write_text(json.dumps(card or {}, indent=2, sort_keys=True) + "\n")
     return folder
@@ -147,17 +158,29 @@ def load_model_folder(folder: str | Path) -> tuple[VQOPT, dict]:
 
 def opt_config(hf: dict, **overrides) -> VQOPTConfig:
     """Our config from an OPT config.json, with the paper's additions (overridable)."""
-    if not hf.get("do_layer_norm_before", True) or hf.get("word_embed_proj_dim", hf["hidden_size"]) != hf["hidden_size"]:
+    if (
+        not hf.get("do_layer_norm_before", True)
+        or hf.get("word_embed_proj_dim", hf["hidden_size"]) != hf["hidden_size"]
+    ):
         raise ModelLoadError("only pre-LayerNorm OPT models without an embedding projection are supported")
     if hf.get("activation_function", "relu") != "relu":
         raise ModelLoadError("only ReLU OPT models are supported")
     max_pos = hf["max_position_embeddings"]
     fields = dict(
-        vocab_size=hf["vocab_size"], hidden_size=hf["hidden_size"], num_hidden_layers=hf["num_hidden_layers"],
-        num_attention_heads=hf["num_attention_heads"], ffn_dim=hf["ffn_dim"], max_position_embeddings=max_pos,
-        pad_token_id=hf.get("pad_token_id", 1), bos_token_id=hf.get("bos_token_id", 2),
-        eos_token_id=hf.get("eos_token_id", 2), enable_bias=hf.get("enable_bias", True),
-        window_tokens=max_pos, position_pool=100 * max_pos, position_repeat=100, attention_scale=1.0 / max_pos,
+        vocab_size=hf["vocab_size"],
+        hidden_size=hf["hidden_size"],
+        num_hidden_layers=hf["num_hidden_layers"],
+        num_attention_heads=hf["num_attention_heads"],
+        ffn_dim=hf["ffn_dim"],
+        max_position_embeddings=max_pos,
+        pad_token_id=hf.get("pad_token_id", 1),
+        bos_token_id=hf.get("bos_token_id", 2),
+        eos_token_id=hf.get("eos_token_id", 2),
+        enable_bias=hf.get("enable_bias", True),
+        window_tokens=max_pos,
+        position_pool=100 * max_pos,
+        position_repeat=100,
+        attention_scale=1.0 / max_pos,
     )
     fields.update(overrides)
     return VQOPTConfig(**fields)

@@ -27,8 +27,14 @@ class ConfigError(ValueError):
 
 
 def _describe(value) -> str:
-    kind = {str: "a string", bool: "a boolean", type(None): "null", list: "a list", dict: "an object",
-            float: "a float"}.get(type(value), type(value).__name__)
+    kind = {
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        list: "a list",
+        dict: "an object",
+        float: "a float",
+    }.get(type(value), type(value).__name__)
     if isinstance(value, (str, bool, type(None), int, float)):
         return f"{json.dumps(value)} ({kind})"
     return kind
@@ -88,15 +94,23 @@ class VQOPTConfig:
     def __post_init__(self) -> None:
         self._check_types()
         if self.hidden_size % self.num_attention_heads:
-            raise ConfigError("num_attention_heads", f"{self.num_attention_heads} does not divide hidden_size {self.hidden_size}")
+            raise ConfigError(
+                "num_attention_heads", f"{self.num_attention_heads} does not divide hidden_size {self.hidden_size}"
+            )
         if self.vq_heads not in (1, 2, 4) or self.hidden_size % self.vq_heads:
-            raise ConfigError("vq_heads", f"must be 1, 2 or 4 and divide hidden_size {self.hidden_size}, got {self.vq_heads}")
+            raise ConfigError(
+                "vq_heads", f"must be 1, 2 or 4 and divide hidden_size {self.hidden_size}, got {self.vq_heads}"
+            )
         if self.attention not in ATTENTION_MODES:
             raise ConfigError("attention", f"must be one of {ATTENTION_MODES}, got {self.attention!r}")
         if self.position_repeat < 1 or self.position_pool % self.position_repeat:
-            raise ConfigError("position_repeat", f"{self.position_repeat} does not divide position_pool {self.position_pool}")
+            raise ConfigError(
+                "position_repeat", f"{self.position_repeat} does not divide position_pool {self.position_pool}"
+            )
         if self.window_tokens < 2 or self.window_tokens > self.position_pool:
-            raise ConfigError("window_tokens", f"must be in [2, position_pool {self.position_pool}], got {self.window_tokens}")
+            raise ConfigError(
+                "window_tokens", f"must be in [2, position_pool {self.position_pool}], got {self.window_tokens}"
+            )
         if len(self.labels) != self.num_labels:
             raise ConfigError("labels", f"has {len(self.labels)} entries, num_labels is {self.num_labels}")
         for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
@@ -106,10 +120,23 @@ class VQOPTConfig:
     def _check_types(self) -> None:
         """Every field's type and range, before any shape arithmetic can fail on a string or a float."""
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
-        for name, lo in (("vocab_size", 1), ("hidden_size", 1), ("num_hidden_layers", 1), ("num_attention_heads", 1),
-                         ("ffn_dim", 1), ("max_position_embeddings", 1), ("pad_token_id", 0), ("bos_token_id", 0),
-                         ("eos_token_id", 0), ("vq_heads", 1), ("vq_codes", 1), ("position_pool", 2),
-                         ("position_repeat", 1), ("window_tokens", 2), ("num_labels", 1)):
+        for name, lo in (
+            ("vocab_size", 1),
+            ("hidden_size", 1),
+            ("num_hidden_layers", 1),
+            ("num_attention_heads", 1),
+            ("ffn_dim", 1),
+            ("max_position_embeddings", 1),
+            ("pad_token_id", 0),
+            ("bos_token_id", 0),
+            ("eos_token_id", 0),
+            ("vq_heads", 1),
+            ("vq_codes", 1),
+            ("position_pool", 2),
+            ("position_repeat", 1),
+            ("window_tokens", 2),
+            ("num_labels", 1),
+        ):
             set_(name, _as_int(name, getattr(self, name), lo))
         set_("layer_norm_eps", _as_float("layer_norm_eps", self.layer_norm_eps, positive=True))
         set_("attention_scale", _as_float("attention_scale", self.attention_scale, positive=True))
@@ -118,8 +145,11 @@ class VQOPTConfig:
         if not isinstance(self.attention, str):
             raise ConfigError("attention", f"must be one of {ATTENTION_MODES}, got {_describe(self.attention)}")
         labels = self.labels
-        if isinstance(labels, str) or not isinstance(labels, (list, tuple)) or not all(
-                isinstance(x, str) and x for x in labels):
+        if (
+            isinstance(labels, str)
+            or not isinstance(labels, (list, tuple))
+            or not all(isinstance(x, str) and x for x in labels)
+        ):
             raise ConfigError("labels", f"must be a list of non-empty strings, got {_describe(labels)}")
         set_("labels", tuple(labels))
 
@@ -137,7 +167,7 @@ class VQOPTConfig:
         """Rows of the coarse positional table (OPT's offset of 2 included)."""
         return self.position_pool // self.position_repeat + 2
 
-    def replace(self, **changes) -> "VQOPTConfig":
+    def replace(self, **changes) -> VQOPTConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -150,13 +180,17 @@ class VQOPTConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "VQOPTConfig":
+    def from_dict(cls, d: dict) -> VQOPTConfig:
         """A config from config.json's object; ConfigError (a ValueError) names the field that is wrong."""
         if not isinstance(d, dict):
             raise ConfigError(None, f"must hold a JSON object, got {_describe(d)}")
         kind = d.get("model_type", MODEL_TYPE)
         if kind != MODEL_TYPE:
-            hint = " (a Hugging Face OPT checkpoint: convert it with `vq-train distill --teacher`)" if kind == "opt" else ""
+            hint = (
+                " (a Hugging Face OPT checkpoint: convert it with `vq-train distill --teacher`)"
+                if kind == "opt"
+                else ""
+            )
             raise ConfigError("model_type", f"this is a config for a {kind!r} model, not {MODEL_TYPE!r}{hint}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names - {"model_type"}
@@ -165,12 +199,12 @@ class VQOPTConfig:
         return cls(**{k: v for k, v in d.items() if k in names})
 
     @classmethod
-    def from_json(cls, text: str) -> "VQOPTConfig":
+    def from_json(cls, text: str) -> VQOPTConfig:
         return cls.from_dict(json.loads(text))
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json() + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "VQOPTConfig":
+    def load(cls, path: str | Path) -> VQOPTConfig:
         return cls.from_json(Path(path).read_text())

@@ -22,7 +22,7 @@ def causal_pairs(n: int) -> int:
 
 def row_macs(cfg: VQOPTConfig) -> int:
     """Per-row work of one layer outside attention: q, k, v, out projections and the FFN."""
-    return 3 * cfg.hidden_size ** 2 + finish_row_macs(cfg)
+    return 3 * cfg.hidden_size**2 + finish_row_macs(cfg)
 
 
 def vq_row_macs(cfg: VQOPTConfig) -> int:
@@ -63,7 +63,7 @@ class Cost:
     def speedup(self) -> float:
         return self.dense_macs / max(1, self.incremental_macs)
 
-    def add(self, other: "Cost") -> None:
+    def add(self, other: Cost) -> None:
         self.incremental_macs += other.incremental_macs
         self.dense_macs += other.dense_macs
         if len(self.dirty_per_layer) < len(other.dirty_per_layer):

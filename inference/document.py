@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -60,7 +61,7 @@ def span_probs(logp_sum: torch.Tensor, n_tokens: int) -> torch.Tensor:
 class IncrementalDocument:
     """A token sequence whose model outputs stay exact under edits, at the cost of what changed."""
 
-    def __init__(self, model: "LoadedModel", ids: Sequence[int]) -> None:
+    def __init__(self, model: LoadedModel, ids: Sequence[int]) -> None:
         if model.config.attention != "gelu":
             raise ValueError("the incremental engine needs a model with attention='gelu' (softmax couples every row)")
         builder = DocumentBuilder(model, ids)
@@ -71,7 +72,7 @@ class IncrementalDocument:
 
     # ----------------------------------------------------------------- helpers
     @staticmethod
-    def _check_ids(model: "LoadedModel", ids: Sequence[int]) -> None:
+    def _check_ids(model: LoadedModel, ids: Sequence[int]) -> None:
         vocab = model.config.vocab_size
         bad = [t for t in ids if not (0 <= t < vocab)]
         if bad:
@@ -334,8 +335,12 @@ class IncrementalDocument:
             while k < len(extents) and extents[k][1] <= end and extents[k][0] >= start:
                 covering.append(extents[k])
                 k += 1
-            tiled = bool(covering) and covering[0][0] == start and covering[-1][1] == end and all(
-                covering[j][1] == covering[j + 1][0] for j in range(len(covering) - 1))
+            tiled = (
+                bool(covering)
+                and covering[0][0] == start
+                and covering[-1][1] == end
+                and all(covering[j][1] == covering[j + 1][0] for j in range(len(covering) - 1))
+            )
             if tiled and (len(covering) == 1 or end - start > self.capacity):
                 for a, b, i in covering:  # a whole paragraph, or the tiles of a long one
                     if b - a > self.capacity:  # a tile that outgrew its window: only it is cut again
@@ -362,7 +367,7 @@ class DocumentBuilder:
     hostage for more than one window's pass. `document()` hands over the finished state.
     """
 
-    def __init__(self, model: "LoadedModel", ids: Sequence[int]) -> None:
+    def __init__(self, model: LoadedModel, ids: Sequence[int]) -> None:
         if model.config.attention != "gelu":
             raise ValueError("the incremental engine needs a model with attention='gelu' (softmax couples every row)")
         ids = list(ids)

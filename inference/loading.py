@@ -8,9 +8,10 @@ float32 halves memory and time at the price of a (guarded) chance of a near-tie 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import torch
 
@@ -109,14 +110,30 @@ class LoadedModel:
         self.dense_backend = backend
 
     @classmethod
-    def from_net(cls, net: VQOPT, tokenizer: Tokenizer | None = None, *, device=None, dtype=torch.float64,
-                 card: dict | None = None, context: str = "window", layout: str = "full") -> "LoadedModel":
-        return cls(net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {}, context=context, layout=layout)
+    def from_net(
+        cls,
+        net: VQOPT,
+        tokenizer: Tokenizer | None = None,
+        *,
+        device=None,
+        dtype=torch.float64,
+        card: dict | None = None,
+        context: str = "window",
+        layout: str = "full",
+    ) -> LoadedModel:
+        return cls(
+            net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {}, context=context, layout=layout
+        )
 
 
-def load_model(path: str | os.PathLike | None = None, device=None,
-               dtype: torch.dtype | str = torch.float64, dense: str = "torch", context: str = "window",
-               layout: str = "full") -> LoadedModel:
+def load_model(
+    path: str | os.PathLike | None = None,
+    device=None,
+    dtype: torch.dtype | str = torch.float64,
+    dense: str = "torch",
+    context: str = "window",
+    layout: str = "full",
+) -> LoadedModel:
     """Load a model folder, or a model installed under that name (paths.py); None means the default
     model bundled in the package. dtype: a torch dtype or a name from PRECISIONS; dense: the
     backend of full passes (see LoadedModel.use_dense); context: see CONTEXTS; layout: see LAYOUTS."""
@@ -138,7 +155,9 @@ def load_model(path: str | os.PathLike | None = None, device=None,
     except Exception as e:  # the tokenizers library raises its own exception type
         raise ModelLoadError(f"{tok_path}: cannot be read ({e})") from None
     if tokenizer.vocab_size > net.config.vocab_size:
-        raise ModelLoadError(f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {net.config.vocab_size}")
+        raise ModelLoadError(
+            f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {net.config.vocab_size}"
+        )
     model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card, context=context, layout=layout)
     model.path = folder
     if dense != "torch":

@@ -18,8 +18,8 @@ Per layer (pre-LayerNorm, ReLU FFN):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import torch
 import torch.nn as nn

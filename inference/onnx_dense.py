@@ -24,8 +24,9 @@ import torch.nn as nn
 
 from .model import VQOPT, ForwardOutput, LayerTrace
 
-INSTALL_HINT = ('pip install "vq-lsp[onnx]" (onnxruntime and onnx, CPU); for CUDA install onnxruntime-gpu '
-                'in place of onnxruntime')
+INSTALL_HINT = (
+    'pip install "vq-lsp[onnx]" (onnxruntime and onnx, CPU); for CUDA install onnxruntime-gpu in place of onnxruntime'
+)
 OPSET = 17
 SUPPORTED_DTYPES = (torch.float32,)
 TRACE_FIELDS = ("x", "q", "k", "v", "s")
@@ -41,8 +42,9 @@ def require_onnxruntime():
         import onnx  # noqa: F401  (torch's exporter serialises through it)
         import onnxruntime
     except ImportError as e:
-        raise OnnxRuntimeMissing(f"the ONNX Runtime backend needs the {e.name or 'onnxruntime'} package: "
-                                 f"{INSTALL_HINT}") from None
+        raise OnnxRuntimeMissing(
+            f"the ONNX Runtime backend needs the {e.name or 'onnxruntime'} package: {INSTALL_HINT}"
+        ) from None
     return onnxruntime
 
 
@@ -69,9 +71,16 @@ def export(net: VQOPT) -> bytes:
     buf = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter's deprecation and tracing notes
         warnings.simplefilter("ignore")
-        torch.onnx.export(_Flat(net).eval(), (example, example * 100), buf, dynamo=False, opset_version=OPSET,
-                          input_names=["ids", "positions"], output_names=names,
-                          dynamic_axes={"ids": {0: "tokens"}, "positions": {0: "tokens"}})
+        torch.onnx.export(
+            _Flat(net).eval(),
+            (example, example * 100),
+            buf,
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=["ids", "positions"],
+            output_names=names,
+            dynamic_axes={"ids": {0: "tokens"}, "positions": {0: "tokens"}},
+        )
     return buf.getvalue()
 
 
@@ -106,8 +115,10 @@ class OnnxDenseForward:
         require_onnxruntime()
         p = next(net.parameters())
         if p.dtype not in SUPPORTED_DTYPES:
-            raise ValueError(f"the ONNX Runtime backend runs float32 models only, this one is {p.dtype} "
-                             f"(ONNX Runtime's CPU provider has no float64 Erf kernel for the exact GELU)")
+            raise ValueError(
+                f"the ONNX Runtime backend runs float32 models only, this one is {p.dtype} "
+                f"(ONNX Runtime's CPU provider has no float64 Erf kernel for the exact GELU)"
+            )
         self.device, self.vq, self.layers = p.device, net.config.vq, net.config.num_hidden_layers
         self.session = make_session(net, threads)
         self.providers = self.session.get_providers()
@@ -118,11 +129,19 @@ class OnnxDenseForward:
         x, q, k, v, s = (t.unsqueeze(1) for t in outs[:5])  # (L, 1, T, d): batch of one, as the torch pass
         codes = outs[5].unsqueeze(1) if self.vq else None
         last, hidden, cls_logits = (t.unsqueeze(0) for t in outs[-3:])
-        traces = [LayerTrace(x=x[i], q=q[i], k=k[i], v=v[i], s=s[i], codes=None if codes is None else codes[i])
-                  for i in range(self.layers)]
+        traces = [
+            LayerTrace(x=x[i], q=q[i], k=k[i], v=v[i], s=s[i], codes=None if codes is None else codes[i])
+            for i in range(self.layers)
+        ]
         layer_outputs = [x[i] for i in range(1, self.layers)] + [last]
-        return ForwardOutput(hidden=hidden, cls_logits=cls_logits, layer_outputs=layer_outputs,
-                             pre_vq=[t.s for t in traces], codes=[t.codes for t in traces], traces=traces)
+        return ForwardOutput(
+            hidden=hidden,
+            cls_logits=cls_logits,
+            layer_outputs=layer_outputs,
+            pre_vq=[t.s for t in traces],
+            codes=[t.codes for t in traces],
+            traces=traces,
+        )
 
 
 DENSE_BACKENDS = ("torch", "onnx", "auto")

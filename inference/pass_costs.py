@@ -7,7 +7,8 @@ padding not counted. Kept apart from the engine so that the counting rules read 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,8 +19,17 @@ if TYPE_CHECKING:
     from .engine.plan import HostPlan, LayerRecord
 
 
-def account_pass(cfg: VQOPTConfig, segments: int, pos: np.ndarray, host: "HostPlan", pad_index: int,
-                 records: "Sequence[LayerRecord]", sets: list[list[np.ndarray]], first: int, cost: Cost) -> None:
+def account_pass(
+    cfg: VQOPTConfig,
+    segments: int,
+    pos: np.ndarray,
+    host: HostPlan,
+    pad_index: int,
+    records: Sequence[LayerRecord],
+    sets: list[list[np.ndarray]],
+    first: int,
+    cost: Cost,
+) -> None:
     """Count the real rows and (query, key) pairs of a pass on the host; padding is not counted.
 
     `pos` holds every slot's position after the update, `sets` each layer's (dirty, recomputed in

@@ -54,8 +54,10 @@ def installed_models() -> list[str]:
 def installed_model(name: str) -> Path:
     """The folder a model is (or would be) installed in; ValueError for a name that is not one."""
     if not is_model_name(name):
-        raise ValueError(f"{name!r} is not a model name: use letters, digits, '.', '_' and '-' (at most 64), "
-                         "starting with a letter or digit")
+        raise ValueError(
+            f"{name!r} is not a model name: use letters, digits, '.', '_' and '-' (at most 64), "
+            "starting with a letter or digit"
+        )
     return models_dir() / name
 
 
@@ -77,5 +79,7 @@ def resolve_model(spec: str | os.PathLike | None) -> Path | None:
         return folder
     names = installed_models()
     listed = ", ".join(names) if names else "none"
-    raise ModelLoadError(f"no model folder {text!r} and no installed model named {text!r} "
-                         f"(installed in {models_dir()}: {listed}; install one with vq-train export --install NAME)")
+    raise ModelLoadError(
+        f"no model folder {text!r} and no installed model named {text!r} "
+        f"(installed in {models_dir()}: {listed}; install one with vq-train export --install NAME)"
+    )

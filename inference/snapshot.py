@@ -31,8 +31,9 @@ import math
 import os
 import struct
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 import numpy as np
@@ -54,8 +55,17 @@ _SCALARS = (type(None), bool, int, float, str, bytes)
 _ATTACHED = ("net", "cfg", "consts", "tie_rel", "tie_growth", "tie_code_term", "layer_views")
 _DOCUMENT_FIELDS = ("model", "windows")
 # the constants' tensors a field may refer to by name (LayerConstants)
-_CONSTANT_TABLES = ("code_sq", "code_sq_max", "sum_map", "sum_map_scaled", "qkv_weight", "qkv_bias", "finish",
-                    "embed_table", "head_mask")
+_CONSTANT_TABLES = (
+    "code_sq",
+    "code_sq_max",
+    "sum_map",
+    "sum_map_scaled",
+    "qkv_weight",
+    "qkv_bias",
+    "finish",
+    "embed_table",
+    "head_mask",
+)
 
 
 class SnapshotError(ValueError):
@@ -66,7 +76,7 @@ class SnapshotFormatError(SnapshotError):
     """A snapshot written in another format (an older or newer engine): never read, rebuild instead."""
 
 
-def _shared(model: "LoadedModel") -> dict[str, Any]:
+def _shared(model: LoadedModel) -> dict[str, Any]:
     """The model's objects a state may refer to, by name: the model, its network, config and
     constants, every module, parameter and buffer of the network, and the constants' tensors.
     Never written: re-attached from the model on restore. Once per model."""
@@ -107,22 +117,34 @@ def _layout(window: WindowState) -> dict[str, list]:
     return out
 
 
-def reference_layout(model: "LoadedModel") -> dict[str, list]:
+def reference_layout(model: LoadedModel) -> dict[str, list]:
     """The layout of a window this engine builds for this model (a one-token window, once per model)."""
     return model.cached("snapshot_layout", lambda: _layout(new_window(model, [model.config.bos_token_id])))
 
 
-def fingerprint(model: "LoadedModel") -> str:
+def fingerprint(model: LoadedModel) -> str:
     """Hash of what a state depends on: weights, config, dtype, device type, context (how windows are
     cut), engine layout and snapshot format. Computed once per loaded model (hashing the weights takes a moment)."""
     cached = model.__dict__.get("_snapshot_fingerprint")
     if cached is not None and cached[0] == model.context:
         return cached[1]
     h = hashlib.sha256()
-    h.update(json.dumps({"format": FORMAT_VERSION, "state_format": STATE_FORMAT, "config": model.config.to_dict(),
-                         "dtype": str(model.dtype), "device": model.device.type, "tie_rel": model.tie_rel,
-                         "tie_growth": model.tie_growth, "context": model.context,
-                         "layout": reference_layout(model)}, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {
+                "format": FORMAT_VERSION,
+                "state_format": STATE_FORMAT,
+                "config": model.config.to_dict(),
+                "dtype": str(model.dtype),
+                "device": model.device.type,
+                "tie_rel": model.tie_rel,
+                "tie_growth": model.tie_growth,
+                "context": model.context,
+                "layout": reference_layout(model),
+            },
+            sort_keys=True,
+        ).encode()
+    )
     for name, t in model.net.state_dict().items():
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
         h.update(_raw(t))
@@ -130,7 +152,7 @@ def fingerprint(model: "LoadedModel") -> str:
     return model._snapshot_fingerprint[1]
 
 
-def document_key(model: "LoadedModel", ids: Sequence[int]) -> str:
+def document_key(model: LoadedModel, ids: Sequence[int]) -> str:
     """The name a state is stored under: the model's fingerprint and the token ids."""
     h = hashlib.sha256(fingerprint(model).encode())
     h.update(np.asarray(ids, dtype=np.int64).tobytes())
@@ -144,7 +166,7 @@ def _raw(t: torch.Tensor) -> np.ndarray:
 
 # ----------------------------------------------------------------- writing
 class _Writer:
-    def __init__(self, model: "LoadedModel") -> None:
+    def __init__(self, model: LoadedModel) -> None:
         self.shared = {id(v): k for k, v in _shared(model).items()}
         self.chunks: list[np.ndarray] = []
         self.crc = 0
@@ -162,10 +184,15 @@ class _Writer:
             if v.requires_grad:
                 raise SnapshotError(f"{where}: a tensor that requires grad")
             if (nested and id(v) in self.own) or (v._base is not None and id(v._base) in self.own):
-                raise SnapshotError(f"{where}: shares memory with a window tensor; written as data it would "
-                                    "come back as a copy")
-            return {"t": "T", "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
-                    "n": self.blob(_raw(v))}
+                raise SnapshotError(
+                    f"{where}: shares memory with a window tensor; written as data it would come back as a copy"
+                )
+            return {
+                "t": "T",
+                "dtype": str(v.dtype).removeprefix("torch."),
+                "shape": list(v.shape),
+                "n": self.blob(_raw(v)),
+            }
         if isinstance(v, np.ndarray):
             if v.dtype.hasobject:
                 raise SnapshotError(f"{where}: a numpy array of Python objects")
@@ -188,16 +215,21 @@ class _Writer:
             return {"t": "device"}  # restored as the model's device (the fingerprint holds its type)
         cls = type(v)
         if cls.__module__.split(".")[0] == __package__ and hasattr(v, "__dict__") and not hasattr(cls, "__slots__"):
-            return {"t": "O", "cls": f"{cls.__module__}:{cls.__qualname__}",
-                    "v": {name: self.value(x, f"{where}.{name}") for name, x in vars(v).items()}}
+            return {
+                "t": "O",
+                "cls": f"{cls.__module__}:{cls.__qualname__}",
+                "v": {name: self.value(x, f"{where}.{name}") for name, x in vars(v).items()},
+            }
         raise SnapshotError(f"{where}: cannot snapshot a {type(v).__name__}")
 
     def window(self, w: WindowState, where: str) -> dict:
         fields = WindowState.SNAPSHOT_FIELDS
         unknown = sorted(set(vars(w)) - set(fields) - set(_ATTACHED))
         if unknown:
-            raise SnapshotError(f"{where}.{unknown[0]}: not a snapshot field of the window "
-                                f"(WindowState.SNAPSHOT_FIELDS); add it there and raise STATE_FORMAT")
+            raise SnapshotError(
+                f"{where}.{unknown[0]}: not a snapshot field of the window "
+                f"(WindowState.SNAPSHOT_FIELDS); add it there and raise STATE_FORMAT"
+            )
         missing = [name for name in fields if not hasattr(w, name)]
         if missing:
             raise SnapshotError(f"{where}.{missing[0]}: a snapshot field the window does not hold")
@@ -216,11 +248,20 @@ def write_document(doc: IncrementalDocument, path: str | os.PathLike, key: str) 
         raise SnapshotError(f"document.{unknown[0]}: not a snapshot field of the document")
     wr = _Writer(doc.model)
     windows = [wr.window(w, f"document.windows[{i}]") for i, w in enumerate(doc.windows)]
-    meta = msgpack.packb({"format": FORMAT_VERSION, "state_format": STATE_FORMAT,
-                          "fields": list(WindowState.SNAPSHOT_FIELDS), "key": key,
-                          "fingerprint": fingerprint(doc.model), "layout": reference_layout(doc.model),
-                          "windows": windows, "blob_bytes": sum(c.nbytes for c in wr.chunks), "crc": wr.crc},
-                         use_bin_type=True)
+    meta = msgpack.packb(
+        {
+            "format": FORMAT_VERSION,
+            "state_format": STATE_FORMAT,
+            "fields": list(WindowState.SNAPSHOT_FIELDS),
+            "key": key,
+            "fingerprint": fingerprint(doc.model),
+            "layout": reference_layout(doc.model),
+            "windows": windows,
+            "blob_bytes": sum(c.nbytes for c in wr.chunks),
+            "crc": wr.crc,
+        },
+        use_bin_type=True,
+    )
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -238,7 +279,7 @@ def write_document(doc: IncrementalDocument, path: str | os.PathLike, key: str) 
 
 # ----------------------------------------------------------------- reading
 class _Reader:
-    def __init__(self, model: "LoadedModel", f, blob_bytes: int) -> None:
+    def __init__(self, model: LoadedModel, f, blob_bytes: int) -> None:
         self.model, self.f = model, f
         self.shared = _shared(model)
         self.crc = 0
@@ -326,12 +367,14 @@ def _check_format(meta: Any) -> None:
     if meta.get("format") != FORMAT_VERSION:
         raise SnapshotFormatError(f"format {meta.get('format')!r}, this engine reads {FORMAT_VERSION}")
     if meta.get("state_format") != STATE_FORMAT or meta.get("fields") != list(WindowState.SNAPSHOT_FIELDS):
-        raise SnapshotFormatError(f"state format {meta.get('state_format')!r} with other fields, this engine "
-                                  f"reads {STATE_FORMAT}")
+        raise SnapshotFormatError(
+            f"state format {meta.get('state_format')!r} with other fields, this engine reads {STATE_FORMAT}"
+        )
 
 
-def read_document(model: "LoadedModel", path: str | os.PathLike, key: str,
-                  ids: Sequence[int] | None = None) -> IncrementalDocument:
+def read_document(
+    model: LoadedModel, path: str | os.PathLike, key: str, ids: Sequence[int] | None = None
+) -> IncrementalDocument:
     """The document stored at `path`, exactly as it was written; SnapshotFormatError if it is of
     another format, SnapshotError if the file is not a complete, intact snapshot under `key` for
     this model and engine (or its tokens are not `ids`)."""
@@ -340,7 +383,7 @@ def read_document(model: "LoadedModel", path: str | os.PathLike, key: str,
         head = f.read(len(MAGIC) + _HEADER.size)
         if len(head) < len(MAGIC) + _HEADER.size or head[: len(MAGIC)] != MAGIC:
             raise SnapshotError("not a snapshot file (bad header)")
-        meta_len, meta_crc = _HEADER.unpack(head[len(MAGIC):])
+        meta_len, meta_crc = _HEADER.unpack(head[len(MAGIC) :])
         if meta_len > min(MAX_META_BYTES, size - len(head)):
             raise SnapshotError(f"truncated: {meta_len} bytes of metadata announced, {size - len(head)} left")
         raw = f.read(meta_len)
@@ -389,8 +432,9 @@ def save_snapshot(doc: IncrementalDocument, path: str | os.PathLike, key: str | 
     return write_document(doc, path, snapshot_key(doc.model, doc.token_ids) if key is None else key)
 
 
-def load_snapshot(model: "LoadedModel", path: str | os.PathLike, ids: Sequence[int] | None = None,
-                  key: str | None = None) -> IncrementalDocument:
+def load_snapshot(
+    model: LoadedModel, path: str | os.PathLike, ids: Sequence[int] | None = None, key: str | None = None
+) -> IncrementalDocument:
     """The document stored at `path` for this model: its tokens must be `ids` (when given) and its key
     `key` (default: snapshot_key of `ids`). SnapshotFormatError for a file of another format,
     SnapshotError for anything else that cannot be trusted: the caller drops it and rebuilds."""

@@ -20,11 +20,11 @@ class Tokenizer:
         self.inner = inner
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Tokenizer":
+    def from_file(cls, path: str | Path) -> Tokenizer:
         return cls(_HFTokenizer.from_file(str(path)))
 
     @classmethod
-    def from_gpt2_files(cls, vocab: str | Path, merges: str | Path) -> "Tokenizer":
+    def from_gpt2_files(cls, vocab: str | Path, merges: str | Path) -> Tokenizer:
         """GPT-2's byte-level BPE from its vocab.json and merges.txt (no network)."""
         tok = _HFTokenizer(models.BPE.from_file(str(vocab), str(merges)))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

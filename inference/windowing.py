@@ -9,7 +9,8 @@ break flags: the document (document.py) decides when to cut, this module where.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,8 +21,13 @@ if TYPE_CHECKING:
     from .loading import LoadedModel
 
 
-def split_windows(n: int, capacity: int, paragraph_ends: np.ndarray | None = None,
-                  line_ends: np.ndarray | None = None, fill: float = 0.9) -> list[tuple[int, int]]:
+def split_windows(
+    n: int,
+    capacity: int,
+    paragraph_ends: np.ndarray | None = None,
+    line_ends: np.ndarray | None = None,
+    fill: float = 0.9,
+) -> list[tuple[int, int]]:
     """Token ranges of at most `capacity` tokens, cut after paragraph breaks where possible.
 
     `paragraph_ends` / `line_ends` flag the tokens a cut may follow (blank line, line break).
@@ -48,8 +54,9 @@ def split_windows(n: int, capacity: int, paragraph_ends: np.ndarray | None = Non
     return bounds
 
 
-def split_paragraphs(n: int, capacity: int, paragraph_ends: np.ndarray, line_ends: np.ndarray | None = None
-                     ) -> list[tuple[int, int]]:
+def split_paragraphs(
+    n: int, capacity: int, paragraph_ends: np.ndarray, line_ends: np.ndarray | None = None
+) -> list[tuple[int, int]]:
     """Token ranges, one per paragraph (cut after every flagged token); a paragraph longer than
     `capacity` is tiled as `split_windows` cuts a document."""
     out, start = [], 0
@@ -65,24 +72,24 @@ def tiles(n: int, capacity: int, line_ends: np.ndarray | None = None) -> list[tu
     return [(0, n)] if n <= capacity else split_windows(n, capacity, None, line_ends)
 
 
-def line_end_flags(m: "LoadedModel", ids: Sequence[int]) -> np.ndarray | None:
+def line_end_flags(m: LoadedModel, ids: Sequence[int]) -> np.ndarray | None:
     """Which tokens end a line (a window may be cut after them), or None for a model without a tokenizer."""
     return np.isin(np.asarray(ids, dtype=np.int64), list(m.line_ids)) if m.line_ids else None
 
 
-def cut_document(m: "LoadedModel", ids: Sequence[int]) -> list[tuple[int, int]]:
+def cut_document(m: LoadedModel, ids: Sequence[int]) -> list[tuple[int, int]]:
     """The token ranges of a document's windows under the model's context (see CONTEXTS)."""
     breaks = paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids)
     split = split_paragraphs if m.context == "paragraph" else split_windows
     return split(len(ids), m.config.window_tokens - 1, breaks, line_end_flags(m, ids))
 
 
-def new_window(model: "LoadedModel", ids: Sequence[int]) -> WindowState:
+def new_window(model: LoadedModel, ids: Sequence[int]) -> WindowState:
     """A window of these tokens, built by a dense pass with the model's tie guard."""
     return WindowState(model.net, model.consts, ids, tie_rel=model.tie_rel, tie_growth=model.tie_growth)
 
 
-def estimate_state_bytes(model: "LoadedModel", tokens: int | Sequence[int]) -> int:
+def estimate_state_bytes(model: LoadedModel, tokens: int | Sequence[int]) -> int:
     """What the state of a document (its token ids, or only their count) would hold, without
     building it (memory budgets).
 

@@ -36,8 +36,9 @@ def tiny_model_dir(tmp_path_factory, gpt2_tokenizer) -> Path:
     from tests.engine.helpers import tiny_model
 
     model = tiny_model(11, tokenizer=gpt2_tokenizer, vocab_size=50257, window_tokens=256, position_pool=25600)
-    return inference.save_model_folder(model.net, gpt2_tokenizer, tmp_path_factory.mktemp("model") / "tiny",
-                                       {"note": "random weights, for tests"})
+    return inference.save_model_folder(
+        model.net, gpt2_tokenizer, tmp_path_factory.mktemp("model") / "tiny", {"note": "random weights, for tests"}
+    )
 
 
 REPLAY_DOC = "src/ch12-02-reading-a-file.md"  # a Rust book chapter with 29 consecutive revisions

@@ -4,7 +4,8 @@
   models; `inference` imports neither `vq_lsp`, `training`, pygls nor lsprotocol, and nothing but
   `training` imports `training` (the tests test everything; benchmarks may import anything);
 - inside `vq_lsp`, each layer imports only the ones below it: `hints` <- `documents` <- `server`,
-  `hints` <- `scoring`, `hints` <- `workspace` <- `server` and `scoring`, everything <- `settings`, and only `vq_lsp.server` imports pygls;
+  `hints` <- `scoring`, `hints` <- `workspace` <- `server` and `scoring`, everything <- `settings`, and only
+  `vq_lsp.server` imports pygls;
 - no package has an import cycle between its modules.
 
 Every import counts: relative ones, and those inside functions (a lazy import still ties two
@@ -120,7 +121,8 @@ def forbidden_imports(graph: list[Import]) -> list[str]:
         top = imp.source.split(".")[0]
         target_top = imp.target.split(".")[0]
         allowed_module = imp.target in ALLOWED_MODULES.get(top, ()) or imp.target in {
-            m.rpartition(".")[0] for m in ALLOWED_MODULES.get(top, ())  # the packages on the way to it
+            m.rpartition(".")[0]
+            for m in ALLOWED_MODULES.get(top, ())  # the packages on the way to it
         }
         if imp.internal and top in ALLOWED and target_top not in ALLOWED[top] and not allowed_module:
             bad.append(imp.where())
@@ -185,27 +187,54 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_a_cycle_between_two_modules_is_found(tmp_path):
-    _write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "from . import b\n",
-                      "pkg/b.py": "def f():\n    from .a import g\n", "pkg/c.py": "import pkg.a\n"})
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from . import b\n",
+            "pkg/b.py": "def f():\n    from .a import g\n",
+            "pkg/c.py": "import pkg.a\n",
+        },
+    )
     assert cycles(import_graph(tmp_path, ("pkg",))) == [["pkg.a", "pkg.b"]]
 
 
 def test_a_forbidden_import_is_reported_with_its_line(tmp_path):
-    _write(tmp_path, {"inference/__init__.py": "", "inference/engine.py": "import os\nfrom vq_lsp import settings\n",
-                      "inference/io.py": "def f():\n    import lsprotocol\n",
-                      "vq_lsp/__init__.py": "", "vq_lsp/settings.py": "",
-                      "vq_lsp/hints/__init__.py": "", "vq_lsp/hints/lsp.py": "from ..documents import store\n",
-                      "vq_lsp/documents/__init__.py": "", "vq_lsp/documents/store.py": "import pygls\n",
-                      "vq_lsp/scoring/__init__.py": "", "vq_lsp/scoring/scorer.py": "import training.cli\n",
-                      "training/__init__.py": "", "training/cli.py": "import inference\n"})
+    _write(
+        tmp_path,
+        {
+            "inference/__init__.py": "",
+            "inference/engine.py": "import os\nfrom vq_lsp import settings\n",
+            "inference/io.py": "def f():\n    import lsprotocol\n",
+            "vq_lsp/__init__.py": "",
+            "vq_lsp/settings.py": "",
+            "vq_lsp/hints/__init__.py": "",
+            "vq_lsp/hints/lsp.py": "from ..documents import store\n",
+            "vq_lsp/documents/__init__.py": "",
+            "vq_lsp/documents/store.py": "import pygls\n",
+            "vq_lsp/scoring/__init__.py": "",
+            "vq_lsp/scoring/scorer.py": "import training.cli\n",
+            "training/__init__.py": "",
+            "training/cli.py": "import inference\n",
+        },
+    )
     bad = forbidden_imports(import_graph(tmp_path, ("inference", "vq_lsp", "training")))
-    assert sorted(bad) == ["inference.engine:2 imports vq_lsp.settings", "inference.io:2 imports lsprotocol",
-                           "vq_lsp.documents.store:1 imports pygls",
-                           "vq_lsp.hints.lsp:1 imports vq_lsp.documents.store",
-                           "vq_lsp.scoring.scorer:1 imports training.cli"]
+    assert sorted(bad) == [
+        "inference.engine:2 imports vq_lsp.settings",
+        "inference.io:2 imports lsprotocol",
+        "vq_lsp.documents.store:1 imports pygls",
+        "vq_lsp.hints.lsp:1 imports vq_lsp.documents.store",
+        "vq_lsp.scoring.scorer:1 imports training.cli",
+    ]
 
 
 def test_imports_for_annotations_only_make_no_cycle(tmp_path):
-    _write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "from . import b\n",
-                      "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n"})
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from . import b\n",
+            "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n",
+        },
+    )
     assert cycles(import_graph(tmp_path, ("pkg",))) == []

@@ -95,10 +95,16 @@ def undeclared(folder: str, allowed: set[str], optional: dict[str, set[str]] | N
     return out
 
 
-@pytest.mark.parametrize("folder, groups", [
-    ("vq_lsp", ("runtime",)), ("inference", ("runtime",)), ("training", ("runtime", "train")),
-    ("tests", ("runtime", "dev", "train", "bench")), ("benchmarks", ("runtime", "dev", "train", "bench")),
-])
+@pytest.mark.parametrize(
+    "folder, groups",
+    [
+        ("vq_lsp", ("runtime",)),
+        ("inference", ("runtime",)),
+        ("training", ("runtime", "train")),
+        ("tests", ("runtime", "dev", "train", "bench")),
+        ("benchmarks", ("runtime", "dev", "train", "bench")),
+    ],
+)
 def test_every_import_is_declared(folder, groups):
     dec = declared()
     allowed = set().union(*(dec[g] for g in groups))
@@ -137,9 +143,14 @@ def test_server_and_score_import_no_optional_package(tmp_path):
     extras = sorted(set().union(*OPTIONAL_PACKAGES.values()))
     blocked = "".join(f"sys.modules[{m!r}] = None; " for m in extras)
     modules = "vq_lsp.server.handlers, vq_lsp.scoring.command, vq_lsp.cli, inference, " + ", ".join(
-        p.removesuffix(".py").replace("/", ".") for p in OPTIONAL_IMPORTS)
-    proc = subprocess.run([sys.executable, "-c", f"import sys; {blocked}import {modules}; print('ok')"],
-                          capture_output=True, text=True, timeout=300)
+        p.removesuffix(".py").replace("/", ".") for p in OPTIONAL_IMPORTS
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import sys; {blocked}import {modules}; print('ok')"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
@@ -163,23 +174,35 @@ def test_server_and_score_work_without_transformers(tiny_model_dir, tmp_path):
     (tmp_path / "revs").mkdir()
     for i, text in enumerate(["The film was slow.\n", "The film was slow and dull.\n"]):
         (tmp_path / "revs" / f"r{i}.txt").write_text(text)
-    code = BLOCK + ("from vq_lsp.cli import main; import vq_lsp.server.handlers, vq_lsp.scoring.command, inference; "
-                    f"sys.exit(main(['score', {str(tmp_path / 'revs')!r}, '--model', {str(tiny_model_dir)!r}]))")
+    code = BLOCK + (
+        "from vq_lsp.cli import main; import vq_lsp.server.handlers, vq_lsp.scoring.command, inference; "
+        f"sys.exit(main(['score', {str(tmp_path / 'revs')!r}, '--model', {str(tiny_model_dir)!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count('"type": "revision"') == 2
-    loaded = subprocess.run([sys.executable, "-c", "import sys, vq_lsp.server.handlers, vq_lsp.scoring.command, "
-                             "vq_lsp.cli, inference; print('transformers' in sys.modules)"],
-                            capture_output=True, text=True, timeout=300)
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, vq_lsp.server.handlers, vq_lsp.scoring.command, "
+            "vq_lsp.cli, inference; print('transformers' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert loaded.stdout.strip() == "False", loaded.stderr
 
 
 def test_vq_train_without_transformers_says_which_extra(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "tok.json").write_text("{}")
-    code = BLOCK + ("from training.cli import main; sys.exit(main(['teacher', '--out', "
-                    f"{str(tmp_path / 'o')!r}, '--tokenizer', {str(tmp_path / 'tok.json')!r}, '--data', "
-                    f"{str(tmp_path / 'data')!r}]))")
+    code = BLOCK + (
+        "from training.cli import main; sys.exit(main(['teacher', '--out', "
+        f"{str(tmp_path / 'o')!r}, '--tokenizer', {str(tmp_path / 'tok.json')!r}, '--data', "
+        f"{str(tmp_path / 'data')!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "pip install 'vq-lsp[train]'" in proc.stderr

@@ -41,19 +41,36 @@ def test_the_test_run_keeps_out_of_the_users_folders():
     assert paths.cache_dir() != platformdirs.user_cache_path("vq-lsp")
 
 
-@pytest.mark.parametrize("name, ok", [("mine", True), ("imdb-v2.1_small", True), ("../x", False), ("a/b", False),
-                                      ("..", False), ("", False), (".hidden", False), ("x" * 65, False)])
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("mine", True),
+        ("imdb-v2.1_small", True),
+        ("../x", False),
+        ("a/b", False),
+        ("..", False),
+        ("", False),
+        (".hidden", False),
+        ("x" * 65, False),
+    ],
+)
 def test_model_names(name, ok):
     assert paths.is_model_name(name) == ok
 
 
 def test_export_install_then_load_by_name_everywhere(tiny_model_dir, user_models, tmp_path, capsys):
-    code = train_cli.main(["export", "--model", str(tiny_model_dir), "--out", str(tmp_path / "out"), "--install", "mine"])
+    code = train_cli.main(
+        ["export", "--model", str(tiny_model_dir), "--out", str(tmp_path / "out"), "--install", "mine"]
+    )
     assert code == 0
     assert "installed as 'mine'" in capsys.readouterr().out
     target = user_models / "mine"
-    assert sorted(p.name for p in target.iterdir()) == ["card.json", "config.json", "model.safetensors",
-                                                         "tokenizer.json"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        "card.json",
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+    ]
     assert paths.installed_models() == ["mine"] and paths.resolve_model("mine") == target
     model = inference.load_model("mine", device="cpu")
     assert model.path == target
@@ -71,7 +88,10 @@ def test_export_install_then_load_by_name_everywhere(tiny_model_dir, user_models
     by_name = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert command.main([str(tmp_path / "revs"), "--model", str(tiny_model_dir)]) == 0
     by_path = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows if r["type"] == "revision"]
+
+    def strip(rows: list[dict]) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in rows if r["type"] == "revision"]
+
     assert len(by_name) == 3 and strip(by_name) == strip(by_path)
 
 

@@ -61,12 +61,44 @@ def truncate(text: str, rng: random.Random, min_words: int = 12, max_words: int 
 
 def markdown_table(rng: random.Random) -> str:
     """A small Markdown table of neutral facts (a schedule, a price list, a comparison)."""
-    heads = rng.choice([("Name", "Value"), ("Item", "Price", "Qty"), ("Date", "Event"), ("Version", "Size", "Notes"),
-                        ("Day", "Start", "End")])
-    words = ["alpha", "beta", "main", "draft", "release", "monday", "north", "blue", "total", "backup", "server",
-             "report", "meeting", "budget", "review", "team", "phase 2", "item", "default", "window"]
-    rows = [" | ".join(rng.choice([rng.choice(words), str(rng.randint(1, 999)), f"{rng.randint(1, 99)}.{rng.randint(0, 9)}"])
-                       for _ in heads) for _ in range(rng.randint(2, 5))]
+    heads = rng.choice(
+        [
+            ("Name", "Value"),
+            ("Item", "Price", "Qty"),
+            ("Date", "Event"),
+            ("Version", "Size", "Notes"),
+            ("Day", "Start", "End"),
+        ]
+    )
+    words = [
+        "alpha",
+        "beta",
+        "main",
+        "draft",
+        "release",
+        "monday",
+        "north",
+        "blue",
+        "total",
+        "backup",
+        "server",
+        "report",
+        "meeting",
+        "budget",
+        "review",
+        "team",
+        "phase 2",
+        "item",
+        "default",
+        "window",
+    ]
+    rows = [
+        " | ".join(
+            rng.choice([rng.choice(words), str(rng.randint(1, 999)), f"{rng.randint(1, 99)}.{rng.randint(0, 9)}"])
+            for _ in heads
+        )
+        for _ in range(rng.randint(2, 5))
+    ]
     return "\n".join([f"| {' | '.join(heads)} |", "|" + "---|" * len(heads)] + [f"| {r} |" for r in rows])
 
 
@@ -75,12 +107,14 @@ def code_block(rng: random.Random) -> str:
     name = rng.choice(["load", "parse", "update", "main", "compute", "render", "fetch_rows"])
     var = rng.choice(["x", "items", "data", "count", "path", "result"])
     n = rng.randint(1, 50)
-    body = rng.choice([
-        f"```python\ndef {name}({var}):\n    return [v * {n} for v in {var} if v]\n```",
-        f"```python\nimport os\n\n{var} = os.environ.get(\"{name.upper()}\", \"{n}\")\nprint({var})\n```",
-        f"```js\nfunction {name}({var}) {{\n  return {var}.map(v => v + {n});\n}}\n```",
-        f"```sh\nmkdir -p build && cd build\ncmake .. && make -j{n % 8 + 1}\n./{name} --{var} {n}\n```",
-    ])
+    body = rng.choice(
+        [
+            f"```python\ndef {name}({var}):\n    return [v * {n} for v in {var} if v]\n```",
+            f'```python\nimport os\n\n{var} = os.environ.get("{name.upper()}", "{n}")\nprint({var})\n```',
+            f"```js\nfunction {name}({var}) {{\n  return {var}.map(v => v + {n});\n}}\n```",
+            f"```sh\nmkdir -p build && cd build\ncmake .. && make -j{n % 8 + 1}\n./{name} --{var} {n}\n```",
+        ]
+    )
     return body
 
 
@@ -135,8 +169,7 @@ def parse_mix(spec: str) -> dict[str, float]:
     return {k: v / total for k, v in weights.items()}
 
 
-def augmented_reviews(rows: list[tuple[str, int]], mix: dict[str, float], seed: int
-                      ) -> list[tuple[str, str, int, str]]:
+def augmented_reviews(rows: list[tuple[str, int]], mix: dict[str, float], seed: int) -> list[tuple[str, str, int, str]]:
     """(prefix, review text, label, variant) for each row, its variant drawn from ``mix``.
 
     The prefix is "" except for ``after_context``, whose review (original or lowercased) follows

@@ -88,13 +88,18 @@ def calibrate(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_
     fold_temperature(net, temperature)
     after = scaled(pooled, temperature)
     return Calibration(
-        temperature=temperature, nll_before=nll(pooled, pooled_labels), nll_after=nll(after, pooled_labels),
+        temperature=temperature,
+        nll_before=nll(pooled, pooled_labels),
+        nll_after=nll(after, pooled_labels),
         ece_before=expected_calibration_error(pooled, pooled_labels),
         ece_after=expected_calibration_error(after, pooled_labels),
         ece_by_style_before={k: expected_calibration_error(v, labels) for k, v in by_style.items()},
         ece_by_style_after={k: expected_calibration_error(scaled(v, temperature), labels) for k, v in by_style.items()},
         accuracy_by_style={k: float((v.argmax(-1) == labels).float().mean()) for k, v in by_style.items()},
-        rows=len(pooled), data=data, seconds=round(time.time() - t0, 1))
+        rows=len(pooled),
+        data=data,
+        seconds=round(time.time() - t0, 1),
+    )
 
 
 def run_calibrate(args) -> Path:
@@ -110,18 +115,21 @@ def run_calibrate(args) -> Path:
         raise SystemExit(f"{args.model} is already calibrated (T = {card['calibration']['temperature']:.4f})")
     tok_path = Path(args.model) / "tokenizer.json"
     _, held = imdb_examples(args.data, "train", seed=args.seed, holdout=args.holdout)
-    rows = held[args.calibration_start:args.calibration_start + args.calibration_reviews]
+    rows = held[args.calibration_start : args.calibration_start + args.calibration_reviews]
     if len(rows) < args.calibration_reviews:
-        raise SystemExit(f"--holdout {args.holdout} leaves {len(rows)} rows from --calibration-start "
-                         f"{args.calibration_start}, fewer than --calibration-reviews {args.calibration_reviews}")
+        raise SystemExit(
+            f"--holdout {args.holdout} leaves {len(rows)} rows from --calibration-start "
+            f"{args.calibration_start}, fewer than --calibration-reviews {args.calibration_reviews}"
+        )
     pool = net.config.position_pool
-    data = (f"held-out imdb_train rows {args.calibration_start}-{args.calibration_start + len(rows)} of the "
-            f"--holdout {args.holdout} (seed {args.seed}), in every style of robustness.STYLES, first "
-            f"{args.max_tokens} tokens")
+    data = (
+        f"held-out imdb_train rows {args.calibration_start}-{args.calibration_start + len(rows)} of the "
+        f"--holdout {args.holdout} (seed {args.seed}), in every style of robustness.STYLES, first "
+        f"{args.max_tokens} tokens"
+    )
     result = calibrate(net, load_tokenizer(tok_path), rows, args.max_tokens, lambda n: spread_positions(n, pool), data)
     card["calibration"] = asdict(result)
     out = Path(args.out)
     save_model_folder(net.eval(), Tokenizer.from_file(tok_path), out, card)
-    print(f"T = {result.temperature:.4f}: ECE {result.ece_before:.4f} -> {result.ece_after:.4f} "
-          f"on {result.rows} rows")
+    print(f"T = {result.temperature:.4f}: ECE {result.ece_before:.4f} -> {result.ece_after:.4f} on {result.rows} rows")
     return out

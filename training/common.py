@@ -76,8 +76,7 @@ class Progress:
 
     def __init__(self, out_dir: Path, total: int, start: int, desc: str, disable: bool = False):
         self.log_path = Path(out_dir) / "log.jsonl"
-        self.bar = tqdm(total=total, initial=start, desc=desc, disable=disable, dynamic_ncols=True,
-                        mininterval=2.0)
+        self.bar = tqdm(total=total, initial=start, desc=desc, disable=disable, dynamic_ncols=True, mininterval=2.0)
         self.t0 = time.time()
         self.tokens = 0
 
@@ -102,8 +101,21 @@ def write_json(path: Path, obj) -> None:
     Path(path).write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
 
 
-def train_steps(args, opt: torch.optim.Optimizer, params, step: int, bar: Progress, batch_terms,
-                *, save, log_record, after_step=None, bar_keys=("loss",), probe=None, net=None) -> int:
+def train_steps(
+    args,
+    opt: torch.optim.Optimizer,
+    params,
+    step: int,
+    bar: Progress,
+    batch_terms,
+    *,
+    save,
+    log_record,
+    after_step=None,
+    bar_keys=("loss",),
+    probe=None,
+    net=None,
+) -> int:
     """The step loop every stage shares; returns the step reached (``--steps``, or earlier with ``--stop-after``).
 
     Per step: warm-up + cosine LR, ``batch_terms(step) -> (terms, tokens)`` with ``terms["loss"]``,

@@ -15,8 +15,8 @@ import json
 import os
 import random
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import torch
 
@@ -61,8 +61,9 @@ def iter_imdb(data_dir: Path, split: str = "train") -> Iterator[tuple[str, int]]
         yield clean_imdb(row["text"]), int(row["label"])
 
 
-def imdb_examples(data_dir: Path, split: str, limit: int | None = None, seed: int = 0,
-                  holdout: int = 0) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+def imdb_examples(
+    data_dir: Path, split: str, limit: int | None = None, seed: int = 0, holdout: int = 0
+) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """A seeded shuffle of an IMDB split (the files are sorted by class).
 
     Returns (examples, held_out): the last ``holdout`` shuffled rows are kept apart as a
@@ -70,7 +71,7 @@ def imdb_examples(data_dir: Path, split: str, limit: int | None = None, seed: in
     """
     rows = list(iter_imdb(data_dir, split))
     random.Random(seed).shuffle(rows)
-    held = rows[len(rows) - holdout:] if holdout else []
+    held = rows[len(rows) - holdout :] if holdout else []
     rows = rows[: len(rows) - holdout] if holdout else rows
     if limit is not None:
         rows = rows[:limit]
@@ -91,8 +92,7 @@ def _book_pieces(text: str, piece_chars: int) -> Iterator[str]:
         start = end
 
 
-def lm_texts(data_dir: Path, split: str = "train", seed: int = 0,
-             piece_chars: int = 20_000) -> Iterator[str]:
+def lm_texts(data_dir: Path, split: str = "train", seed: int = 0, piece_chars: int = 20_000) -> Iterator[str]:
     """Language-model text: Gutenberg pieces interleaved with IMDB reviews.
 
     Books are cut into pieces and the pieces of all books shuffled with the reviews, so that a
@@ -120,8 +120,7 @@ def token_stream(encode, texts: Iterable[str], eos_id: int) -> Iterator[int]:
         yield eos_id
 
 
-def collect_tokens(encode, texts: Iterable[str], eos_id: int, n_tokens: int,
-                   batch: int = 256) -> torch.Tensor:
+def collect_tokens(encode, texts: Iterable[str], eos_id: int, n_tokens: int, batch: int = 256) -> torch.Tensor:
     """The first ``n_tokens`` of the token stream as one int32 tensor (N,).
 
     ``encode`` maps a list of texts to a list of id lists (batched for speed).

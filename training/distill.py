@@ -36,7 +36,9 @@ from .tokenizer import BOS_ID, load_tokenizer
 from .vq import TrainQuantizer, kmeans_init
 
 
-def pool_batch(tokens: torch.Tensor, batch: int, seq: int, step: int, seed: int, pool: int) -> tuple[torch.Tensor, torch.Tensor]:
+def pool_batch(
+    tokens: torch.Tensor, batch: int, seq: int, step: int, seed: int, pool: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids, positions) (B, seq): BOS + corpus chunk at sampled pool positions; pure in step."""
     from inference.positions import sample_positions
 
@@ -51,8 +53,9 @@ def load_teacher_pair(teacher: Path, vq_heads: int, scale: float, window: int):
     """(student VQ-OPT with GELU attention, frozen dense softmax teacher), both from one OPT folder."""
     from inference import load_hf_opt
 
-    student = load_hf_opt(teacher, vq_heads=vq_heads, attention="gelu", attention_scale=scale,
-                          window_tokens=window, vq=True).train()
+    student = load_hf_opt(
+        teacher, vq_heads=vq_heads, attention="gelu", attention_scale=scale, window_tokens=window, vq=True
+    ).train()
     dense = load_hf_opt(teacher, attention="softmax", vq=False).eval().requires_grad_(False)
     return student, dense
 
@@ -83,12 +86,23 @@ def setup_from_pretrained(args, device, out: Path) -> DistillSetup:
     teacher = load_teacher(args.teacher)
     teacher.tokenizer.save(str(out / "tokenizer.json"))
     tok = load_tokenizer(out / "tokenizer.json")  # refuses a vocabulary whose ids 0-3 are not special tokens
-    shape = StudentShape(d=args.d, layers=args.layers, heads=args.heads, ffn=args.ffn, vq_heads=args.vq_heads,
-                         window=args.window, scale=args.scale)
+    shape = StudentShape(
+        d=args.d,
+        layers=args.layers,
+        heads=args.heads,
+        ffn=args.ffn,
+        vq_heads=args.vq_heads,
+        window=args.window,
+        scale=args.scale,
+    )
     student, how = build_student(shape, teacher.input_embeddings(), DOCUMENT_ID)
-    origin = {"student": f"fresh, d={shape.d}, {shape.layers} layers, {shape.heads} heads, ffn {shape.ffn}",
-              "embeddings": how, "teacher_architecture": teacher.model.config.model_type,
-              "top_k": args.top_k, "vq_start": args.vq_start}
+    origin = {
+        "student": f"fresh, d={shape.d}, {shape.layers} layers, {shape.heads} heads, ffn {shape.ffn}",
+        "embeddings": how,
+        "teacher_architecture": teacher.model.config.model_type,
+        "top_k": args.top_k,
+        "vq_start": args.vq_start,
+    }
     return DistillSetup(student.to(device), PretrainedTargets(teacher.model.to(device), args.top_k), tok, origin)
 
 
@@ -115,14 +129,21 @@ def distill_losses(student, teacher, quant, ids, pos, args, step: int, vq: bool 
     terms = {"kl": kl, "ce": ce}
     loss = kl
     if target.layers is not None:
-        terms["hidden"] = torch.stack([1 - F.cosine_similarity(so[:b], to, dim=-1).mean()
-                                       for so, to in zip(out.layer_outputs, target.layers)]).mean()
+        terms["hidden"] = torch.stack(
+            [1 - F.cosine_similarity(so[:b], to, dim=-1).mean() for so, to in zip(out.layer_outputs, target.layers)]
+        ).mean()
         loss = loss + args.w_hidden * terms["hidden"]
     loss = loss + args.w_ce * ce
     if n_edit:
         terms["locality"] = locality_loss(
-            student, [s[:n_edit] for s in out.pre_vq], [c[:n_edit] for c in out.codes],
-            [s[b:] for s in out.pre_vq], where, valid[:n_edit], args.margin)
+            student,
+            [s[:n_edit] for s in out.pre_vq],
+            [c[:n_edit] for c in out.codes],
+            [s[b:] for s in out.pre_vq],
+            where,
+            valid[:n_edit],
+            args.margin,
+        )
         later = torch.arange(ids.shape[1], device=ids.device)[None] > where[:, None]  # (E, T)
         flips = [(c[:n_edit] != c[b:]).any(-1)[later].float().mean() for c in out.codes]  # per layer
         terms["flip"] = torch.stack(flips).mean().detach()
@@ -150,8 +171,9 @@ def train_distill(args) -> Path:
     pool = student.config.position_pool
     tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed + 1)
     quant = TrainQuantizer(student, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau)
-    opt = torch.optim.AdamW([p for p in student.parameters() if p.requires_grad], lr=args.lr,
-                            betas=(0.9, 0.95), weight_decay=0.01)
+    opt = torch.optim.AdamW(
+        [p for p in student.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01
+    )
     ckpt = out / "checkpoint.pt"
     step, t_used = 0, 0.0
     kmeans_report: list | None = None
@@ -167,8 +189,10 @@ def train_distill(args) -> Path:
 
     def init_codebooks() -> list:
         """k-means on batches the training loop never draws (negative step numbers)."""
-        init_batches = [tuple(t.to(device) for t in pool_batch(tokens, args.batch, args.seq, -1 - i, args.seed, pool))
-                        for i in range(args.kmeans_batches)]
+        init_batches = [
+            tuple(t.to(device) for t in pool_batch(tokens, args.batch, args.seq, -1 - i, args.seed, pool))
+            for i in range(args.kmeans_batches)
+        ]
         student.eval()
         report = kmeans_init(student, init_batches)
         student.train()
@@ -190,25 +214,58 @@ def train_distill(args) -> Path:
         return terms, ids.numel()
 
     step = common.train_steps(
-        args, opt, student.parameters(), step, bar, batch_terms, after_step=quant.update, bar_keys=("loss", "kl"),
-        log_record=lambda step, shown: dict(stage="distill", step=step, tokens_seen=step * args.batch * args.seq,
-                                            tok_s=bar.rate, reseeded=quant.reseeded, **shown),
+        args,
+        opt,
+        student.parameters(),
+        step,
+        bar,
+        batch_terms,
+        after_step=quant.update,
+        bar_keys=("loss", "kl"),
+        log_record=lambda step, shown: dict(
+            stage="distill",
+            step=step,
+            tokens_seen=step * args.batch * args.seq,
+            tok_s=bar.rate,
+            reseeded=quant.reseeded,
+            **shown,
+        ),
         save=lambda step: common.save_checkpoint(
-            ckpt, model=student.state_dict(), opt=opt.state_dict(), quant=quant.state_dict(), rng=torch.get_rng_state(),
-            step=step, kmeans=kmeans_report, seconds=t_used + time.time() - t0))
+            ckpt,
+            model=student.state_dict(),
+            opt=opt.state_dict(),
+            quant=quant.state_dict(),
+            rng=torch.get_rng_state(),
+            step=step,
+            kmeans=kmeans_report,
+            seconds=t_used + time.time() - t0,
+        ),
+    )
     bar.close()
     if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
         return ckpt
     if kmeans_report is None:  # --vq-start at or past --steps: the codebooks still need a start
         kmeans_report = init_codebooks()
 
-    card = {"distill": {
-        "teacher": str(args.teacher), "steps": step, "tokens_seen": step * args.batch * args.seq, "seq": args.seq,
-        "batch": args.batch, "vq_heads": args.vq_heads, "vq_codes": student.config.vq_codes,
-        "attention_scale": args.scale, "locality_weight": args.locality, "margin": args.margin,
-        "pseudo_grad": args.pseudo_grad, "kmeans_init": kmeans_report, "codes_reseeded": quant.reseeded,
-        "wall_seconds": round(t_used + time.time() - t0, 1), "data": "gutenberg train + imdb train text",
-        **setup.origin,
-    }}
+    card = {
+        "distill": {
+            "teacher": str(args.teacher),
+            "steps": step,
+            "tokens_seen": step * args.batch * args.seq,
+            "seq": args.seq,
+            "batch": args.batch,
+            "vq_heads": args.vq_heads,
+            "vq_codes": student.config.vq_codes,
+            "attention_scale": args.scale,
+            "locality_weight": args.locality,
+            "margin": args.margin,
+            "pseudo_grad": args.pseudo_grad,
+            "kmeans_init": kmeans_report,
+            "codes_reseeded": quant.reseeded,
+            "wall_seconds": round(t_used + time.time() - t0, 1),
+            "data": "gutenberg train + imdb train text",
+            **setup.origin,
+        }
+    }
     folder = save_model_folder(student.cpu(), Tokenizer(tok), out / "model", card)
     return folder

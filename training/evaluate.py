@@ -15,6 +15,7 @@ IMDB training rows that fine-tuning held out and neutral paragraphs of documents
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from pathlib import Path
@@ -67,9 +68,17 @@ def lm_report(net, batches) -> dict:
     usage = [code_stats(torch.cat(c), net.config.vq_codes) for c in codes]
     per_token = torch.cat(per_token)  # (N, T-1)
     t = per_token.shape[1]
-    by_index = {f"{a}-{b}": per_token[:, a:b].mean().item() for a, b in zip(POSITION_BUCKETS, POSITION_BUCKETS[1:]) if a < t}
-    return {"lm_loss_vq_on": on, "lm_loss_vq_off": off, "vq_loss_gap": on - off, "code_usage_per_layer": usage,
-            "lm_loss_vq_on_by_token_index": by_index, "seq": t + 1}
+    by_index = {
+        f"{a}-{b}": per_token[:, a:b].mean().item() for a, b in zip(POSITION_BUCKETS, POSITION_BUCKETS[1:]) if a < t
+    }
+    return {
+        "lm_loss_vq_on": on,
+        "lm_loss_vq_off": off,
+        "vq_loss_gap": on - off,
+        "code_usage_per_layer": usage,
+        "lm_loss_vq_on_by_token_index": by_index,
+        "seq": t + 1,
+    }
 
 
 @torch.no_grad()
@@ -96,8 +105,13 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
             dirty.append(0.0)  # only the edited token itself is dirty at layer 0
         else:
             dirty.append(float((inputs_a[i] != inputs_e[i]).any(-1)[later].float().mean()))
-    return {"flip_rate_per_layer": flips, "dirty_fraction_of_later_per_layer": dirty,
-            "mean_flip_rate": sum(flips) / len(flips), "sequences": b, "tokens": t}
+    return {
+        "flip_rate_per_layer": flips,
+        "dirty_fraction_of_later_per_layer": dirty,
+        "mean_flip_rate": sum(flips) / len(flips),
+        "sequences": b,
+        "tokens": t,
+    }
 
 
 def engine_report(net, tok_path: Path, docs: list[list[int]], seed: int) -> dict:
@@ -128,15 +142,29 @@ def engine_report(net, tok_path: Path, docs: list[list[int]], seed: int) -> dict
         label = net.config.labels[-1]
         score_gaps.append(abs(doc.scores[label] - fresh.scores[label]))
     model.net.float()  # LoadedModel moved the shared net to float64
-    return {"single_token_mac_speedup_median": statistics.median(speedups), "single_token_mac_speedups": speedups,
-            "single_token_edit_seconds_median": statistics.median(seconds), "verify_codes_equal": exact,
-            "incremental_vs_fresh_score_abs_diff_mean": sum(score_gaps) / len(score_gaps),
-            "incremental_vs_fresh_score_abs_diff_max": max(score_gaps), "docs": len(docs),
-            "doc_tokens": [len(d) for d in docs]}
+    return {
+        "single_token_mac_speedup_median": statistics.median(speedups),
+        "single_token_mac_speedups": speedups,
+        "single_token_edit_seconds_median": statistics.median(seconds),
+        "verify_codes_equal": exact,
+        "incremental_vs_fresh_score_abs_diff_mean": sum(score_gaps) / len(score_gaps),
+        "incremental_vs_fresh_score_abs_diff_max": max(score_gaps),
+        "docs": len(docs),
+        "doc_tokens": [len(d) for d in docs],
+    }
 
 
-def tone_hint_section(net, card: dict, tok, args, held: list[tuple[str, int]], by_style: dict[str, torch.Tensor],
-                      test: list[tuple[str, int]], test_probs: torch.Tensor | None, positions_for) -> dict:
+def tone_hint_section(
+    net,
+    card: dict,
+    tok,
+    args,
+    held: list[tuple[str, int]],
+    by_style: dict[str, torch.Tensor],
+    test: list[tuple[str, int]],
+    test_probs: torch.Tensor | None,
+    positions_for,
+) -> dict:
     """``tone_hints.hint_report`` on IMDB test, the held-out reviews in every style (their scores
     already computed: ``test_probs``, ``by_style``), and held-out neutral paragraphs (all of them
     and per source)."""
@@ -181,28 +209,35 @@ def run_evaluate(args) -> Path:
     if not args.no_imdb:
         test, _ = imdb_examples(args.data, "test", limit=args.test_limit, seed=args.seed)
         test_ids = encode_reviews(tok, test, args.max_tokens)
-        spread = lambda n: spread_positions(n, pool)
+        spread = functools.partial(spread_positions, pool=pool)
         test_probs = document_scores(net, test_ids, spread)
-        report["imdb_test"] = {"vq": accuracy_of(test_probs.argmax(-1), torch.tensor([y for _, y in test])),
-                               "subset": f"{len(test)} reviews (seeded shuffle of imdb_test), first {args.max_tokens} tokens"}
+        report["imdb_test"] = {
+            "vq": accuracy_of(test_probs.argmax(-1), torch.tensor([y for _, y in test])),
+            "subset": f"{len(test)} reviews (seeded shuffle of imdb_test), first {args.max_tokens} tokens",
+        }
     if args.dense_model and not args.no_imdb:
         dense, dense_card = load_model_folder(args.dense_model)
         report["dense_teacher_finetune"] = dense_card.get("finetune")
         dense_acc = accuracy(dense, test_ids, lambda n: spread_positions(n, dense.config.position_pool))
         report["imdb_test"]["dense_teacher"] = dense_acc
-        report["imdb_test"]["vq_over_dense_accuracy"] = report["imdb_test"]["vq"]["accuracy"] / max(1e-9, dense_acc["accuracy"])
+        report["imdb_test"]["vq_over_dense_accuracy"] = report["imdb_test"]["vq"]["accuracy"] / max(
+            1e-9, dense_acc["accuracy"]
+        )
 
     if args.robust_reviews:  # held-out training reviews (finetune --holdout rows), never the test split
         _, held = imdb_examples(args.data, "train", seed=args.seed, holdout=args.holdout)
         if len(held) < args.robust_reviews:
-            raise SystemExit(f"--robust-reviews {args.robust_reviews} is more than the {len(held)} held-out rows "
-                             f"(--holdout {args.holdout})")
-        spread = lambda n: spread_positions(n, pool)
-        held = held[:args.robust_reviews]
+            raise SystemExit(
+                f"--robust-reviews {args.robust_reviews} is more than the {len(held)} held-out rows "
+                f"(--holdout {args.holdout})"
+            )
+        spread = functools.partial(spread_positions, pool=pool)
+        held = held[: args.robust_reviews]
         by_style = style_scores(net, tok, held, args.max_tokens, spread)
         report["robustness"] = style_report(net, tok, held, args.max_tokens, spread, by_style)
-        report["paragraph_context"] = context_report(net, tok, held[:args.context_reviews], args.max_tokens, spread,
-                                                     args.seed)
+        report["paragraph_context"] = context_report(
+            net, tok, held[: args.context_reviews], args.max_tokens, spread, args.seed
+        )
         report["tone_hints"] = tone_hint_section(net, card, tok, args, held, by_style, test, test_probs, spread)
 
     valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
@@ -219,6 +254,7 @@ def run_evaluate(args) -> Path:
 
     if args.teacher and (Path(args.teacher) / "teacher_report.json").is_file():
         import json
+
         report["teacher_uses_context"] = json.loads((Path(args.teacher) / "teacher_report.json").read_text())
     report["seconds"] = round(time.time() - t0, 1)
     common.write_json(out / "eval.json", report)

@@ -38,19 +38,26 @@ def summary(card: dict) -> dict:
         out["code_perplexity_per_layer"] = [u["perplexity"] for u in lm["code_usage_per_layer"]]
     robust = ev.get("robustness", {})
     if robust:
-        out["robustness_accuracy"] = {k: v["accuracy"] for k, v in robust.items() if isinstance(v, dict) and "accuracy" in v}
-        out["robustness_positive_rate"] = {k: v["positive_rate"] for k, v in robust.items()
-                                           if isinstance(v, dict) and "positive_rate" in v}
+        out["robustness_accuracy"] = {
+            k: v["accuracy"] for k, v in robust.items() if isinstance(v, dict) and "accuracy" in v
+        }
+        out["robustness_positive_rate"] = {
+            k: v["positive_rate"] for k, v in robust.items() if isinstance(v, dict) and "positive_rate" in v
+        }
         out["robustness_reviews"] = robust.get("reviews")
     context = ev.get("paragraph_context", {})
     if context:
-        out["paragraph_flip_rate_vs_alone"] = {k: v["flip_rate_vs_alone"] for k, v in context.items()
-                                               if isinstance(v, dict) and "flip_rate_vs_alone" in v}
+        out["paragraph_flip_rate_vs_alone"] = {
+            k: v["flip_rate_vs_alone"] for k, v in context.items() if isinstance(v, dict) and "flip_rate_vs_alone" in v
+        }
         out["paragraph_accuracy"] = {k: v["accuracy"] for k, v in context.items() if isinstance(v, dict)}
     hints = ev.get("tone_hints", {})
     if hints:
-        out["tone_hints"] = {k: {f: v[f] for f in ("accuracy", "positive_rate", "shown_share", "shown_precision")}
-                             for k, v in hints.items() if isinstance(v, dict)}
+        out["tone_hints"] = {
+            k: {f: v[f] for f in ("accuracy", "positive_rate", "shown_share", "shown_precision")}
+            for k, v in hints.items()
+            if isinstance(v, dict)
+        }
         out["tone_hint_rule"] = hints.get("rule")
     calibration = card.get("calibration")
     if calibration:
@@ -61,11 +68,17 @@ def summary(card: dict) -> dict:
         out["single_token_mac_speedup_median"] = ev["engine"]["single_token_mac_speedup_median"]
     teacher = ev.get("teacher_uses_context", {})
     out["finetune_scope"] = card.get("finetune", {}).get("scope", "all")
-    out["tokens_seen"] = {"teacher": teacher.get("tokens_seen"), "distill": card.get("distill", {}).get("tokens_seen"),
-                          "finetune_reviews": card.get("finetune", {}).get("reviews_seen"),
-                          "head_fit_reviews": (card.get("finetune", {}).get("head_fit") or {}).get("reviews")}
-    out["wall_seconds"] = {"teacher": teacher.get("wall_seconds"), "distill": card.get("distill", {}).get("wall_seconds"),
-                           "finetune": card.get("finetune", {}).get("wall_seconds")}
+    out["tokens_seen"] = {
+        "teacher": teacher.get("tokens_seen"),
+        "distill": card.get("distill", {}).get("tokens_seen"),
+        "finetune_reviews": card.get("finetune", {}).get("reviews_seen"),
+        "head_fit_reviews": (card.get("finetune", {}).get("head_fit") or {}).get("reviews"),
+    }
+    out["wall_seconds"] = {
+        "teacher": teacher.get("wall_seconds"),
+        "distill": card.get("distill", {}).get("wall_seconds"),
+        "finetune": card.get("finetune", {}).get("wall_seconds"),
+    }
     return out
 
 
@@ -89,6 +102,7 @@ def export(args) -> Path:
     save_model_folder(net, Tokenizer.from_file(Path(args.model) / "tokenizer.json"), out, card)
     if args.fp16:  # save_model_folder stores float32; re-store the tensors as float16
         from safetensors.torch import load_file, save_file
+
         weights = load_file(str(out / "model.safetensors"))
         save_file({k: v.to(torch.float16) for k, v in weights.items()}, str(out / "model.safetensors"))
     size_mb = sum(f.stat().st_size for f in out.iterdir()) / 2**20

@@ -7,7 +7,8 @@ of the true label, trained with sampled pool positions as everywhere else, optio
 token-level term (every token's own cross-entropy against the review's label, ``--w-token``).
 An earlier aggregate, the mean of token probabilities, squashed documents towards 0.5 and
 fine-tuning crawled (64% after 2,240 reviews); with log-probabilities the head on frozen
-features is plain logistic regression on mean-pooled states (``--head-fit``). A small LM loss keeps the LM head (surprise hints)
+features is plain logistic regression on mean-pooled states (``--head-fit``). A small LM loss keeps the LM head
+(surprise hints)
 alive. With ``--scope all`` the VQ model keeps EMA codebooks, the Gumbel pseudo-gradient and the
 locality term; ``--scope post-vq`` (the bundled recipe, see ``post_vq``) trains only the modules
 after the last quantiser, so no code changes. The dense teacher (``--dense``) is fine-tuned by
@@ -68,7 +69,11 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
     if n_edit:
         g = torch.Generator().manual_seed(args.seed * 31 + step)
         edited, where = make_edits(ids[:n_edit], valid[:n_edit], net.config.vocab_size, g)
-        all_ids, all_pos, all_valid = torch.cat([ids, edited]), torch.cat([pos, pos[:n_edit]]), torch.cat([valid, valid[:n_edit]])
+        all_ids, all_pos, all_valid = (
+            torch.cat([ids, edited]),
+            torch.cat([pos, pos[:n_edit]]),
+            torch.cat([valid, valid[:n_edit]]),
+        )
     out = net(all_ids, all_pos, all_valid, quantizer=quant)
     probs = doc_probs(out.cls_logits[:b], scored)  # (B, C): the review's own tokens
     cls = document_nll(probs, labels)
@@ -79,8 +84,15 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
     terms = {"cls": cls, "token_ce": token_ce, "lm": lm, "acc": opinion_accuracy(probs, labels)}
     loss = cls + args.w_token * token_ce + args.w_lm * lm
     if n_edit:
-        terms["locality"] = locality_loss(net, [s[:n_edit] for s in out.pre_vq], [c[:n_edit] for c in out.codes],
-                                          [s[b:] for s in out.pre_vq], where, valid[:n_edit], args.margin)
+        terms["locality"] = locality_loss(
+            net,
+            [s[:n_edit] for s in out.pre_vq],
+            [c[:n_edit] for c in out.codes],
+            [s[b:] for s in out.pre_vq],
+            where,
+            valid[:n_edit],
+            args.margin,
+        )
         loss = loss + args.locality * terms["locality"]
     terms["loss"] = loss
     return terms
@@ -106,7 +118,7 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
         step, t_used = state["step"], state["seconds"]
         head_report = state.get("head_fit")
     elif args.head_fit:  # a fresh run: start from the convex optimum of the head on frozen features
-        head_report = fit_head(net, train[:args.head_fit], lambda n: spread_positions(n, pool))
+        head_report = fit_head(net, train[: args.head_fit], lambda n: spread_positions(n, pool))
         t_used = head_report["seconds"]
         net.train()
 
@@ -125,13 +137,28 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
         return finetune_losses(net, quant, batch, args, step), int(valid.sum())
 
     step = common.train_steps(
-        args, opt, net.parameters(), step, bar, batch_terms, after_step=quant.update if quant is not None else None,
-        bar_keys=("loss", "acc"), probe=probe, net=net,
+        args,
+        opt,
+        net.parameters(),
+        step,
+        bar,
+        batch_terms,
+        after_step=quant.update if quant is not None else None,
+        bar_keys=("loss", "acc"),
+        probe=probe,
+        net=net,
         log_record=lambda step, shown: dict(stage="finetune", dense=args.dense, step=step, tok_s=bar.rate, **shown),
         save=lambda step: common.save_checkpoint(
-            ckpt, model=net.state_dict(), opt=opt.state_dict(), rng=torch.get_rng_state(),
-            quant=quant.state_dict() if quant is not None else None, step=step, head_fit=head_report,
-            seconds=t_used + time.time() - t0))
+            ckpt,
+            model=net.state_dict(),
+            opt=opt.state_dict(),
+            rng=torch.get_rng_state(),
+            quant=quant.state_dict() if quant is not None else None,
+            step=step,
+            head_fit=head_report,
+            seconds=t_used + time.time() - t0,
+        ),
+    )
     bar.close()
     return step, t_used + time.time() - t0, head_report
 
@@ -166,16 +193,24 @@ def training_examples(tok, rows: list[tuple[str, int]], args) -> tuple[list[tupl
     if args.neutral:
         paragraphs = neutral_paragraphs(args.data, "train", args.neutral, seed=args.seed)
         texts = [p.text for p in paragraphs]
-        styled = neutral_variants(texts, parse_mix(args.augment), args.seed) if args.augment else \
-            [(t, "original") for t in texts]
+        styled = (
+            neutral_variants(texts, parse_mix(args.augment), args.seed)
+            if args.augment
+            else [(t, "original") for t in texts]
+        )
         neutral = encode_reviews(tok, [(t, NEUTRAL) for t, _ in styled], args.seq - 1)
         examples = examples + neutral
         sources: dict[str, int] = {}
         for p in paragraphs:
             sources[p.source] = sources.get(p.source, 0) + 1
-        report["neutral"] = {"paragraphs": len(neutral), "per_source": sources, "share_of_batch": args.neutral_share,
-                             "tokens": sum(len(ex[0]) for ex in neutral), "target": "uniform over the classes",
-                             "data": "neutral.neutral_paragraphs part 'train' ($VQ_LSP_DATA/revisions, gutenberg)"}
+        report["neutral"] = {
+            "paragraphs": len(neutral),
+            "per_source": sources,
+            "share_of_batch": args.neutral_share,
+            "tokens": sum(len(ex[0]) for ex in neutral),
+            "target": "uniform over the classes",
+            "data": "neutral.neutral_paragraphs part 'train' ($VQ_LSP_DATA/revisions, gutenberg)",
+        }
     return examples, report or None
 
 
@@ -194,7 +229,7 @@ def train_finetune(args) -> Path:
     tok = load_tokenizer(tok_path)
     rows, held = imdb_examples(args.data, "train", limit=args.limit, seed=args.seed, holdout=args.holdout)
     train, mix_report = training_examples(tok, rows, args)
-    probe_set = encode_reviews(tok, held[-args.eval_reviews:], args.seq - 1) if args.eval_every else []
+    probe_set = encode_reviews(tok, held[-args.eval_reviews :], args.seq - 1) if args.eval_every else []
     probe = (lambda m: accuracy(m, probe_set, lambda n: spread_positions(n, pool))) if probe_set else None
     if args.scope == "post-vq":
         step, t_used, extra = _finetune_post_vq(net, train, probe, args, out, device)
@@ -209,16 +244,29 @@ def train_finetune(args) -> Path:
     val = encode_reviews(tok, held[:500], args.seq - 1)
     val_acc = accuracy(net, val, lambda n: spread_positions(n, pool)) if val else {}
     net.eval()
-    card = {"finetune": {
-        "source": str(args.model), "dense": args.dense, "scope": args.scope, "steps": step, "batch": args.batch,
-        "max_tokens": args.seq - 1, "lr": args.lr, "reviews_seen": step * args.batch,
-        "data": "imdb_train (seeded shuffle, last %d rows held out)" % args.holdout,
-        "holdout_accuracy": val_acc, "locality_weight": args.locality if is_vq and args.scope == "all" else None,
-        "head_fit": head_report, "augment": {k: v for k, v in (mix_report or {}).items() if k != "neutral"} or None,
-        "neutral": (mix_report or {}).get("neutral"), **extra, "wall_seconds": round(t_used, 1),
-    }}
+    card = {
+        "finetune": {
+            "source": str(args.model),
+            "dense": args.dense,
+            "scope": args.scope,
+            "steps": step,
+            "batch": args.batch,
+            "max_tokens": args.seq - 1,
+            "lr": args.lr,
+            "reviews_seen": step * args.batch,
+            "data": f"imdb_train (seeded shuffle, last {args.holdout} rows held out)",
+            "holdout_accuracy": val_acc,
+            "locality_weight": args.locality if is_vq and args.scope == "all" else None,
+            "head_fit": head_report,
+            "augment": {k: v for k, v in (mix_report or {}).items() if k != "neutral"} or None,
+            "neutral": (mix_report or {}).get("neutral"),
+            **extra,
+            "wall_seconds": round(t_used, 1),
+        }
+    }
     if not args.dense:
         from inference import load_model_folder
+
         source_card = load_model_folder(args.model)[1]
         source_card.pop("finetune", None)
         source_card.pop("evaluation", None)

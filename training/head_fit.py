@@ -30,7 +30,7 @@ def mean_features(net, examples, positions_for, batch: int = 16) -> tuple[torch.
     net.eval()
     means = []
     for a in range(0, len(examples), batch):
-        out, valid = forward_padded(net, examples[a:a + batch], positions_for)
+        out, valid = forward_padded(net, examples[a : a + batch], positions_for)
         hidden, valid = out.hidden.float().cpu(), valid.cpu()  # (B, T, d), (B, T)
         tok = valid.clone()
         tok[:, 0] = False  # BOS is not part of the document
@@ -64,5 +64,10 @@ def fit_head(net, examples, positions_for, l2: float = 1e-3, iters: int = 100) -
         head.weight.copy_(w.to(head.weight))
         head.bias.copy_(b.to(head.bias))
         after = float(doc_nll(w, b, means, labels))
-    return {"reviews": len(examples), "l2": l2, "doc_nll_before": round(before, 4), "doc_nll_after": round(after, 4),
-            "seconds": round(time.time() - t0, 1)}
+    return {
+        "reviews": len(examples),
+        "l2": l2,
+        "doc_nll_before": round(before, 4),
+        "doc_nll_after": round(after, 4),
+        "seconds": round(time.time() - t0, 1),
+    }

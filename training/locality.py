@@ -19,8 +19,9 @@ import torch
 from .vq import chunks, distances
 
 
-def make_edits(ids: torch.Tensor, valid: torch.Tensor, vocab: int, generator: torch.Generator,
-               low_id: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+def make_edits(
+    ids: torch.Tensor, valid: torch.Tensor, vocab: int, generator: torch.Generator, low_id: int = 4
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Replace one random non-BOS valid token per row by a random token.
 
     Returns (edited ids (B, T), edited index (B,)).
@@ -52,8 +53,15 @@ def margin_hinge(s_new: torch.Tensor, codes_ref: torch.Tensor, codebook: torch.T
     return torch.relu((d_ref - d_alt) / scale + margin).reshape(b, t, h)
 
 
-def locality_loss(net, s_orig: list[torch.Tensor], codes_orig: list[torch.Tensor], s_edit: list[torch.Tensor],
-                  where: torch.Tensor, valid: torch.Tensor, margin: float) -> torch.Tensor:
+def locality_loss(
+    net,
+    s_orig: list[torch.Tensor],
+    codes_orig: list[torch.Tensor],
+    s_edit: list[torch.Tensor],
+    where: torch.Tensor,
+    valid: torch.Tensor,
+    margin: float,
+) -> torch.Tensor:
     """Mean hinge over layers, VQ heads and later unedited valid positions (plus the originals).
 
     s_*: per-layer attention sums (E, T, d) of the originals and their edited copies;

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .data import read_jsonl_gz
 from vq_lsp.hints import markup  # the server's prose layout (tests/test_architecture.py allows it)
+
+from .data import read_jsonl_gz
 
 PARTS = ("train", "calibration", "test")
 SOURCES = ("rust_book", "command_line_readme", "wikipedia", "gutenberg_narration")
@@ -82,22 +83,31 @@ def _gutenberg(data_dir: Path, part: str, min_words: int, max_words: int) -> Ite
                 yield NeutralParagraph(" ".join(text.split()), "gutenberg_narration", name, n)
 
 
-def neutral_paragraphs(data_dir: Path, part: str, limit: int, seed: int = 0, min_words: int = 12,
-                       max_words: int = 300, gutenberg_share: float = 0.25) -> list[NeutralParagraph]:
+def neutral_paragraphs(
+    data_dir: Path,
+    part: str,
+    limit: int,
+    seed: int = 0,
+    min_words: int = 12,
+    max_words: int = 300,
+    gutenberg_share: float = 0.25,
+) -> list[NeutralParagraph]:
     """A seeded sample of ``limit`` paragraphs of one part: technical and encyclopedic paragraphs
     first, Gutenberg narration making up ``gutenberg_share`` of them (books are long: without a
     cap they would crowd out the documentation)."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}, not {part!r}")
     rng = random.Random(seed)
-    technical = [NeutralParagraph(text, source, name, n)
-                 for source, name, kind, doc in _documents(data_dir)
-                 if part_of(name) == part or (source == "command_line_readme" and part == "train")
-                 for text, n in tone_paragraphs(doc, kind, min_words, max_words)]
+    technical = [
+        NeutralParagraph(text, source, name, n)
+        for source, name, kind, doc in _documents(data_dir)
+        if part_of(name) == part or (source == "command_line_readme" and part == "train")
+        for text, n in tone_paragraphs(doc, kind, min_words, max_words)
+    ]
     narration = list(_gutenberg(data_dir, part, min_words, max_words))
     rng.shuffle(technical)
     rng.shuffle(narration)
     n_story = min(len(narration), round(limit * gutenberg_share))
-    chosen = technical[:limit - n_story] + narration[:n_story]
+    chosen = technical[: limit - n_story] + narration[:n_story]
     rng.shuffle(chosen)
     return chosen

@@ -19,6 +19,7 @@ same set of modules after its last (softmax) attention.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from dataclasses import dataclass
@@ -85,8 +86,9 @@ class Features:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def batch(self, reviews: list[int], device: torch.device, crop: int = 0,
-              g: torch.Generator | None = None) -> tuple[torch.Tensor, ...]:
+    def batch(
+        self, reviews: list[int], device: torch.device, crop: int = 0, g: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, ...]:
         """(x (B, T, d) float32, ids (B, T), valid (B, T), scored (B, T), labels (B,)), right-padded.
 
         ``scored`` is ``valid`` without the context rows (text before the review: read, never
@@ -111,14 +113,13 @@ class Features:
         ids = torch.zeros(len(reviews), t, dtype=torch.long)
         valid = torch.zeros(len(reviews), t, dtype=torch.bool)
         for i, (a, n) in enumerate(zip(starts, lengths)):
-            x[i, :n] = self.x[a:a + n].float()
-            ids[i, :n] = self.ids[a:a + n].long()
+            x[i, :n] = self.x[a : a + n].float()
+            ids[i, :n] = self.ids[a : a + n].long()
             valid[i, :n] = True
         scored = valid.clone()
         for i, ctx in enumerate(skips):
-            scored[i, 1:1 + ctx] = False
-        return (x.to(device), ids.to(device), valid.to(device), scored.to(device),
-                self.labels[reviews].to(device))
+            scored[i, 1 : 1 + ctx] = False
+        return (x.to(device), ids.to(device), valid.to(device), scored.to(device), self.labels[reviews].to(device))
 
 
 @torch.no_grad()
@@ -130,7 +131,7 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
     rows: list[tuple[torch.Tensor, torch.Tensor]] = [None] * len(examples)  # type: ignore[list-item]
     try:
         for a in range(0, len(order), batch):
-            idx = order[a:a + batch]
+            idx = order[a : a + batch]
             ids, pos, valid, _ = pad_batch([examples[i] for i in idx], positions_for)
             captured.clear()
             net(ids.to(device), pos.to(device), valid.to(device))
@@ -142,8 +143,13 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
         hook.remove()
     offsets = torch.zeros(len(examples) + 1, dtype=torch.long)
     offsets[1:] = torch.tensor([len(r[1]) for r in rows]).cumsum(0)
-    return Features(torch.cat([r[0] for r in rows]), torch.cat([r[1] for r in rows]), offsets,
-                    torch.tensor([ex[1] for ex in examples]), torch.tensor([context_tokens(ex) for ex in examples]))
+    return Features(
+        torch.cat([r[0] for r in rows]),
+        torch.cat([r[1] for r in rows]),
+        offsets,
+        torch.tensor([ex[1] for ex in examples]),
+        torch.tensor([context_tokens(ex) for ex in examples]),
+    )
 
 
 def weights_digest(net) -> str:
@@ -174,8 +180,9 @@ def shard_key(weights: str, examples, seed: int) -> str:
     return h.hexdigest()
 
 
-def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, batch: int = 16,
-                   log=None) -> tuple[Features, float]:
+def cache_features(
+    net, examples, folder: Path, seed: int, shard: int = 1000, batch: int = 16, log=None
+) -> tuple[Features, float]:
     """(features of all ``examples``, seconds spent computing them over all runs), computed in
     shards saved under ``folder`` (a rerun resumes).
 
@@ -191,7 +198,7 @@ def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, ba
     weights = weights_digest(net)
     for s, a in enumerate(range(0, len(examples), shard)):
         path = folder / f"shard_{s:04d}.pt"
-        chunk = examples[a:a + shard]
+        chunk = examples[a : a + shard]
         key = shard_key(weights, chunk, seed * 100_003 + s)
         if path.is_file():
             saved = torch.load(path)
@@ -201,13 +208,18 @@ def cache_features(net, examples, folder: Path, seed: int, shard: int = 1000, ba
                 continue
         t0 = time.time()
         g = torch.Generator().manual_seed(seed * 100_003 + s)
-        part = _shard_features(net, chunk, lambda n: sample_positions(n, pool, g), batch, device)
+        part = _shard_features(net, chunk, functools.partial(sample_positions, pool=pool, generator=g), batch, device)
         common.save_checkpoint(path, **part.__dict__, seconds=time.time() - t0, key=key)
         seconds += time.time() - t0
         parts.append(part)
         if log:
-            log(stage="features", shard=s, reviews=len(chunk), rows=int(part.offsets[-1]),
-                seconds=round(time.time() - t0, 1))
+            log(
+                stage="features",
+                shard=s,
+                reviews=len(chunk),
+                rows=int(part.offsets[-1]),
+                seconds=round(time.time() - t0, 1),
+            )
     return join(parts), seconds
 
 
@@ -218,8 +230,13 @@ def join(parts: list[Features]) -> Features:
     for p in parts:
         offsets.append(p.offsets[1:] + base)
         base += int(p.offsets[-1])
-    return Features(torch.cat([p.x for p in parts]), torch.cat([p.ids for p in parts]), torch.cat(offsets),
-                    torch.cat([p.labels for p in parts]), torch.cat([p.context for p in parts]))
+    return Features(
+        torch.cat([p.x for p in parts]),
+        torch.cat([p.ids for p in parts]),
+        torch.cat(offsets),
+        torch.cat([p.labels for p in parts]),
+        torch.cat([p.context for p in parts]),
+    )
 
 
 def tail_losses(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator) -> dict[str, torch.Tensor]:
@@ -234,11 +251,13 @@ def tail_losses(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator) 
     cls = document_nll(probs, labels)
     token_ce = token_cross_entropy(cls_logits, scored, labels)
     keep = valid[:, 1:] & (torch.rand(valid[:, 1:].shape, generator=g) < args.lm_fraction).to(valid.device)
-    lm = F.cross_entropy(net.lm_logits(hidden[:, :-1][keep]).float(), ids[:, 1:][keep]) if keep.any() \
+    lm = (
+        F.cross_entropy(net.lm_logits(hidden[:, :-1][keep]).float(), ids[:, 1:][keep])
+        if keep.any()
         else hidden.new_zeros(())
+    )
     loss = cls + args.w_token * token_ce + args.w_lm * lm
-    return {"loss": loss, "cls": cls, "token_ce": token_ce, "lm": lm,
-            "acc": opinion_accuracy(probs, labels)}
+    return {"loss": loss, "cls": cls, "token_ce": token_ce, "lm": lm, "acc": opinion_accuracy(probs, labels)}
 
 
 def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tuple[int, float]:
@@ -267,12 +286,22 @@ def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tup
         return tail_losses(net, batch, args, g), int(batch[2].sum())
 
     step = common.train_steps(
-        args, opt, [p for p in net.parameters() if p.requires_grad], step, bar, batch_terms,
-        bar_keys=("loss", "acc"), probe=probe, net=net,
-        log_record=lambda step, shown: dict(stage="finetune", scope="post-vq", dense=args.dense, step=step,
-                                            tok_s=bar.rate, **shown),
-        save=lambda step: common.save_checkpoint(ckpt, model=net.state_dict(), opt=opt.state_dict(), step=step,
-                                                 seconds=t_used + time.time() - t0))
+        args,
+        opt,
+        [p for p in net.parameters() if p.requires_grad],
+        step,
+        bar,
+        batch_terms,
+        bar_keys=("loss", "acc"),
+        probe=probe,
+        net=net,
+        log_record=lambda step, shown: dict(
+            stage="finetune", scope="post-vq", dense=args.dense, step=step, tok_s=bar.rate, **shown
+        ),
+        save=lambda step: common.save_checkpoint(
+            ckpt, model=net.state_dict(), opt=opt.state_dict(), step=step, seconds=t_used + time.time() - t0
+        ),
+    )
     bar.close()
     for p in net.parameters():
         p.requires_grad_(True)

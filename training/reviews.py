@@ -36,8 +36,8 @@ def encode_with_context(tok, items: list[tuple[str, str, int]], max_tokens: int)
     ctx_ids, rev_ids = enc([c for c, _, _ in items]), enc([r for _, r, _ in items])
     out = []
     for c, r, (_, _, y) in zip(ctx_ids, rev_ids, items):
-        r = r[:max(max_tokens - len(c), max_tokens // 2)] or [PAD_ID]
-        c = c[len(c) - (max_tokens - len(r)):] if len(c) + len(r) > max_tokens else c
+        r = r[: max(max_tokens - len(c), max_tokens // 2)] or [PAD_ID]
+        c = c[len(c) - (max_tokens - len(r)) :] if len(c) + len(r) > max_tokens else c
         out.append((c + r, y, len(c)))
     return out
 
@@ -82,7 +82,7 @@ def scored_rows(examples: list[tuple], valid: torch.Tensor) -> torch.Tensor:
     """``valid`` (B, T) without each example's context tokens: the rows its label is about."""
     scored = valid.clone()
     for i, ex in enumerate(examples):
-        scored[i, 1:1 + context_tokens(ex)] = False
+        scored[i, 1 : 1 + context_tokens(ex)] = False
     return scored
 
 
@@ -133,8 +133,9 @@ def token_cross_entropy(cls_logits: torch.Tensor, valid: torch.Tensor, labels: t
 def balanced_pick(by_label: list[list[int]], batch: int, g: torch.Generator) -> list[int]:
     """Training rows with every label equally often: a lopsided small batch drags the head's bias
     back and forth (the per-token loss makes every token of a review vote the same way)."""
-    return [c[int(torch.randint(0, len(c), (1,), generator=g))] for k in range(batch)
-            for c in [by_label[k % len(by_label)]]]
+    return [
+        c[int(torch.randint(0, len(c), (1,), generator=g))] for k in range(batch) for c in [by_label[k % len(by_label)]]
+    ]
 
 
 def rows_by_label(labels: list[int]) -> tuple[list[list[int]], list[int]]:
@@ -144,8 +145,9 @@ def rows_by_label(labels: list[int]) -> tuple[list[list[int]], list[int]]:
     return [[i for i, y in enumerate(labels) if y == c] for c in classes], neutral
 
 
-def pick_batch(by_label: list[list[int]], neutral: list[int], batch: int, neutral_share: float,
-               g: torch.Generator) -> list[int]:
+def pick_batch(
+    by_label: list[list[int]], neutral: list[int], batch: int, neutral_share: float, g: torch.Generator
+) -> list[int]:
     """``balanced_pick`` over the class labels, with ``round(batch * neutral_share)`` of the rows
     drawn from the neutral texts (none when there are none): the share of "no tone" evidence per
     step is fixed, and the classes stay balanced among the rest."""
@@ -170,7 +172,7 @@ def document_scores(net, examples, positions_for, batch: int = 16) -> torch.Tens
     order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
     scores = torch.empty(len(examples), net.config.num_labels)
     for a in range(0, len(order), batch):
-        idx = order[a:a + batch]
+        idx = order[a : a + batch]
         chosen = [examples[i] for i in idx]
         out, valid = forward_padded(net, chosen, positions_for)
         scores[idx] = doc_probs(out.cls_logits, scored_rows(chosen, valid)).float().cpu()
@@ -193,5 +195,9 @@ def accuracy_of(pred: torch.Tensor, gold: torch.Tensor) -> dict:
     fp = int(((pred == 1) & (gold == 0)).sum())
     fn = int(((pred == 0) & (gold == 1)).sum())
     f1 = 2 * tp / max(1, 2 * tp + fp + fn)
-    return {"accuracy": float((pred == gold).float().mean()), "f1": f1, "positive_rate": float((pred == 1).float().mean()),
-            "n": len(gold)}
+    return {
+        "accuracy": float((pred == gold).float().mean()),
+        "f1": f1,
+        "positive_rate": float((pred == 1).float().mean()),
+        "n": len(gold),
+    }

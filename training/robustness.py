@@ -50,8 +50,9 @@ STYLES = {
 CONTEXTS = ("alone", "after_table", "after_code", "after_opposite_paragraph")
 
 
-def style_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for,
-                 scores: dict[str, torch.Tensor] | None = None) -> dict:
+def style_report(
+    net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for, scores: dict[str, torch.Tensor] | None = None
+) -> dict:
     """Per style: accuracy, F1, positive rate, n; and each style's accuracy gap to the original.
     ``scores``: each style's document probabilities (N, C) where the caller has them already."""
     scores = scores or style_scores(net, tok, rows, max_tokens, positions_for)
@@ -66,8 +67,10 @@ def style_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, positio
 
 def style_scores(net, tok, rows: list[tuple[str, int]], max_tokens: int, positions_for) -> dict[str, torch.Tensor]:
     """Document probabilities (N, C) of ``rows`` written in every style of ``STYLES``."""
-    return {name: document_scores(net, encode_reviews(tok, [(f(t), y) for t, y in rows], max_tokens), positions_for)
-            for name, f in STYLES.items()}
+    return {
+        name: document_scores(net, encode_reviews(tok, [(f(t), y) for t, y in rows], max_tokens), positions_for)
+        for name, f in STYLES.items()
+    }
 
 
 def opening_paragraph(text: str, min_words: int = 40) -> str:
@@ -105,8 +108,11 @@ def context_report(net, tok, rows: list[tuple[str, int]], max_tokens: int, posit
         examples = encode_with_context(tok, items, max_tokens)
         pred = predict(net, examples, positions_for)
         gold = [y for _, _, y in items]
-        entry = {"accuracy": sum(int(p) == y for p, y in zip(pred.tolist(), gold)) / max(1, len(gold)),
-                 "positive_rate": float(pred.float().mean()), "n": len(gold)}
+        entry = {
+            "accuracy": sum(int(p) == y for p, y in zip(pred.tolist(), gold)) / max(1, len(gold)),
+            "positive_rate": float(pred.float().mean()),
+            "n": len(gold),
+        }
         if alone is None:
             alone = pred
         else:

@@ -27,8 +27,12 @@ def add_parsers(sub, common, train_loop) -> None:
     p = sub.add_parser("distill", help="convert a dense OPT into VQ-OPT by distillation")
     common(p)
     train_loop(p, steps=300, lr=3e-4, batch=2, seq=1024)
-    p.add_argument("--teacher", required=True, help="Hugging Face OPT folder (save_pretrained), or a teacher of "
-                   "another architecture: smollm2, a .gguf file, or its folder from `vq-train teacher --pretrained`")
+    p.add_argument(
+        "--teacher",
+        required=True,
+        help="Hugging Face OPT folder (save_pretrained), or a teacher of "
+        "another architecture: smollm2, a .gguf file, or its folder from `vq-train teacher --pretrained`",
+    )
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: TEACHER/tokenizer.json)")
     p.add_argument("--vq-heads", type=int, default=2, choices=(1, 2, 4))
     p.add_argument("--scale", type=T.positive_float, default=1 / 1024, help="fixed GELU attention scale c")
@@ -51,28 +55,63 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--model", required=True, help="VQ model folder (from distill) or, with --dense, an OPT folder")
     p.add_argument("--dense", action="store_true", help="fine-tune a dense softmax OPT (the comparison row)")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: MODEL/tokenizer.json)")
-    p.add_argument("--scope", choices=("all", "post-vq"), default="all",
-                   help="all: every parameter; post-vq: only what follows the last quantiser (codes unchanged), "
-                        "trained on cached features")
-    p.add_argument("--w-lm", type=T.non_negative_float, default=0.2, help="weight of the LM loss kept during fine-tuning")
-    p.add_argument("--crop", type=T.non_negative_int, default=0,
-                   help="post-vq: train on a random run of this many tokens of each longer review (0: whole)")
-    p.add_argument("--lm-fraction", type=T.probability, default=0.125,
-                   help="post-vq: share of rows that get the LM term (the vocabulary projection is costly)")
-    p.add_argument("--w-token", type=T.non_negative_float, default=1.0, help="weight of the per-token label cross-entropy")
-    p.add_argument("--head-lr-mult", type=T.positive_float, default=10.0, help="learning-rate multiplier of the new head")
-    p.add_argument("--head-fit", type=T.non_negative_int, default=0,
-                   help="first fit the head on frozen features of this many training reviews (0: no)")
-    p.add_argument("--augment", type=mix_spec, default=None,
-                   help="writing-style mix, e.g. original=3,lowercase=1,respaced=1,lower_respaced=1,sentence=1,"
-                        "truncated=1,after_context=2: each training review becomes one variant drawn with these "
-                        "weights (after_context: unrelated text before it, not scored)")
-    p.add_argument("--neutral", type=T.non_negative_int, default=0,
-                   help="neutral paragraphs (technical, encyclopedic, narration) trained towards a uniform target "
-                        "(0: none)")
-    p.add_argument("--neutral-share", type=T.probability, default=0.25,
-                   help="share of every batch drawn from the neutral paragraphs (with --neutral)")
-    p.add_argument("--eval-every", type=T.non_negative_int, default=0, help="log held-out accuracy every N steps (0: never)")
+    p.add_argument(
+        "--scope",
+        choices=("all", "post-vq"),
+        default="all",
+        help="all: every parameter; post-vq: only what follows the last quantiser (codes unchanged), "
+        "trained on cached features",
+    )
+    p.add_argument(
+        "--w-lm", type=T.non_negative_float, default=0.2, help="weight of the LM loss kept during fine-tuning"
+    )
+    p.add_argument(
+        "--crop",
+        type=T.non_negative_int,
+        default=0,
+        help="post-vq: train on a random run of this many tokens of each longer review (0: whole)",
+    )
+    p.add_argument(
+        "--lm-fraction",
+        type=T.probability,
+        default=0.125,
+        help="post-vq: share of rows that get the LM term (the vocabulary projection is costly)",
+    )
+    p.add_argument(
+        "--w-token", type=T.non_negative_float, default=1.0, help="weight of the per-token label cross-entropy"
+    )
+    p.add_argument(
+        "--head-lr-mult", type=T.positive_float, default=10.0, help="learning-rate multiplier of the new head"
+    )
+    p.add_argument(
+        "--head-fit",
+        type=T.non_negative_int,
+        default=0,
+        help="first fit the head on frozen features of this many training reviews (0: no)",
+    )
+    p.add_argument(
+        "--augment",
+        type=mix_spec,
+        default=None,
+        help="writing-style mix, e.g. original=3,lowercase=1,respaced=1,lower_respaced=1,sentence=1,"
+        "truncated=1,after_context=2: each training review becomes one variant drawn with these "
+        "weights (after_context: unrelated text before it, not scored)",
+    )
+    p.add_argument(
+        "--neutral",
+        type=T.non_negative_int,
+        default=0,
+        help="neutral paragraphs (technical, encyclopedic, narration) trained towards a uniform target (0: none)",
+    )
+    p.add_argument(
+        "--neutral-share",
+        type=T.probability,
+        default=0.25,
+        help="share of every batch drawn from the neutral paragraphs (with --neutral)",
+    )
+    p.add_argument(
+        "--eval-every", type=T.non_negative_int, default=0, help="log held-out accuracy every N steps (0: never)"
+    )
     p.add_argument("--eval-reviews", type=T.positive_int, default=200, help="held-out reviews for --eval-every")
     p.add_argument("--holdout", type=T.non_negative_int, default=1000, help="IMDB train rows kept for validation")
     p.add_argument("--limit", type=T.positive_int, default=None, help="use only this many training reviews")
@@ -86,10 +125,18 @@ def add_parsers(sub, common, train_loop) -> None:
     p = sub.add_parser("calibrate", help="fit a temperature on held-out reviews in every style; fold it into the head")
     common(p)
     p.add_argument("--model", required=True, help="fine-tuned model folder")
-    p.add_argument("--holdout", type=T.non_negative_int, default=1000,
-                   help="the IMDB train rows fine-tuning held out (same --seed)")
-    p.add_argument("--calibration-start", type=T.non_negative_int, default=500,
-                   help="first held-out row used (evaluate reports on the rows before it)")
+    p.add_argument(
+        "--holdout",
+        type=T.non_negative_int,
+        default=1000,
+        help="the IMDB train rows fine-tuning held out (same --seed)",
+    )
+    p.add_argument(
+        "--calibration-start",
+        type=T.non_negative_int,
+        default=500,
+        help="first held-out row used (evaluate reports on the rows before it)",
+    )
     p.add_argument("--calibration-reviews", type=T.positive_int, default=500)
     p.add_argument("--max-tokens", type=T.positive_int, default=512, help="review tokens scored (BOS excluded)")
 
@@ -102,43 +149,69 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--test-limit", type=T.positive_int, default=2000, help="IMDB test reviews scored (seeded subset)")
     p.add_argument("--max-tokens", type=T.positive_int, default=512, help="review tokens scored (BOS excluded)")
     p.add_argument("--lm-batches", type=T.positive_int, default=4)
-    p.add_argument("--lm-seq", type=T.int_range(2), default=None, help="held-out LM sequence length (default: the model's window)")
+    p.add_argument(
+        "--lm-seq", type=T.int_range(2), default=None, help="held-out LM sequence length (default: the model's window)"
+    )
     p.add_argument("--edit-docs", type=T.positive_int, default=8, help="documents for flip rate and engine costs")
     p.add_argument("--edit-seq", type=T.int_range(2), default=1024)
-    p.add_argument("--robust-reviews", type=T.non_negative_int, default=500,
-                   help="held-out train reviews per writing-style variant (0: skip the robustness sections)")
-    p.add_argument("--context-reviews", type=T.positive_int, default=200,
-                   help="held-out train paragraphs scored alone and after unrelated text")
-    p.add_argument("--holdout", type=T.non_negative_int, default=1000,
-                   help="the IMDB train rows fine-tuning held out (same --seed): where robustness reviews come from")
-    p.add_argument("--neutral-paragraphs", type=T.non_negative_int, default=1000,
-                   help="held-out neutral paragraphs (neutral.py, part 'test') for the tone-hint section (0: skip)")
+    p.add_argument(
+        "--robust-reviews",
+        type=T.non_negative_int,
+        default=500,
+        help="held-out train reviews per writing-style variant (0: skip the robustness sections)",
+    )
+    p.add_argument(
+        "--context-reviews",
+        type=T.positive_int,
+        default=200,
+        help="held-out train paragraphs scored alone and after unrelated text",
+    )
+    p.add_argument(
+        "--holdout",
+        type=T.non_negative_int,
+        default=1000,
+        help="the IMDB train rows fine-tuning held out (same --seed): where robustness reviews come from",
+    )
+    p.add_argument(
+        "--neutral-paragraphs",
+        type=T.non_negative_int,
+        default=1000,
+        help="held-out neutral paragraphs (neutral.py, part 'test') for the tone-hint section (0: skip)",
+    )
 
     p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")
     p.add_argument("--model", required=True, help="fine-tuned VQ model folder")
     p.add_argument("--eval", default=None, help="evaluate's JSON, merged into card.json")
     p.add_argument("--out", required=True)
     p.add_argument("--fp16", action="store_true", help="store weights in float16 (smaller folder)")
-    p.add_argument("--commands", default=None, help="text file with the commands that produced the model (one a "
-                                                    "line), stored in card.json")
+    p.add_argument(
+        "--commands",
+        default=None,
+        help="text file with the commands that produced the model (one a line), stored in card.json",
+    )
     p.add_argument("--max-mb", type=T.positive_float, default=40.0)
 
 
 def run(args) -> int:
     if args.cmd == "distill":
         from .distill import train_distill
+
         print(f"distilled -> {train_distill(args)}")
     elif args.cmd == "finetune":
         from .finetune import train_finetune
+
         print(f"fine-tuned -> {train_finetune(args)}")
     elif args.cmd == "calibrate":
         from .calibrate import run_calibrate
+
         print(f"calibrated -> {run_calibrate(args)}")
     elif args.cmd == "evaluate":
         from .evaluate import run_evaluate
+
         print(f"evaluation -> {run_evaluate(args)}")
     elif args.cmd == "export":
         from .export import export
+
         print(f"exported -> {export(args)}")
     else:
         raise SystemExit(f"unknown command {args.cmd}")

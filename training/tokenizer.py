@@ -10,8 +10,8 @@ student then uses ids 2 and 1 the same way (``training/teacher_pretrained.py``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
@@ -64,7 +64,7 @@ def gpt2_tokenizer(gpt2_dir: Path) -> Tokenizer:
     else:
         vocab.pop("<|endoftext|>", None)
         shifted = {t: i for i, t in enumerate(SPECIALS)}
-        for t, i in sorted(vocab.items(), key=lambda kv: kv[1]):
+        for t, _ in sorted(vocab.items(), key=lambda kv: kv[1]):
             shifted[t] = len(shifted)
     merges = []
     for line in (Path(gpt2_dir) / "merges.txt").read_text(encoding="utf-8").splitlines():
@@ -95,8 +95,12 @@ def load_tokenizer(path: Path) -> Tokenizer:
     A Hugging Face OPT checkpoint (``--teacher``) ships the latter pair, so it works as is.
     """
     path = Path(path)
-    if path.is_dir() and not (path / "tokenizer.json").is_file() \
-            and (path / "vocab.json").is_file() and (path / "merges.txt").is_file():
+    if (
+        path.is_dir()
+        and not (path / "tokenizer.json").is_file()
+        and (path / "vocab.json").is_file()
+        and (path / "merges.txt").is_file()
+    ):
         return gpt2_tokenizer(path)
     if path.is_dir():
         path = path / "tokenizer.json"

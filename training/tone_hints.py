@@ -71,21 +71,31 @@ def expected_calibration_error(probs: torch.Tensor, labels: torch.Tensor, bins: 
     return ece
 
 
-def hint_figures(probs: torch.Tensor, labels: torch.Tensor, words: list[int],
-                 threshold: float = DEFAULTS.sentiment_threshold,
-                 min_words: int = DEFAULTS.tone_min_words) -> HintFigures:
+def hint_figures(
+    probs: torch.Tensor,
+    labels: torch.Tensor,
+    words: list[int],
+    threshold: float = DEFAULTS.sentiment_threshold,
+    min_words: int = DEFAULTS.tone_min_words,
+) -> HintFigures:
     """Figures of texts with document probabilities ``probs`` (N, C), labels (N,) (``NEUTRAL``
     for text without an opinion) and word counts, under the server's rule for showing a hint."""
     conf, pred = probs.max(-1)
     shown = (conf >= threshold) & (torch.tensor(words) >= min_words)
     opinion = labels != NEUTRAL
-    figures = {"n": len(labels), "positive_rate": float((pred == 1).float().mean()),
-               "shown_share": float(shown.float().mean()), "mean_confidence": float(conf.mean())}
+    figures = {
+        "n": len(labels),
+        "positive_rate": float((pred == 1).float().mean()),
+        "shown_share": float(shown.float().mean()),
+        "mean_confidence": float(conf.mean()),
+    }
     if bool(opinion.all()):
         right = pred == labels
-        figures.update(accuracy=float(right.float().mean()),
-                       shown_precision=float(right[shown].float().mean()) if shown.any() else None,
-                       ece=expected_calibration_error(probs, labels))
+        figures.update(
+            accuracy=float(right.float().mean()),
+            shown_precision=float(right[shown].float().mean()) if shown.any() else None,
+            ece=expected_calibration_error(probs, labels),
+        )
     return HintFigures(**figures)
 
 
@@ -103,6 +113,8 @@ def hint_report(scores_of, sets: dict[str, list[tuple[str, int]]], temperature: 
         report[name] = hint_figures(probs, labels, [word_count(t) for t, _ in rows]).as_dict()
         if temperature is not None and report[name]["ece"] is not None:
             report[name]["ece_before_calibration"] = expected_calibration_error(scaled(probs, 1 / temperature), labels)
-    report["rule"] = (f"hint shown where the top class reaches {DEFAULTS.sentiment_threshold} and the text has at "
-                      f"least {DEFAULTS.tone_min_words} words (the server's defaults); each text scored as one block")
+    report["rule"] = (
+        f"hint shown where the top class reaches {DEFAULTS.sentiment_threshold} and the text has at "
+        f"least {DEFAULTS.tone_min_words} words (the server's defaults); each text scored as one block"
+    )
     return report

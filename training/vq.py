@@ -56,8 +56,15 @@ class TrainQuantizer:
     Call order per step: forward (collects each layer's chunks), backward, ``update()``.
     """
 
-    def __init__(self, net, decay: float = 0.99, pseudo_grad: str = "gumbel", tau: float = 1.0,
-                 dead_threshold: float = 0.03, generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        net,
+        decay: float = 0.99,
+        pseudo_grad: str = "gumbel",
+        tau: float = 1.0,
+        dead_threshold: float = 0.03,
+        generator: torch.Generator | None = None,
+    ):
         self.net, self.decay, self.pseudo_grad, self.tau = net, decay, pseudo_grad, tau
         self.dead_threshold = dead_threshold
         self.generator = generator

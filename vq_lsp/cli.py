@@ -37,26 +37,53 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vq-lsp", description="Live sentiment and writing-quality hints (LSP).")
     sub = p.add_subparsers(dest="command")
     sub.add_parser("score", help="score revision histories (see vq-lsp score --help)", add_help=False)
-    sub.add_parser("check", help="print the hints of files and folders, for CI (see vq-lsp check --help)",
-                   add_help=False)
+    sub.add_parser(
+        "check", help="print the hints of files and folders, for CI (see vq-lsp check --help)", add_help=False
+    )
     serve = sub.add_parser("serve", help="run the language server over stdio (the default)")
     for q in (p, serve):
         # `vq-lsp --threads 2 serve`: the subcommand must not reset what was given before it
         keep = {} if q is p else {"default": argparse.SUPPRESS}
-        q.add_argument("--model", metavar="PATH", help="model folder (initializationOptions.modelPath overrides it)",
-                       **keep)
-        q.add_argument("--device", type=_checked("device"),
-                       help="torch device: cpu, cuda, cuda:N (default: CUDA when present)", **keep)
-        q.add_argument("--precision", choices=("float32", "float64"), **(keep or {"default": "float32"}),
-                       help="engine dtype: float32 (default, serving) or float64 (verification mode)")
-        q.add_argument("--context", choices=("window", "paragraph"), **(keep or {"default": "window"}),
-                       help="what a token sees: window (default) or paragraph (only its own paragraph)")
-        q.add_argument("--state-layout", choices=("lean", "full"), **(keep or {"default": "lean"}),
-                       help="what a document's state keeps: lean (default, less memory) or full (faster edits)")
-        q.add_argument("--threads", type=_checked("threads"), **(keep or {"default": 1}),
-                       help="torch threads, 1 to 1024 (default 1)")
-        q.add_argument("--log-level", type=_checked("log_level"), **(keep or {"default": "WARNING"}), metavar="LEVEL",
-                       help=f"logging level on stderr: {', '.join(LOG_LEVELS)} (default WARNING)")
+        q.add_argument(
+            "--model", metavar="PATH", help="model folder (initializationOptions.modelPath overrides it)", **keep
+        )
+        q.add_argument(
+            "--device",
+            type=_checked("device"),
+            help="torch device: cpu, cuda, cuda:N (default: CUDA when present)",
+            **keep,
+        )
+        q.add_argument(
+            "--precision",
+            choices=("float32", "float64"),
+            **(keep or {"default": "float32"}),
+            help="engine dtype: float32 (default, serving) or float64 (verification mode)",
+        )
+        q.add_argument(
+            "--context",
+            choices=("window", "paragraph"),
+            **(keep or {"default": "window"}),
+            help="what a token sees: window (default) or paragraph (only its own paragraph)",
+        )
+        q.add_argument(
+            "--state-layout",
+            choices=("lean", "full"),
+            **(keep or {"default": "lean"}),
+            help="what a document's state keeps: lean (default, less memory) or full (faster edits)",
+        )
+        q.add_argument(
+            "--threads",
+            type=_checked("threads"),
+            **(keep or {"default": 1}),
+            help="torch threads, 1 to 1024 (default 1)",
+        )
+        q.add_argument(
+            "--log-level",
+            type=_checked("log_level"),
+            **(keep or {"default": "WARNING"}),
+            metavar="LEVEL",
+            help=f"logging level on stderr: {', '.join(LOG_LEVELS)} (default WARNING)",
+        )
     return p
 
 
@@ -81,16 +108,21 @@ def main(argv: list[str] | None = None) -> int:
 
         return check(argv[1:])
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="vq-lsp %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="vq-lsp %(levelname)s %(name)s: %(message)s")
     import torch  # after argument parsing: `vq-lsp --help` stays fast
 
     torch.set_num_threads(args.threads)
     from .server.handlers import build
 
-    defaults = dataclasses.replace(Settings(), model_path=args.model, device=args.device, threads=args.threads,
-                                   precision=args.precision, context=args.context,
-                                   state_layout=args.state_layout)
+    defaults = dataclasses.replace(
+        Settings(),
+        model_path=args.model,
+        device=args.device,
+        threads=args.threads,
+        precision=args.precision,
+        context=args.context,
+        state_layout=args.state_layout,
+    )
     server = build(defaults)
     code = server.start_io()
     if not server.engine_finished():  # an engine job nobody waits for any more: do not wait for it either

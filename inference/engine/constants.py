@@ -61,15 +61,19 @@ class LayerConstants:
         # same two additions in the same order as VQOPT.embed (exact), from one stacked table
         dec = net.decoder
         self.position_repeat = cfg.position_repeat
-        self.embed_offsets = (dec.embed_positions.weight.shape[0],
-                              dec.embed_positions.weight.shape[0] + dec.embed_positions_fine.weight.shape[0])
+        self.embed_offsets = (
+            dec.embed_positions.weight.shape[0],
+            dec.embed_positions.weight.shape[0] + dec.embed_positions_fine.weight.shape[0],
+        )
         self.lm_head = LMHead(dec.embed_tokens.weight.detach())  # tied to the token embeddings
-        self.embed_table = torch.cat([dec.embed_positions.weight, dec.embed_positions_fine.weight,
-                                      dec.embed_tokens.weight]).detach()
+        self.embed_table = torch.cat(
+            [dec.embed_positions.weight, dec.embed_positions_fine.weight, dec.embed_tokens.weight]
+        ).detach()
         table = self.embed_table
         dims = torch.arange(d, device=table.device)
-        self.head_mask = (dims // cfg.head_dim == torch.arange(heads, device=table.device).unsqueeze(1)
-                          ).to(table.dtype).unsqueeze(1)  # (H, 1, d): head h's dims
+        self.head_mask = (
+            (dims // cfg.head_dim == torch.arange(heads, device=table.device).unsqueeze(1)).to(table.dtype).unsqueeze(1)
+        )  # (H, 1, d): head h's dims
         dh = d // h
         for layer in net.layers:
             att = layer.self_attn
@@ -87,7 +91,7 @@ class LayerConstants:
             projs = (att.q_proj, att.k_proj, att.v_proj)
             cols = [lin.weight.detach().t() for lin in projs]
             bias = [lin.bias.detach() for lin in projs] if att.v_proj.bias is not None else []
-            qscale = cfg.head_dim ** -0.5
+            qscale = cfg.head_dim**-0.5
             if self.q_scaled:  # a power of two: scaling the weights is exact, the same q as the dense pass
                 cols[0] = cols[0] * qscale
                 if bias:
@@ -123,7 +127,7 @@ class LayerConstants:
         """Rows to add for the LM head's fastest form: see LMHead.pad."""
         return self.lm_head.pad(rows, like)
 
-    def to(self, device: torch.device) -> "LayerConstants":
+    def to(self, device: torch.device) -> LayerConstants:
         """Pick the sizing and the LM head's form for the device the model lives on."""
         cpu = torch.device(device).type == "cpu"
         self.sizing = "exact" if cpu else "bucketed"

@@ -7,7 +7,8 @@ changed and for the predecessors of edited tokens (their successor changed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -54,32 +55,43 @@ class LMHead:
         return -rows % 4 if 1 < rows < 64 and like.dtype == torch.float64 and like.device.type == "cpu" else 0
 
 
-def next_token_nll(state: "WindowState", hidden: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
+def next_token_nll(state: WindowState, hidden: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
     """-log p(next_ids[i] | hidden[i]). LM logits in chunks of rows: (rows x vocab) for a whole
     window would be the largest temporary of a build (2048 x 8192 float64 = 128 MiB, several times over)."""
     if len(next_ids) > LSE_CHUNK_ROWS:
-        return torch.cat([next_token_nll(state, hidden[a:a + LSE_CHUNK_ROWS], next_ids[a:a + LSE_CHUNK_ROWS])
-                          for a in range(0, len(next_ids), LSE_CHUNK_ROWS)])
+        return torch.cat(
+            [
+                next_token_nll(state, hidden[a : a + LSE_CHUNK_ROWS], next_ids[a : a + LSE_CHUNK_ROWS])
+                for a in range(0, len(next_ids), LSE_CHUNK_ROWS)
+            ]
+        )
     # log-sum-exp less the id's logit
     return F.cross_entropy(state.consts.lm_logits(hidden), next_ids, reduction="none")
 
 
-def fill_heads(state: "WindowState", slots: np.ndarray, hidden: torch.Tensor | None = None,
-               cls_logits: torch.Tensor | None = None) -> None:
+def fill_heads(
+    state: WindowState, slots: np.ndarray, hidden: torch.Tensor | None = None, cls_logits: torch.Tensor | None = None
+) -> None:
     """The heads of rows (host slots) from their final hidden states: class log-probabilities,
     and the surprise of each row's successor token (the last row's goes to the trash slot).
     hidden None: from the rows' kept last-layer outputs (full layout), one gather."""
     successors = state.successors()[slots]
-    rows, successors, next_ids = torch.from_numpy(
-        np.stack([slots, successors, state.ids_host[successors]])).to(state.key_pos.device).unbind()
+    rows, successors, next_ids = (
+        torch.from_numpy(np.stack([slots, successors, state.ids_host[successors]])).to(state.key_pos.device).unbind()
+    )
     if hidden is None:
         hidden, cls_logits = state.net.heads(state.layer_views[-1].outputs.index_select(0, rows))
     state.cls_logp.index_put_((rows,), torch.log_softmax(cls_logits, -1))
     state.nll.index_put_((successors,), next_token_nll(state, hidden, next_ids))
 
 
-def update_heads(state: "WindowState", finals: list[tuple[np.ndarray, torch.Tensor]], riders: np.ndarray,
-                 rider_outputs: torch.Tensor | None, cost: Cost) -> None:
+def update_heads(
+    state: WindowState,
+    finals: list[tuple[np.ndarray, torch.Tensor]],
+    riders: np.ndarray,
+    rider_outputs: torch.Tensor | None,
+    cost: Cost,
+) -> None:
     """Heads of the rows whose last-layer output changed (each pass's last layer gave it, a later
     pass's winning) and of the riders (their output from the first pass, or recomputed from their
     codes when none ran): class log-probabilities and the next token's surprise."""
@@ -103,8 +115,11 @@ def update_heads(state: "WindowState", finals: list[tuple[np.ndarray, torch.Tens
         outs.append(state.layer_input(layers, torch.from_numpy(need).to(state.key_pos.device)))
         cost.incremental_macs += len(need) * layers * finish_row_macs(cfg)
     elif len(need):
-        outs.append(rider_outputs if new.all() else rider_outputs.index_select(
-            0, torch.from_numpy(np.flatnonzero(new)).to(rider_outputs.device)))
+        outs.append(
+            rider_outputs
+            if new.all()
+            else rider_outputs.index_select(0, torch.from_numpy(np.flatnonzero(new)).to(rider_outputs.device))
+        )
     if outs:
         rows = np.concatenate([slots, need])
         hidden, logits = state.net.heads(torch.cat(outs) if len(outs) > 1 else outs[0])
@@ -112,8 +127,9 @@ def update_heads(state: "WindowState", finals: list[tuple[np.ndarray, torch.Tens
         cost.incremental_macs += len(rows) * head_row_macs(cfg)
 
 
-def predecessor_logprobs(consts: "LayerConstants", rows: "list[tuple[WindowState, int]]",
-                         candidates: "Sequence[Sequence[int]] | None"):
+def predecessor_logprobs(
+    consts: LayerConstants, rows: list[tuple[WindowState, int]], candidates: Sequence[Sequence[int]] | None
+):
     """log p(v | prefix) after each (window, predecessor slot) row: the whole vocabulary, a (rows,
     vocab) tensor, or only each row's `candidates`, a list of 1-D tensors (see
     IncrementalDocument.next_token_logprobs)."""

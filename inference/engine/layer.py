@@ -29,9 +29,18 @@ if TYPE_CHECKING:
     from .state import WindowState
 
 
-def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, dirty: torch.Tensor,
-                 tie_cap: int, next_cap: int | None, with_deleted: bool, extra_full: torch.Tensor | None = None,
-                 extra_next: torch.Tensor | None = None) -> torch.Tensor:
+def update_layer(
+    state: WindowState,
+    plan: EditPlan,
+    run: PassState,
+    l: int,
+    dirty: torch.Tensor,
+    tie_cap: int,
+    next_cap: int | None,
+    with_deleted: bool,
+    extra_full: torch.Tensor | None = None,
+    extra_next: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Bring layer l up to date for the dirty rows A[dirty] (local indices into A); returns the next
     layer's rows (local). extra_full / extra_next: a resumed pass's rows to recompute in full / to
     send on (local)."""
@@ -46,8 +55,13 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
     carried = run.carry if n_dirty else None  # the previous layer's next rows and their outputs
     run.carry = None
     if n_dirty:
-        dirty_slots = (carried[0] if carried is not None else plan.edited_slots if plan.edited_slots is not None
-                       else affected.index_select(0, dirty))
+        dirty_slots = (
+            carried[0]
+            if carried is not None
+            else plan.edited_slots
+            if plan.edited_slots is not None
+            else affected.index_select(0, dirty)
+        )
     # near-ties are looked for among rows not recomputed in full (exact sizes: the host drops those)
     clean = None if exact else plan.valid_rows.index_fill(0, dirty, False) if n_dirty else plan.valid_rows
 
@@ -67,15 +81,26 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
         sums = view.sums.index_select(0, affected)
     proj, bounds = state.split_sums(sums) if cfg.vq else (None, None)  # (a, h, K), u (a, h)
     if n_keys and not whole:  # 2. every affected row moved by the changed keys
-        _move_by_changed_keys(state, plan, view, l, dirty, dirty_slots if n_dirty else None,
-                              new_qkv if n_dirty else None, n_deleted, sums, bounds)
+        _move_by_changed_keys(
+            state,
+            plan,
+            view,
+            l,
+            dirty,
+            dirty_slots if n_dirty else None,
+            new_qkv if n_dirty else None,
+            n_deleted,
+            sums,
+            bounds,
+        )
 
     # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
     tied, tie_rows = None, None
     if cfg.vq and n_keys and tie_cap:
         distances = kernels.code_distances(consts, l, proj)
-        tied = kernels.near_ties(cfg, state.tie_rel, state.tie_code_term[l], bounds, distances,
-                                 distances.amin(-1), clean)
+        tied = kernels.near_ties(
+            cfg, state.tie_rel, state.tie_code_term[l], bounds, distances, distances.amin(-1), clean
+        )
         top, where = torch.topk(tied.to(sums.dtype), tie_cap)
         tie_rows = torch.where(top > 0, where, plan.pad_index_t)
 
@@ -85,8 +110,9 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
     if full_rows is not None:
         # (H, r, hd) (index_select along dim 1 would copy all of q)
         queries = view.queries_by_head[:, dirty_slots if full_rows is dirty else affected.index_select(0, full_rows)]
-        sums.index_put_((full_rows,), _full_sums(state, view, l, queries,
-                                                 plan.affected_pos_col.index_select(0, full_rows)))
+        sums.index_put_(
+            (full_rows,), _full_sums(state, view, l, queries, plan.affected_pos_col.index_select(0, full_rows))
+        )
     view.sums.index_put_((affected,), sums)
 
     # 5. next layer's rows: dirty rows and rows whose code flipped
@@ -96,8 +122,9 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
         distances = kernels.code_distances(consts, l, proj)
         best, codes = distances.min(-1)  # (a, h): the first of equal minima, as argmin
         if tied is None and n_keys and not whole:  # (exact sizes: counts, compared on the host)
-            tied = kernels.near_ties(cfg, state.tie_rel, state.tie_code_term[l], bounds, distances, best, clean,
-                                     counts=exact)
+            tied = kernels.near_ties(
+                cfg, state.tie_rel, state.tie_code_term[l], bounds, distances, best, clean, counts=exact
+            )
         flipped = codes != view.codes.index_select(0, affected)
         goes_next = flipped.sum(-1) if exact else flipped.any(-1)  # exact sizes: how many, read with the ties
     else:
@@ -121,38 +148,59 @@ def update_layer(state: "WindowState", plan: EditPlan, run: PassState, l: int, d
     #    codes. Exact sizes list the dirty rows first; padded sets are in no known order, so every
     #    input is recomputed.
     next_slots = affected.index_select(0, next_rows)
-    inputs = _finish_next_rows(state, plan, run, l, next_rows, next_slots, codes, sums,
-                               dirty_input if n_dirty else None, n_dirty, exact)
+    inputs = _finish_next_rows(
+        state, plan, run, l, next_rows, next_slots, codes, sums, dirty_input if n_dirty else None, n_dirty, exact
+    )
 
     kept = state.outputs is not None
     if whole:  # every row of A recomputed in full, none moved
         host_sets[1] = np.arange(length)
-    run.records.append(LayerRecord(
-        tie_cap=tie_cap if tied is not None else 0, next_cap=next_cap, keys=0 if whole else n_keys,
-        block=n_keys < consts.block_keys, whole=whole, with_deleted=with_deleted, inputs=inputs,
-        dirty_inputs=bool(n_dirty) and carried is None and not kept,
-        sets=host_sets if next_cap is None else [dirty, full_rows if full_rows is not None else dirty, next_rows]))
+    run.records.append(
+        LayerRecord(
+            tie_cap=tie_cap if tied is not None else 0,
+            next_cap=next_cap,
+            keys=0 if whole else n_keys,
+            block=n_keys < consts.block_keys,
+            whole=whole,
+            with_deleted=with_deleted,
+            inputs=inputs,
+            dirty_inputs=bool(n_dirty) and carried is None and not kept,
+            sets=host_sets if next_cap is None else [dirty, full_rows if full_rows is not None else dirty, next_rows],
+        )
+    )
     if next_cap is not None:  # what a resumed pass needs (padded sizes)
-        run.saved[l] = SavedSets(tied=tied if tied is not None else plan.no_rows,
-                                 tie_rows=tie_rows if tie_rows is not None else plan.empty,
-                                 goes_next=goes_next, next_rows=next_rows)
+        run.saved[l] = SavedSets(
+            tied=tied if tied is not None else plan.no_rows,
+            tie_rows=tie_rows if tie_rows is not None else plan.empty,
+            goes_next=goes_next,
+            next_rows=next_rows,
+        )
     return next_rows
 
 
-def _qkv_rows(state: "WindowState", l: int, x: torch.Tensor) -> torch.Tensor:
+def _qkv_rows(state: WindowState, l: int, x: torch.Tensor) -> torch.Tensor:
     """Step 1: LN1 then the fused q|k|v projection of rows (r, d) -> (r, 3d); q carries hd^-0.5."""
     cfg, consts = state.cfg, state.consts
     bias = consts.qkv_bias[l]
     normed = state.net.layers[l].self_attn_layer_norm(x)
     qkv = torch.addmm(bias, normed, consts.qkv_weight[l]) if bias is not None else normed @ consts.qkv_weight[l]
     if not consts.q_scaled:
-        qkv[:, :cfg.hidden_size] *= cfg.head_dim ** -0.5
+        qkv[:, : cfg.hidden_size] *= cfg.head_dim**-0.5
     return qkv
 
 
-def _move_by_changed_keys(state: "WindowState", plan: EditPlan, view, l: int, dirty: torch.Tensor,
-                          dirty_slots: torch.Tensor | None, new_qkv: torch.Tensor | None, n_deleted: int,
-                          sums: torch.Tensor, bounds: torch.Tensor | None) -> None:
+def _move_by_changed_keys(
+    state: WindowState,
+    plan: EditPlan,
+    view,
+    l: int,
+    dirty: torch.Tensor,
+    dirty_slots: torch.Tensor | None,
+    new_qkv: torch.Tensor | None,
+    n_deleted: int,
+    sums: torch.Tensor,
+    bounds: torch.Tensor | None,
+) -> None:
     """Step 2: write the dirty rows' new q|k|v, and move the affected rows' sums (in place) by the
     changed keys: every affected query against every changed key (new and old keys of the dirty
     rows, old keys of deleted rows), all heads in one product. The same weights move the code
@@ -161,8 +209,12 @@ def _move_by_changed_keys(state: "WindowState", plan: EditPlan, view, l: int, di
     d, H = cfg.hidden_size, cfg.num_attention_heads
     affected, length = plan.affected, plan.affected.shape[0]
     n_keys = 2 * dirty.shape[0] + n_deleted
-    old_kv = view.qkv.index_select(0, (torch.cat([dirty_slots, plan.deleted]) if n_deleted else dirty_slots)
-                                   if dirty_slots is not None else plan.deleted)
+    old_kv = view.qkv.index_select(
+        0,
+        (torch.cat([dirty_slots, plan.deleted]) if n_deleted else dirty_slots)
+        if dirty_slots is not None
+        else plan.deleted,
+    )
     if dirty_slots is not None:
         view.qkv.index_put_((dirty_slots,), new_qkv)
         changed_kv = torch.cat([new_qkv, old_kv])
@@ -173,8 +225,9 @@ def _move_by_changed_keys(state: "WindowState", plan: EditPlan, view, l: int, di
         changed_kv, key_table = old_kv, plan.key_deleted
     key_sign, key_pos = key_table  # +-scale per new / old key (0 for padding), and key positions
     queries = view.queries.index_select(0, affected).transpose(0, 1)  # (H, a, hd) (whole rows: 3x faster)
-    keys = changed_kv.as_strided((H, d // H, n_keys), (d // H, 1, changed_kv.stride(0)),
-                                 changed_kv.storage_offset() + d)  # (H, hd, m)
+    keys = changed_kv.as_strided(
+        (H, d // H, n_keys), (d // H, 1, changed_kv.stride(0)), changed_kv.storage_offset() + d
+    )  # (H, hd, m)
     weights = torch.bmm(queries, keys)  # (H, a, m), then weighted in place: a fresh temporary per op
     kernels.gelu_(weights).mul_((key_pos <= plan.affected_pos_col) * key_sign)  # page faults on a CPU
     values = changed_kv.narrow(1, 2 * d, d)  # (m, d)
@@ -191,9 +244,19 @@ def _move_by_changed_keys(state: "WindowState", plan: EditPlan, view, l: int, di
             bounds.mul_(1.0 + state.tie_growth).add_(kernels.head_norms(cfg, moves))
 
 
-def _finish_next_rows(state: "WindowState", plan: EditPlan, run: PassState, l: int, next_rows: torch.Tensor,
-                      next_slots: torch.Tensor, codes: torch.Tensor | None, sums: torch.Tensor,
-                      dirty_input: torch.Tensor | None, n_dirty: int, exact: bool) -> int | None:
+def _finish_next_rows(
+    state: WindowState,
+    plan: EditPlan,
+    run: PassState,
+    l: int,
+    next_rows: torch.Tensor,
+    next_slots: torch.Tensor,
+    codes: torch.Tensor | None,
+    sums: torch.Tensor,
+    dirty_input: torch.Tensor | None,
+    n_dirty: int,
+    exact: bool,
+) -> int | None:
     """Step 6: codes, output projection and FFN of the next layer's rows (and of the riders, in the
     same batched finish); returns how many rows' inputs were recomputed from codes (None: all)."""
     cfg, consts, view = state.cfg, state.consts, state.layer_views[l]
@@ -216,15 +279,21 @@ def _finish_next_rows(state: "WindowState", plan: EditPlan, run: PassState, l: i
         x_in = torch.cat([x_in, plan.rider_outputs if l else state.layer_input(0, riders)])
     out = kernels.finish_rows(consts, l, state.net.layers[l].final_layer_norm, x_in, z)
     if riders is not None:
-        out, plan.rider_outputs = out[: len(next_rows)], out[len(next_rows):]
+        out, plan.rider_outputs = out[: len(next_rows)], out[len(next_rows) :]
     if kept:
         view.outputs.index_put_((next_slots,), out)
     run.carry = (next_slots, out)
     return inputs
 
 
-def read_sets(state: "WindowState", plan: EditPlan, l: int, goes_next: torch.Tensor, tied: torch.Tensor | None,
-              codes: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None, list[np.ndarray]]:
+def read_sets(
+    state: WindowState,
+    plan: EditPlan,
+    l: int,
+    goes_next: torch.Tensor,
+    tied: torch.Tensor | None,
+    codes: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor | None, list[np.ndarray]]:
     """Exact sizes (CPU): the host reads which rows go on, one read per layer. Near-ties among
     the moved rows (rare) are recomputed in full here, as a dense pass computes them, and join
     the next rows if their code changed. Returns (next rows, near-tie rows or None, the layer's
@@ -239,8 +308,9 @@ def read_sets(state: "WindowState", plan: EditPlan, l: int, goes_next: torch.Ten
         view, affected = state.layer_views[l], plan.affected
         tie_rows = torch.from_numpy(ties)
         slots = affected.index_select(0, tie_rows)
-        sums = _full_sums(state, view, l, view.queries_by_head[:, slots],
-                          plan.affected_pos_col.index_select(0, tie_rows))
+        sums = _full_sums(
+            state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, tie_rows)
+        )
         view.sums.index_put_((slots,), sums)
         fresh = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
         codes.index_put_((tie_rows,), fresh)
@@ -252,7 +322,8 @@ def read_sets(state: "WindowState", plan: EditPlan, l: int, goes_next: torch.Ten
     return torch.from_numpy(next_rows), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows]
 
 
-def _full_sums(state: "WindowState", view, l: int, queries: torch.Tensor, query_pos: torch.Tensor) -> torch.Tensor:
+def _full_sums(state: WindowState, view, l: int, queries: torch.Tensor, query_pos: torch.Tensor) -> torch.Tensor:
     """Sums rows of queries (H, r, hd) at positions (r, 1) over every key of the layer."""
-    return kernels.full_sums(state.cfg, state.consts, l, view.keys_by_head, view.values_by_head, view.key_pos,
-                             queries, query_pos)
+    return kernels.full_sums(
+        state.cfg, state.consts, l, view.keys_by_head, view.values_by_head, view.key_pos, queries, query_pos
+    )

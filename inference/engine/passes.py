@@ -12,7 +12,8 @@ pass from that layer propagates what was left out, exactly like an edit of those
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 Finals = list[tuple[np.ndarray, torch.Tensor]]  # (slots, outputs) of each pass's last layer, for the heads
 
 
-def apply_update(state: "WindowState", splices: Sequence[Splice]) -> Cost:
+def apply_update(state: WindowState, splices: Sequence[Splice]) -> Cost:
     """Host bookkeeping (order, positions, the affected rows A), then the batched layer passes."""
     edit = reorder(state, splices)
     cost, plan = plan_edit(state, edit)
@@ -41,16 +42,28 @@ def apply_update(state: "WindowState", splices: Sequence[Splice]) -> Cost:
     finals: Finals = []
     # rows whose last-layer output the heads need although it may not change: the predecessors
     # of tokens with a new predecessor or id (their surprise). They ride along the first pass.
-    riders = stale_predecessors(state, np.asarray(edit.old_order, dtype=np.int64),
-                                np.asarray(edit.inserted + edit.changed, dtype=np.int64))
+    riders = stale_predecessors(
+        state, np.asarray(edit.old_order, dtype=np.int64), np.asarray(edit.inserted + edit.changed, dtype=np.int64)
+    )
     a = plan.host.n_affected
-    plan.riders = (torch.from_numpy(riders).to(state.key_pos.device) if len(riders) and a and state.outputs is None
-                   else None)
+    plan.riders = (
+        torch.from_numpy(riders).to(state.key_pos.device) if len(riders) and a and state.outputs is None else None
+    )
     rode, plan.rider_outputs = plan.riders is not None, None
     if a:  # (none: only the last rows were deleted, and no row sees a changed key)
-        caps = None if state.consts.sizing == "exact" else capacities(
-            state.cfg.num_hidden_layers, state.cfg.vq, state.tie_rel, state.key_pos.device.type, 0,
-            max(1, plan.host.n_edited), plan.last_affected)
+        caps = (
+            None
+            if state.consts.sizing == "exact"
+            else capacities(
+                state.cfg.num_hidden_layers,
+                state.cfg.vq,
+                state.tie_rel,
+                state.key_pos.device.type,
+                0,
+                max(1, plan.host.n_edited),
+                plan.last_affected,
+            )
+        )
         run_pass(state, plan, 0, plan.edited_rows, caps, cost, True, {}, finals)
     update_heads(state, finals, riders, plan.rider_outputs if rode else None, cost)
     state.free += edit.deleted
@@ -58,9 +71,17 @@ def apply_update(state: "WindowState", splices: Sequence[Splice]) -> Cost:
     return cost
 
 
-def run_pass(state: "WindowState", plan: EditPlan, first: int, dirty: torch.Tensor,
-             caps: list[tuple[int, int]] | None, cost: Cost, with_deleted: bool,
-             extras: dict[int, tuple], finals: Finals) -> None:
+def run_pass(
+    state: WindowState,
+    plan: EditPlan,
+    first: int,
+    dirty: torch.Tensor,
+    caps: list[tuple[int, int]] | None,
+    cost: Cost,
+    with_deleted: bool,
+    extras: dict[int, tuple],
+    finals: Finals,
+) -> None:
     """Layers first..L-1 of an update; `caps` None: exact sizes (each layer reads its next set),
     else fixed capacities and one host sync at the end, then a resumed pass on overflow."""
     cfg = state.cfg
@@ -69,8 +90,9 @@ def run_pass(state: "WindowState", plan: EditPlan, first: int, dirty: torch.Tens
     for l in range(first, layers):
         extra_full, extra_next = extras.get(l, (None, None))
         tie_cap, next_cap = (0, None) if caps is None else (caps[l][1], caps[l + 1][0])
-        dirty = layer_update.update_layer(state, plan, run, l, dirty, tie_cap, next_cap, with_deleted,
-                                          extra_full, extra_next)
+        dirty = layer_update.update_layer(
+            state, plan, run, l, dirty, tie_cap, next_cap, with_deleted, extra_full, extra_next
+        )
     if plan.riders is not None:  # they rode this pass (the first) through every layer
         cost.incremental_macs += len(plan.riders) * layers * finish_row_macs(cfg)
         plan.riders = None
@@ -102,12 +124,13 @@ def run_pass(state: "WindowState", plan: EditPlan, first: int, dirty: torch.Tens
         resume(state, plan, run, first + overflow, cost, finals)
 
 
-def _account(state: "WindowState", plan: EditPlan, run: PassState, sets: list, cost: Cost) -> None:
-    account_pass(state.cfg, state.consts.segments, state.pos_host, plan.host, plan.pad_index, run.records, sets,
-                 run.first, cost)
+def _account(state: WindowState, plan: EditPlan, run: PassState, sets: list, cost: Cost) -> None:
+    account_pass(
+        state.cfg, state.consts.segments, state.pos_host, plan.host, plan.pad_index, run.records, sets, run.first, cost
+    )
 
 
-def resume(state: "WindowState", plan: EditPlan, run: PassState, first: int, cost: Cost, finals: Finals) -> None:
+def resume(state: WindowState, plan: EditPlan, run: PassState, first: int, cost: Cost, finals: Finals) -> None:
     """Propagate what a pass left out from layer `first` on: near-ties it had no room to check
     and rows cut from a next set.
 
@@ -157,13 +180,21 @@ def resume(state: "WindowState", plan: EditPlan, run: PassState, first: int, cos
     run_pass(state, plan, start, plan.empty, caps, cost, False, extras, finals)
 
 
-def fix_ties(state: "WindowState", plan: EditPlan, l: int, unchecked: torch.Tensor, cost: Cost) -> torch.Tensor | None:
+def fix_ties(state: WindowState, plan: EditPlan, l: int, unchecked: torch.Tensor, cost: Cost) -> torch.Tensor | None:
     """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
     returns the local mask of those whose code changed (their output must be propagated)."""
     cfg, view, affected = state.cfg, state.layer_views[l], plan.affected
     slots = affected.index_select(0, unchecked)
-    sums = kernels.full_sums(cfg, state.consts, l, view.keys_by_head, view.values_by_head, view.key_pos,
-                             view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, unchecked))
+    sums = kernels.full_sums(
+        cfg,
+        state.consts,
+        l,
+        view.keys_by_head,
+        view.values_by_head,
+        view.key_pos,
+        view.queries_by_head[:, slots],
+        plan.affected_pos_col.index_select(0, unchecked),
+    )
     view.sums.index_put_((slots,), sums)
     codes = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
     changed = (codes != view.codes.index_select(0, slots)).any(-1) & plan.valid_rows.index_select(0, unchecked)

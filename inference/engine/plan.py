@@ -9,8 +9,9 @@ accounting and for a resumed pass.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -119,7 +120,7 @@ class PassState:
     carry: tuple[torch.Tensor, torch.Tensor] | None = None  # the last layer's next slots and their outputs
 
 
-def reorder(state: "WindowState", splices: Sequence[Splice]) -> Reordering:
+def reorder(state: WindowState, splices: Sequence[Splice]) -> Reordering:
     """Apply the splices to the document order: kept slots get their new ids, new tokens fresh slots."""
     old_order = state.order
     new_order = [old_order[0]]
@@ -144,7 +145,7 @@ def reorder(state: "WindowState", splices: Sequence[Splice]) -> Reordering:
     return Reordering(old_order, new_order, inserted, changed, deleted)
 
 
-def plan_edit(state: "WindowState", edit: Reordering) -> tuple[Cost, EditPlan | None]:
+def plan_edit(state: WindowState, edit: Reordering) -> tuple[Cost, EditPlan | None]:
     """Positions, the affected rows and the device tables of an update; (cost, None) when no row
     changed. Writes the new positions and embedding rows of the edited slots into the state."""
     cfg = state.cfg
@@ -161,8 +162,11 @@ def plan_edit(state: "WindowState", edit: Reordering) -> tuple[Cost, EditPlan | 
     touched = np.asarray(sorted(set(edit.inserted) | set(edit.changed) | set(relabelled)), dtype=np.int64)
     deleted = np.asarray(edit.deleted, dtype=np.int64)
 
-    cost = Cost(dirty_per_layer=[0] * cfg.num_hidden_layers, relabelled=len(relabelled),
-                full_respreads=assignment.full_respreads)
+    cost = Cost(
+        dirty_per_layer=[0] * cfg.num_hidden_layers,
+        relabelled=len(relabelled),
+        full_respreads=assignment.full_respreads,
+    )
     state.order = edit.new_order
     cost.dense_macs = state.dense_macs()
     if len(touched) == 0 and len(deleted) == 0:
@@ -192,9 +196,10 @@ def plan_edit(state: "WindowState", edit: Reordering) -> tuple[Cost, EditPlan | 
     valid = np.zeros(length)
     valid[:n_affected] = 1.0
     priority = valid * 1.0
-    priority[dirty[:n_touched]] = 1.0 + 2.0 ** -20  # edited rows first: a capped next set never drops them
-    key_dirty = np.concatenate([valid * scale, -(valid * ~is_new[affected]) * scale, state.pos_host[affected],
-                                pos_before[affected]])
+    priority[dirty[:n_touched]] = 1.0 + 2.0**-20  # edited rows first: a capped next set never drops them
+    key_dirty = np.concatenate(
+        [valid * scale, -(valid * ~is_new[affected]) * scale, state.pos_host[affected], pos_before[affected]]
+    )
     key_deleted = np.concatenate([np.full(n_deleted, -scale), pos_before[deleted]])
 
     # one host-to-device copy for every index and one for every float table of the update, split
@@ -202,21 +207,50 @@ def plan_edit(state: "WindowState", edit: Reordering) -> tuple[Cost, EditPlan | 
     embed_rows = state.consts.embed_rows(state.ids_host[touched], state.pos_host[touched]).ravel()
     ints = torch.from_numpy(np.concatenate([affected, dirty, touched, deleted, [pad_index], embed_rows])).to(dev)
     affected_t, dirty_t, moved, pad_index_t, touched_embed = ints.split(
-        [length, n_dirty, n_touched + n_deleted, 1, 3 * n_touched])
-    floats = torch.from_numpy(np.concatenate([key_dirty, key_deleted, state.pos_host[affected], valid, priority,
-                                              state.pos_host[touched], np.full(n_deleted, FAR)])
-                              ).to(dev, state.key_pos.dtype)
+        [length, n_dirty, n_touched + n_deleted, 1, 3 * n_touched]
+    )
+    floats = torch.from_numpy(
+        np.concatenate(
+            [
+                key_dirty,
+                key_deleted,
+                state.pos_host[affected],
+                valid,
+                priority,
+                state.pos_host[touched],
+                np.full(n_deleted, FAR),
+            ]
+        )
+    ).to(dev, state.key_pos.dtype)
     key_dirty_t, key_deleted_t, affected_pos, valid_t, priority_t, moved_pos = floats.split(
-        [4 * length, 2 * n_deleted, length, length, length, n_touched + n_deleted])
+        [4 * length, 2 * n_deleted, length, length, length, n_touched + n_deleted]
+    )
     touched_t, deleted_t = moved.split([n_touched, n_deleted])
     state.key_pos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
     plan = EditPlan(
-        affected=affected_t, last_affected=length - 1, pad_index=pad_index, pad_index_t=pad_index_t,
-        edited_rows=dirty_t, host_dirty=dirty, valid=valid_t, priority=priority_t, deleted=deleted_t,
-        key_dirty=key_dirty_t.view(2, 2, length), key_deleted=key_deleted_t.view(2, n_deleted),
-        affected_pos_col=affected_pos.unsqueeze(1), edited_slots=touched_t if exact else None,
-        host=HostPlan(affected=affected, n_affected=n_affected, n_edited=n_touched, is_new=is_new,
-                      pos_before=pos_before, deleted=deleted, order=order))
+        affected=affected_t,
+        last_affected=length - 1,
+        pad_index=pad_index,
+        pad_index_t=pad_index_t,
+        edited_rows=dirty_t,
+        host_dirty=dirty,
+        valid=valid_t,
+        priority=priority_t,
+        deleted=deleted_t,
+        key_dirty=key_dirty_t.view(2, 2, length),
+        key_deleted=key_deleted_t.view(2, n_deleted),
+        affected_pos_col=affected_pos.unsqueeze(1),
+        edited_slots=touched_t if exact else None,
+        host=HostPlan(
+            affected=affected,
+            n_affected=n_affected,
+            n_edited=n_touched,
+            is_new=is_new,
+            pos_before=pos_before,
+            deleted=deleted,
+            order=order,
+        ),
+    )
     if not exact or not cfg.vq:  # tables of the padded path (and of models without VQ)
         plan.no_rows, plan.valid_rows = torch.zeros(length, dtype=torch.bool, device=dev), valid_t > 0
         plan.zero, plan.empty = torch.zeros((), dtype=state.key_pos.dtype, device=dev), affected_t[:0]
@@ -225,7 +259,7 @@ def plan_edit(state: "WindowState", edit: Reordering) -> tuple[Cost, EditPlan | 
     return cost, plan
 
 
-def stale_predecessors(state: "WindowState", old_order: np.ndarray, edited: np.ndarray) -> np.ndarray:
+def stale_predecessors(state: WindowState, old_order: np.ndarray, edited: np.ndarray) -> np.ndarray:
     """Slots whose successor token is new, has a new id, or follows a new predecessor: the
     surprise of that successor must be recomputed from their output."""
     order = np.asarray(state.order, dtype=np.int64)

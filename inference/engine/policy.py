@@ -51,8 +51,9 @@ def tie_rows(tie_rel: float) -> int:
     return 0 if tie_rel <= LOOSE_TIE_GUARD else TIE_ROWS
 
 
-def capacities(layers: int, vq: bool, tie_rel: float, device_type: str, first: int, rows: int,
-               last_affected: int) -> list[tuple[int, int]]:
+def capacities(
+    layers: int, vq: bool, tie_rel: float, device_type: str, first: int, rows: int, last_affected: int
+) -> list[tuple[int, int]]:
     """Padded (dirty rows, near-tie rows) per layer first..L for a pass starting with `rows` rows.
 
     Entry l holds layer l's dirty-row and near-tie capacities, entry L the last layer's output

@@ -38,9 +38,16 @@ def code_distances(consts: LayerConstants, layer: int, proj: torch.Tensor) -> to
     return kernels.code_distances(proj, consts.code_sq[layer])
 
 
-def full_sums(cfg: VQOPTConfig, consts: LayerConstants, layer: int, keys_by_head: torch.Tensor,
-              values_by_head: torch.Tensor, key_pos: torch.Tensor, queries: torch.Tensor,
-              query_pos: torch.Tensor) -> torch.Tensor:
+def full_sums(
+    cfg: VQOPTConfig,
+    consts: LayerConstants,
+    layer: int,
+    keys_by_head: torch.Tensor,
+    values_by_head: torch.Tensor,
+    key_pos: torch.Tensor,
+    queries: torch.Tensor,
+    query_pos: torch.Tensor,
+) -> torch.Tensor:
     """Sums rows (p^j per VQ head j, then u = |s^j|) of rows with queries (H, r, hd) at positions
     query_pos (r, 1), over every key (keys (H, hd, slots), values (H, slots, hd), their positions)."""
     r = queries.shape[1]
@@ -63,8 +70,9 @@ def full_sums(cfg: VQOPTConfig, consts: LayerConstants, layer: int, keys_by_head
     return out
 
 
-def widen_bounds(cfg: VQOPTConfig, bounds: torch.Tensor, weights: torch.Tensor, values_per_head: torch.Tensor,
-                 tie_growth: float) -> None:
+def widen_bounds(
+    cfg: VQOPTConfig, bounds: torch.Tensor, weights: torch.Tensor, values_per_head: torch.Tensor, tie_growth: float
+) -> None:
     """The bounds u of the affected rows after a move by weights (a, H m) over keys whose values per
     attention head are values_per_head (H m, d): u (1 + tie_growth) + the sum over keys and heads of
     |w| times the norm of v's part in the head and VQ head j, a bound of |delta s^j| (the rounding
@@ -73,9 +81,16 @@ def widen_bounds(cfg: VQOPTConfig, bounds: torch.Tensor, weights: torch.Tensor, 
     bounds.addmm_(weights.abs(), per_key, beta=1.0 + tie_growth)
 
 
-def near_ties(cfg: VQOPTConfig, tie_rel: float, tie_code_term: torch.Tensor, bounds: torch.Tensor,
-              distances: torch.Tensor, best: torch.Tensor, clean: torch.Tensor | None,
-              counts: bool = False) -> torch.Tensor:
+def near_ties(
+    cfg: VQOPTConfig,
+    tie_rel: float,
+    tie_code_term: torch.Tensor,
+    bounds: torch.Tensor,
+    distances: torch.Tensor,
+    best: torch.Tensor,
+    clean: torch.Tensor | None,
+    counts: bool = False,
+) -> torch.Tensor:
     """Rows (among `clean` ones, None: all) whose best two codes are within the tie guard (bool (a,)):
     some VQ head has a second code closer than tie_rel * (u^2 + max |c|^2), u >= |s chunk|; best
     (a, h) is each head's smallest distance. counts: instead, how many codes of the row are within
@@ -88,8 +103,9 @@ def near_ties(cfg: VQOPTConfig, tie_rel: float, tie_code_term: torch.Tensor, bou
     return tied if clean is None else tied & clean
 
 
-def finish_rows(consts: LayerConstants, layer: int, final_norm: torch.nn.LayerNorm, x: torch.Tensor,
-                z: torch.Tensor) -> torch.Tensor:
+def finish_rows(
+    consts: LayerConstants, layer: int, final_norm: torch.nn.LayerNorm, x: torch.Tensor, z: torch.Tensor
+) -> torch.Tensor:
     """DecoderLayer.finish with its weights transposed once: the same addmm calls, fewer dispatches."""
     wo, bo, w1, b1, w2, b2 = consts.finish[layer]
     x = x + (torch.addmm(bo, z, wo) if bo is not None else z @ wo)

@@ -11,8 +11,8 @@ changing a field means changing that list and that number, never a silent change
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -62,18 +62,30 @@ class WindowState:
     # (net, cfg, consts and the tie guard, re-attached) or remade (layer_views).
     SNAPSHOT_FIELDS = (
         "cap",  # slots (the trash slot excluded)
-        "ids_host", "pos_host",  # token id and position per slot (host arrays)
-        "order", "free",  # slots in document order (BOS first); free slots
+        "ids_host",
+        "pos_host",  # token id and position per slot (host arrays)
+        "order",
+        "free",  # slots in document order (BOS first); free slots
         "key_pos",  # position per slot, FAR where no row (for masks)
         "embed_idx",  # rows of the stacked embedding table per slot (3)
-        "qkv", "sums", "codes",  # per layer and slot: q|k|v, the attention sum's code projections and bounds, codes
+        "qkv",
+        "sums",
+        "codes",  # per layer and slot: q|k|v, the attention sum's code projections and bounds, codes
         "outputs",  # per layer and slot: the layer's output ("full" layout), or None
-        "cls_logp", "nll",  # per slot: class log-probabilities; -log p(token | its predecessor)
+        "cls_logp",
+        "nll",  # per slot: class log-probabilities; -log p(token | its predecessor)
         "cls_total",  # the sum of the tokens' class log-probabilities
     )
 
-    def __init__(self, net: VQOPT, consts: LayerConstants, ids: Sequence[int], positions: Sequence[int] | None = None,
-                 tie_rel: float = 1e-9, tie_growth: float = 0.0) -> None:
+    def __init__(
+        self,
+        net: VQOPT,
+        consts: LayerConstants,
+        ids: Sequence[int],
+        positions: Sequence[int] | None = None,
+        tie_rel: float = 1e-9,
+        tie_growth: float = 0.0,
+    ) -> None:
         self.attach(net, consts, tie_rel, tie_growth)
         rows = [self.cfg.bos_token_id, *ids]
         pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
@@ -85,8 +97,9 @@ class WindowState:
         self.tie_code_term = [tie_rel * m for m in consts.code_sq_max]  # the tie guard's code term, (h,) per layer
 
     @classmethod
-    def restore(cls, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float,
-                fields: dict) -> "WindowState":
+    def restore(
+        cls, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float, fields: dict
+    ) -> WindowState:
         """A state from its SNAPSHOT_FIELDS (exactly those), re-attached to the model."""
         state = cls.__new__(cls)
         state.attach(net, consts, tie_rel, tie_growth)
@@ -196,13 +209,19 @@ class WindowState:
         self.layer_views = []
         for l in range(L):
             t = self.qkv[l]
-            self.layer_views.append(LayerView(
-                qkv=t, sums=self.sums[l], codes=self.codes[l],
-                keys_by_head=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),
-                values_by_head=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),
-                queries=t[:, :d].view(n, H, d // H),
-                queries_by_head=t[:, :d].view(n, H, d // H).transpose(0, 1),
-                outputs=None if self.outputs is None else self.outputs[l], key_pos=self.key_pos))
+            self.layer_views.append(
+                LayerView(
+                    qkv=t,
+                    sums=self.sums[l],
+                    codes=self.codes[l],
+                    keys_by_head=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),
+                    values_by_head=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),
+                    queries=t[:, :d].view(n, H, d // H),
+                    queries_by_head=t[:, :d].view(n, H, d // H).transpose(0, 1),
+                    outputs=None if self.outputs is None else self.outputs[l],
+                    key_pos=self.key_pos,
+                )
+            )
 
     def dense_pass(self, ids: torch.Tensor, pos: torch.Tensor):
         """The dense forward pass with traces over rows (ids, positions): builds and verify."""
@@ -219,8 +238,13 @@ class WindowState:
             return self.layer_views[l - 1].outputs.index_select(0, rows)
         x = self.consts.embed(self.embed_idx.index_select(0, rows))
         for j in range(l):
-            x = finish_rows(self.consts, j, self.net.layers[j].final_layer_norm, x,
-                            self.code_vectors(j, self.codes[j].index_select(0, rows)))
+            x = finish_rows(
+                self.consts,
+                j,
+                self.net.layers[j].final_layer_norm,
+                x,
+                self.code_vectors(j, self.codes[j].index_select(0, rows)),
+            )
         return x
 
     def code_vectors(self, l: int, codes: torch.Tensor) -> torch.Tensor:
@@ -280,8 +304,16 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        for name, dim in (("key_pos", 0), ("embed_idx", 0), ("cls_logp", 0),
-                          ("nll", 0), ("outputs", 1), ("qkv", 1), ("sums", 1), ("codes", 1)):
+        for name, dim in (
+            ("key_pos", 0),
+            ("embed_idx", 0),
+            ("cls_logp", 0),
+            ("nll", 0),
+            ("outputs", 1),
+            ("qkv", 1),
+            ("sums", 1),
+            ("codes", 1),
+        ):
             t = getattr(self, name)
             if t is None:
                 continue
@@ -323,6 +355,7 @@ class WindowState:
             (out.hidden[0] - self.hidden(order)).abs().max(),
             (torch.log_softmax(out.cls_logits[0], -1) - self.cls_logp[order]).abs().max(),
             (heads.next_token_nll(self, out.hidden[0, :-1], ids[1:]) - self.nll[order[1:]]).abs().max()
-            if len(order) > 1 else out.hidden.new_zeros(()),
+            if len(order) > 1
+            else out.hidden.new_zeros(()),
         ]
         return WindowCheck(mismatched == 0, mismatched, float(max(diffs)))

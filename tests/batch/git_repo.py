@@ -18,10 +18,21 @@ class Repo:
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> str:
-        env = {"GIT_AUTHOR_DATE": f"{START + self.clock} +0000", "GIT_COMMITTER_DATE": f"{START + self.clock} +0000",
-               "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(self.root), "PATH": os.environ.get("PATH", "")}
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false",
-                               *args], cwd=self.root, env=env, check=True, capture_output=True, text=True).stdout
+        env = {
+            "GIT_AUTHOR_DATE": f"{START + self.clock} +0000",
+            "GIT_COMMITTER_DATE": f"{START + self.clock} +0000",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": str(self.root),
+            "PATH": os.environ.get("PATH", ""),
+        }
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args],
+            cwd=self.root,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
 
     def commit(self, message: str, **files: str | bytes | None) -> str:
         for name, content in files.items():
@@ -35,4 +46,3 @@ class Repo:
         self.clock += 60
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
-

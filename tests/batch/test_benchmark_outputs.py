@@ -39,8 +39,19 @@ def test_require_exits_2_with_the_install_command(monkeypatch, capsys):
 def test_paper_table_writes_results_before_plotting(no_matplotlib, tmp_path):
     from benchmarks import paper_table as pt
 
-    results = {s: [pt.Sample(inc_macs=10, inc_s=0.1, base_macs={"dense": 100}, base_s={"dense": 1.0},
-                             changed_fraction=0.01, location=0.5)] for s in pt.SCENARIOS}
+    results = {
+        s: [
+            pt.Sample(
+                inc_macs=10,
+                inc_s=0.1,
+                base_macs={"dense": 100},
+                base_s={"dense": 1.0},
+                changed_fraction=0.01,
+                location=0.5,
+            )
+        ]
+        for s in pt.SCENARIOS
+    }
     text = pt.write_results(results, ["table"], tmp_path, plots=optional.can_plot("paper_table.py"))
     assert text == "table" and (tmp_path / "paper_table.md").read_text() == "table\n"
     assert json.loads((tmp_path / "paper_table.json").read_text())["atomic"][0]["inc_macs"] == 10
@@ -55,8 +66,15 @@ def test_paper_table_writes_results_before_plotting(no_matplotlib, tmp_path):
 def test_typing_replay_report_without_matplotlib(no_matplotlib, tmp_path):
     from benchmarks import typing_replay as tr
 
-    meta = dict(command="x", speed=[1.0], wall_seconds=1.0, loadavg_start=(0, 0, 0), loadavg_end=(0, 0, 0), cpus=2,
-                plots=optional.can_plot("typing_replay.py"))
+    meta = dict(
+        command="x",
+        speed=[1.0],
+        wall_seconds=1.0,
+        loadavg_start=(0, 0, 0),
+        loadavg_end=(0, 0, 0),
+        cpus=2,
+        plots=optional.can_plot("typing_replay.py"),
+    )
     md = tr.write_report({}, meta, tmp_path / "replay")
     assert "latency CDF: skipped" in md
     assert json.loads((tmp_path / "replay.json").read_text())["meta"]["plots"] is False

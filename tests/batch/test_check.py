@@ -89,7 +89,8 @@ def test_json_and_github_formats(workspace, capsys):
 def test_sarif_has_the_schemas_required_fields(workspace, capsys):
     (workspace / "docs" / "review.md").write_text(  # an opinion, so a tone hint is among the results
         "This film was a complete waste of time: the acting was dreadful, the plot made no sense, and I "
-        "walked out bored and angry. The worst thing I have seen all year.\n")
+        "walked out bored and angry. The worst thing I have seen all year.\n"
+    )
     code, out, _ = run(capsys, "docs", "--format", "sarif")
     log = json.loads(out)
     # required by the SARIF 2.1.0 schema: sarifLog.version and runs; run.tool; tool.driver; driver.name;
@@ -106,14 +107,16 @@ def test_sarif_has_the_schemas_required_fields(workspace, capsys):
         (loc,) = r["locations"]
         region = loc["physicalLocation"]["region"]
         assert loc["physicalLocation"]["artifactLocation"]["uri"] in ("docs/a.md", "docs/b.md", "docs/review.md")
-        assert all(isinstance(region[k], int) and region[k] >= 1
-                   for k in ("startLine", "startColumn", "endLine", "endColumn"))
+        assert all(
+            isinstance(region[k], int) and region[k] >= 1 for k in ("startLine", "startColumn", "endLine", "endColumn")
+        )
     assert {r["level"] for r in results if r["ruleId"] == "typo"} == {"warning"}
 
 
 def test_configuration_dictionaries_and_ignore_comments_are_honoured(workspace, capsys):
-    (workspace / "vq-lsp.toml").write_text('words = ["mornning"]\nexclude = ["docs/skip/**"]\n'
-                                           '[diagnostics]\nsentiment = false\n')
+    (workspace / "vq-lsp.toml").write_text(
+        'words = ["mornning"]\nexclude = ["docs/skip/**"]\n[diagnostics]\nsentiment = false\n'
+    )
     (workspace / ".vq-lsp-words.txt").write_text("# team words\n")
     (workspace / "docs" / "skip").mkdir()
     (workspace / "docs" / "skip" / "c.md").write_text(TYPOS)
@@ -137,8 +140,9 @@ def test_a_malformed_configuration_file_is_one_warning(workspace, capsys):
 
 def test_the_console_script_and_the_pre_commit_hook(workspace):
     env = {**os.environ, "PYTHONPATH": str(Path(check.__file__).resolve().parents[2])}
-    proc = subprocess.run([VQ_LSP, "check", "docs/a.md", "docs/image.txt"], capture_output=True, text=True,
-                          env=env, timeout=300)
+    proc = subprocess.run(
+        [VQ_LSP, "check", "docs/a.md", "docs/image.txt"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 1 and "docs/a.md:1:11: warning typo" in proc.stdout
     assert "docs/image.txt: skipped: a binary file" in proc.stderr and "Traceback" not in proc.stderr
     hooks = (Path(check.__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text()

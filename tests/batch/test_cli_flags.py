@@ -38,13 +38,15 @@ def commands(root) -> list[tuple[str, argparse.ArgumentParser, list[str], object
     out.append(("vq-lsp serve", serve, ["serve"], lsp_cli.parse_args))
     out.append(("vq-lsp score", command.build_parser(), [str(root / "revs")], command.parse_args))
     subs = training.cli.build_parser()._subparsers._group_actions[0].choices
-    needs = {"tokenizer": ["--out", str(root / "o")], "teacher": ["--out", str(root / "o"), "--tokenizer",
-                                                                 str(root / "tok.json")],
-             "distill": ["--out", str(root / "o"), "--teacher", str(root / "model")],
-             "finetune": ["--out", str(root / "o"), "--model", str(root / "model")],
-             "evaluate": ["--out", str(root / "o"), "--model", str(root / "model")],
-             "calibrate": ["--out", str(root / "o"), "--model", str(root / "model")],
-             "export": ["--out", str(root / "o"), "--model", str(root / "model")]}
+    needs = {
+        "tokenizer": ["--out", str(root / "o")],
+        "teacher": ["--out", str(root / "o"), "--tokenizer", str(root / "tok.json")],
+        "distill": ["--out", str(root / "o"), "--teacher", str(root / "model")],
+        "finetune": ["--out", str(root / "o"), "--model", str(root / "model")],
+        "evaluate": ["--out", str(root / "o"), "--model", str(root / "model")],
+        "calibrate": ["--out", str(root / "o"), "--model", str(root / "model")],
+        "export": ["--out", str(root / "o"), "--model", str(root / "model")],
+    }
     for name, parser in subs.items():
         data = ["--data", str(root / "data")] if name != "export" else []
         out.append((f"vq-train {name}", parser, [name, *needs[name], *data], training.cli.parse_args))
@@ -53,9 +55,13 @@ def commands(root) -> list[tuple[str, argparse.ArgumentParser, list[str], object
 
 def value_flags(parser: argparse.ArgumentParser) -> list[str]:
     """The long option of every flag that takes one value."""
-    return [a.option_strings[-1] if a.option_strings[-1].startswith("--") else a.option_strings[0]
-            for a in parser._actions if a.option_strings and a.nargs is None and not isinstance(
-                a, (argparse._HelpAction, argparse._StoreTrueAction, argparse._StoreConstAction))]
+    return [
+        a.option_strings[-1] if a.option_strings[-1].startswith("--") else a.option_strings[0]
+        for a in parser._actions
+        if a.option_strings
+        and a.nargs is None
+        and not isinstance(a, (argparse._HelpAction, argparse._StoreTrueAction, argparse._StoreConstAction))
+    ]
 
 
 def run(parse, argv) -> tuple[argparse.Namespace | None, int | None, str]:
@@ -76,17 +82,44 @@ def _error_line(err: str) -> str:
 
 
 BAD = st.one_of(
-    st.sampled_from(["", " ", "-1", "0", "-0.5", "nan", "NaN", "inf", "-inf", "1e309", "1.5", "abc", "10" * 30,
-                     "0x10", "1_000", "cuda:99", "gpu", "\u0661", "~nobody/x", "x\x00y", "--", "-"]),
-    st.integers(-10**20, 10**20).map(str),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "-1",
+            "0",
+            "-0.5",
+            "nan",
+            "NaN",
+            "inf",
+            "-inf",
+            "1e309",
+            "1.5",
+            "abc",
+            "10" * 30,
+            "0x10",
+            "1_000",
+            "cuda:99",
+            "gpu",
+            "\u0661",
+            "~nobody/x",
+            "x\x00y",
+            "--",
+            "-",
+        ]
+    ),
+    st.integers(-(10**20), 10**20).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.text(max_size=12),
 )
 
 
 def _case(root):
-    flags = [(name, parser, base, parse, flag) for name, parser, base, parse in commands(root)
-             for flag in value_flags(parser)]
+    flags = [
+        (name, parser, base, parse, flag)
+        for name, parser, base, parse in commands(root)
+        for flag in value_flags(parser)
+    ]
     return st.tuples(st.sampled_from(flags), BAD)
 
 
@@ -101,8 +134,9 @@ def _check(name, parse, base, flag, value, ns, code, err):
             assert math.isfinite(got) and got >= 0, (name, flag, value, got)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_generated_bad_values_never_crash_and_name_the_flag(inputs, data):
     (name, _, base, parse, flag), value = data.draw(_case(inputs))
@@ -119,8 +153,11 @@ def test_every_numeric_flag_refuses_negative_and_non_finite(inputs, value):
         for flag in value_flags(parser):
             probe, _, _ = run(parse, [*base, f"{flag}=3"])
             dest = flag.lstrip("-").replace("-", "_")
-            if probe is None or isinstance(getattr(probe, dest), bool) or not isinstance(getattr(probe, dest),
-                                                                                        (int, float)):
+            if (
+                probe is None
+                or isinstance(getattr(probe, dest), bool)
+                or not isinstance(getattr(probe, dest), (int, float))
+            ):
                 continue
             checked += 1
             ns, code, err = run(parse, [*base, f"{flag}={value}"])
@@ -130,21 +167,30 @@ def test_every_numeric_flag_refuses_negative_and_non_finite(inputs, value):
 
 
 ENTRY_CASES = [
-    (["score", "--threads", "-1", "x"], "--threads"), (["--log-level", "foo"], "--log-level"),
+    (["score", "--threads", "-1", "x"], "--threads"),
+    (["--log-level", "foo"], "--log-level"),
     (["serve", "--device", "quantum"], "--device"),
-    (["score", "--threads", "0", "x"], "--threads"), (["serve", "--log-level", "verbose"], "--log-level"),
-    (["--threads", "-1"], "--threads"), (["score", "--sentiment-threshold", "1.5", "x"], "--sentiment-threshold"),
+    (["score", "--threads", "0", "x"], "--threads"),
+    (["serve", "--log-level", "verbose"], "--log-level"),
+    (["--threads", "-1"], "--threads"),
+    (["score", "--sentiment-threshold", "1.5", "x"], "--sentiment-threshold"),
     (["score", "--surprise-threshold", "nan", "x"], "--surprise-threshold"),
-    (["score", "--format", "xml", "x"], "--format"), (["score", "--git-merges", "octopus", "--git", "x"], "--git-merges"),
-    (["score"], "--git"), (["score", "x", "--git", "y"], "--git"),
+    (["score", "--format", "xml", "x"], "--format"),
+    (["score", "--git-merges", "octopus", "--git", "x"], "--git-merges"),
+    (["score"], "--git"),
+    (["score", "x", "--git", "y"], "--git"),
 ]
 
 
 @pytest.mark.parametrize("argv, flag", ENTRY_CASES[:3])
 def test_bad_flags_through_the_real_command(argv, flag):
     """The console script itself (a fresh process): exit status 2, one line naming the flag, no traceback."""
-    proc = subprocess.run([sys.executable, "-c", "import sys; from vq_lsp.cli import main; sys.exit(main())", *argv],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from vq_lsp.cli import main; sys.exit(main())", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert flag in _error_line(proc.stderr), proc.stderr
@@ -164,11 +210,22 @@ def test_flags_given_before_serve_are_kept():
 
 
 def test_vq_train_flag_combinations(inputs):
-    base = ["teacher", "--out", str(inputs / "o"), "--tokenizer", str(inputs / "tok.json"), "--data",
-            str(inputs / "data")]
-    for extra, flag in ((["--d", "10", "--heads", "3"], "--heads"), (["--seq", "600", "--max-pos", "512"], "--seq"),
-                        (["--steps", "10", "--warmup", "20"], "--warmup"), (["--tokenizer", "/no/such"], "--tokenizer"),
-                        (["--data", "/no/such/data"], "--data")):
+    base = [
+        "teacher",
+        "--out",
+        str(inputs / "o"),
+        "--tokenizer",
+        str(inputs / "tok.json"),
+        "--data",
+        str(inputs / "data"),
+    ]
+    for extra, flag in (
+        (["--d", "10", "--heads", "3"], "--heads"),
+        (["--seq", "600", "--max-pos", "512"], "--seq"),
+        (["--steps", "10", "--warmup", "20"], "--warmup"),
+        (["--tokenizer", "/no/such"], "--tokenizer"),
+        (["--data", "/no/such/data"], "--data"),
+    ):
         ns, code, err = run(training.cli.parse_args, base + extra)
         assert code == 2 and flag in _error_line(err), err
     assert run(training.cli.parse_args, base + ["--steps", "10"])[0].warmup == 1

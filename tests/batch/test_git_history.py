@@ -139,21 +139,28 @@ def test_unchanged_content_across_a_revert_is_still_a_revision(repo):
     assert _texts(repo.root / "essay.md")[0] == [A, B, A]
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("outside", "not inside a git repository"),
-    ("untracked", "git does not know this path"),
-    ("staged", "staged but not committed"),
-    ("missing", "git does not know this path"),
-    ("folder", "is a folder"),
-    ("empty repo", "no commits yet"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("outside", "not inside a git repository"),
+        ("untracked", "git does not know this path"),
+        ("staged", "staged but not committed"),
+        ("missing", "git does not know this path"),
+        ("folder", "is a folder"),
+        ("empty repo", "no commits yet"),
+    ],
+)
 def test_bad_paths_are_clear_errors(tmp_path, case, expected, capsys):
     repo = Repo(tmp_path / "repo")
     if case != "empty repo":
         repo.commit("first", **{"essay.md": A})
     target = {
-        "outside": tmp_path / "loose.md", "untracked": repo.root / "new.md", "staged": repo.root / "staged.md",
-        "missing": repo.root / "nope" / "never.md", "folder": repo.root, "empty repo": repo.root / "x.md",
+        "outside": tmp_path / "loose.md",
+        "untracked": repo.root / "new.md",
+        "staged": repo.root / "staged.md",
+        "missing": repo.root / "nope" / "never.md",
+        "folder": repo.root,
+        "empty repo": repo.root / "x.md",
     }[case]
     if case in ("outside", "untracked", "staged", "empty repo"):
         target.write_text(A)

@@ -41,9 +41,25 @@ def history(tmp_path_factory) -> tuple[Path, list[str]]:
 def _score(history, tiny_model_dir, *extra: str, stderr=subprocess.PIPE) -> subprocess.CompletedProcess:
     """The console script itself; tones need 1000 words here, so only the typo hints are listed."""
     path, _ = history
-    return subprocess.run([str(VQ_LSP), "score", "--git", str(path), "--model", str(tiny_model_dir), "--format", "text",
-                           "--tone-min-words", "1000", *extra], stdout=subprocess.PIPE, stderr=stderr, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [
+            str(VQ_LSP),
+            "score",
+            "--git",
+            str(path),
+            "--model",
+            str(tiny_model_dir),
+            "--format",
+            "text",
+            "--tone-min-words",
+            "1000",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        timeout=300,
+    )
 
 
 def _revisions(out: str) -> list[list[str]]:
@@ -62,7 +78,8 @@ def test_each_commit_lists_only_the_hints_it_added_or_removed(history, tiny_mode
     first, second, third = _revisions(proc.stdout)
     _, commits = history
     assert [block[0] for block in (first, second, third)] == [
-        f"2023-11-14 {commit[:10]} {subject}" for commit, subject in zip(commits, SUBJECTS)]
+        f"2023-11-14 {commit[:10]} {subject}" for commit, subject in zip(commits, SUBJECTS)
+    ]
     # the document score, and from the second commit on its change
     assert re.fullmatch(r"  \w+ \d\.\d\d; (\d+) of \1 tokens changed, .*; 1 hints: 1 new, 0 gone", first[1]), first
     assert re.fullmatch(r"  \w+ \d\.\d\d \([+-]\d\.\d\d\); .*; 2 hints: 1 new, 0 gone", second[1]), second
@@ -88,8 +105,12 @@ def test_progress_bar_only_on_a_terminal(history, tiny_model_dir):
     reports no width, as under `script` or a task runner; the bar is drawn all the same."""
     main, side = pty.openpty()
     try:
-        proc = subprocess.Popen([str(VQ_LSP), "score", "--git", str(history[0]), "--model", str(tiny_model_dir)],
-                                stdout=subprocess.PIPE, stderr=side, text=True)
+        proc = subprocess.Popen(
+            [str(VQ_LSP), "score", "--git", str(history[0]), "--model", str(tiny_model_dir)],
+            stdout=subprocess.PIPE,
+            stderr=side,
+            text=True,
+        )
         os.close(side)
         screen = b""
         while True:
@@ -154,10 +175,21 @@ def test_a_repeated_word_counts_once_per_occurrence():
 
 def _row(label: str, scores: dict[str, float] | None, typos: list[tuple[int, int, str]]) -> dict:
     """A scorer row with only what the text output reads."""
-    return {"doc": "essay.md", "revision": label, "scores": scores, "tokens": 10, "changed_tokens": 10,
-            "incremental_macs": 1, "dense_macs": 1, "paragraphs": [], "surprises": [],
-            "typos": [{"line": line, "column": column, "text": word, "kind": "non-word", "surprise": 9.0,
-                       "fixes": ["the"]} for line, column, word in typos]}
+    return {
+        "doc": "essay.md",
+        "revision": label,
+        "scores": scores,
+        "tokens": 10,
+        "changed_tokens": 10,
+        "incremental_macs": 1,
+        "dense_macs": 1,
+        "paragraphs": [],
+        "surprises": [],
+        "typos": [
+            {"line": line, "column": column, "text": word, "kind": "non-word", "surprise": 9.0, "fixes": ["the"]}
+            for line, column, word in typos
+        ],
+    }
 
 
 def test_an_empty_commit_restarts_the_comparison():
@@ -181,8 +213,13 @@ def test_an_empty_commit_restarts_the_comparison():
 def test_log_records_split_at_commits_only():
     """A subject may hold the record separator or start like a raw entry; neither splits or adds a record."""
     blob = "1" * 40
-    record = (b"\x01" + b"a" * 40 + b"\x002024-05-06T07:08:09+02:00\x00:memo: odd \x01 subject\x00\n"
-              + f":100644 100644 {'0' * 40} {blob} M".encode() + b"\x00essay.md\x00")
+    record = (
+        b"\x01"
+        + b"a" * 40
+        + b"\x002024-05-06T07:08:09+02:00\x00:memo: odd \x01 subject\x00\n"
+        + f":100644 100644 {'0' * 40} {blob} M".encode()
+        + b"\x00essay.md\x00"
+    )
     (rev,) = parse_raw_log(record)
     assert (rev.commit, rev.date, rev.subject) == ("a" * 40, "2024-05-06", ":memo: odd \x01 subject")
     assert (rev.blob, rev.path, rev.status) == (blob, "essay.md", "M")

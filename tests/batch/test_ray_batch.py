@@ -111,29 +111,46 @@ def test_an_unreachable_cluster_is_exit_2_within_seconds(tmp_path, tiny_model_di
     (tmp_path / "revs").mkdir()
     (tmp_path / "revs" / "r1.txt").write_text(A)
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = subprocess.run([sys.executable, "-c", "import sys; from vq_lsp.cli import main; sys.exit(main())", "score",
-                           str(tmp_path / "revs"), "--model", str(tiny_model_dir), "--ray=127.0.0.1:1"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from vq_lsp.cli import main; sys.exit(main())",
+            "score",
+            str(tmp_path / "revs"),
+            "--model",
+            str(tiny_model_dir),
+            "--ray=127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     assert "vq-lsp score: error: " in proc.stderr and "Traceback" not in proc.stderr
     assert "nothing answers at 127.0.0.1:1" in proc.stderr
 
 
-@pytest.mark.parametrize("value", ["local", "auto", "127.0.0.1:6379", "ray://head.example:10001", "[::1]:6379",
-                                   "LOCAL"])
+@pytest.mark.parametrize(
+    "value", ["local", "auto", "127.0.0.1:6379", "ray://head.example:10001", "[::1]:6379", "LOCAL"]
+)
 def test_ray_addresses_accepted(value):
     assert ray_scoring.ray_address(value) in (value, value.lower())
 
 
-@pytest.mark.parametrize("argv, flag, words", [
-    (["--ray", "some/folder"], "--ray", "write PATH before --ray"),
-    (["x", "--ray=head:0"], "--ray", "Ray address"),
-    (["x", "--ray=head:99999"], "--ray", "Ray address"),
-    (["x", "--ray=ray://:10001"], "--ray", "Ray address"),
-    (["x", "--ray=h\u0661:1"], "--ray", "Ray address"),
-    (["x", "--ray-workers", "2"], "--ray-workers", "only applies with --ray"),
-    (["x", "--ray", "--ray-workers", "0"], "--ray-workers", "integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv, flag, words",
+    [
+        (["--ray", "some/folder"], "--ray", "write PATH before --ray"),
+        (["x", "--ray=head:0"], "--ray", "Ray address"),
+        (["x", "--ray=head:99999"], "--ray", "Ray address"),
+        (["x", "--ray=ray://:10001"], "--ray", "Ray address"),
+        (["x", "--ray=h\u0661:1"], "--ray", "Ray address"),
+        (["x", "--ray-workers", "2"], "--ray-workers", "only applies with --ray"),
+        (["x", "--ray", "--ray-workers", "0"], "--ray-workers", "integer >= 1"),
+    ],
+)
 def test_bad_ray_flags_exit_2_naming_the_flag(argv, flag, words, capsys):
     with pytest.raises(SystemExit) as e:
         command.parse_args(argv)

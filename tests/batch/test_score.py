@@ -77,9 +77,15 @@ def test_missing_model_is_a_clear_error(folder, tmp_path, capsys):
 def test_jsonl_revisions_and_csv_output(tmp_path, tiny_model_dir, capsys):
     path = tmp_path / "revs.jsonl.gz"
     with gzip.open(path, "wt") as f:
-        f.write(json.dumps({"doc": "a.md", "revisions": [{"commit": f"c{i}", "text": t} for i, t in enumerate(REVISIONS)]}) + "\n")
+        f.write(
+            json.dumps({"doc": "a.md", "revisions": [{"commit": f"c{i}", "text": t} for i, t in enumerate(REVISIONS)]})
+            + "\n"
+        )
         f.write("{broken\n")
-        f.write(json.dumps({"doc": "b.md", "revisions": [{"text": "Short."}, {"text": ""}, {"text": "Short again."}]}) + "\n")
+        f.write(
+            json.dumps({"doc": "b.md", "revisions": [{"text": "Short."}, {"text": ""}, {"text": "Short again."}]})
+            + "\n"
+        )
     code, out, err = _run([str(path), "--model", str(tiny_model_dir), "--format", "csv"], capsys)
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
@@ -106,16 +112,34 @@ def test_git_history_oldest_first(tmp_path, tiny_model_dir, capsys):
 
 
 def test_runs_as_a_program(folder, tiny_model_dir):
-    proc = subprocess.run([sys.executable, "-m", "vq_lsp.scoring.command", str(folder), "--model", str(tiny_model_dir)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vq_lsp.scoring.command", str(folder), "--model", str(tiny_model_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1])["revisions"] == 4
 
 
 def test_text_format_prints_the_hints_of_the_shipped_example(tiny_model_dir, capsys):
     example = Path(__file__).resolve().parents[2] / "examples" / "review"
-    code, out, err = _run([str(example), "--model", str(tiny_model_dir), "--format", "text",
-                           "--sentiment-threshold", "0", "--surprise-threshold", "0", "--tone-min-words", "0"], capsys)
+    code, out, err = _run(
+        [
+            str(example),
+            "--model",
+            str(tiny_model_dir),
+            "--format",
+            "text",
+            "--sentiment-threshold",
+            "0",
+            "--surprise-threshold",
+            "0",
+            "--tone-min-words",
+            "0",
+        ],
+        capsys,
+    )
     assert code == 0, err
     headers = [line for line in out.splitlines() if not line.startswith("  ")]
     assert [h.split(":")[0] for h in headers] == [f"review/draft{i}.txt" for i in range(1, 5)]
@@ -131,7 +155,7 @@ def test_surprise_hints_point_at_real_tokens(tmp_path, tiny_model_dir, capsys):
     row = _records(out)[0][0]
     text = (tmp_path / "a.txt").read_text().splitlines()
     for h in row["surprises"]:
-        assert text[h["line"]][h["column"]:].startswith(h["text"])
+        assert text[h["line"]][h["column"] :].startswith(h["text"])
 
 
 def test_dense_backend_onnx_gives_the_torch_rows(folder, tiny_model_dir, capsys):

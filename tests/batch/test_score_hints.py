@@ -59,7 +59,7 @@ def test_markdown_rows_hint_prose_only(tmp_path, capsys):
     assert {word for line, word in hinted if line == 8} <= {"Run", "or", "read", "first"}  # no code, no URL
     assert (2, "teh") in {(h["line"], h["text"]) for h in row["typos"]}
     for h in row["typos"]:
-        assert lines[h["line"]][h["column"]:].startswith(h["text"]) and h["fixes"]
+        assert lines[h["line"]][h["column"] :].startswith(h["text"]) and h["fixes"]
     assert [p["line"] for p in row["paragraphs"]] == [2, 8]  # prose paragraphs: no heading, table or code
     assert row["paragraphs"][0]["words"] == 15
 

@@ -45,14 +45,31 @@ def drive(driver: Path, tmp: Path, model: Path, **extra_env: str) -> dict:
     """Run `driver` in a headless Neovim on a one-line Markdown file in `tmp`; its JSON record."""
     doc, out = tmp / "notes.md", tmp / "out.json"
     doc.write_text(FIRST + "\n")
-    env = {**os.environ, "VQ_TEST_PLUGIN": str(PLUGIN), "VQ_TEST_HELPERS": str(HELPERS), "VQ_TEST_SERVER": str(VQ_LSP),
-           "VQ_TEST_MODEL": str(model), "VQ_TEST_FILE": str(doc), "VQ_TEST_OUT": str(out),
-           "VQ_TEST_WAIT_MS": "60000", "XDG_STATE_HOME": str(tmp / "state"), "XDG_DATA_HOME": str(tmp / "data"),
-           "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_CACHE_HOME": str(tmp / "cache"),
-           "VQ_LSP_CACHE_DIR": str(tmp / "vq-lsp-cache"), **extra_env}
-    proc = subprocess.Popen([nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", str(driver)], cwd=tmp,
-                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    env = {
+        **os.environ,
+        "VQ_TEST_PLUGIN": str(PLUGIN),
+        "VQ_TEST_HELPERS": str(HELPERS),
+        "VQ_TEST_SERVER": str(VQ_LSP),
+        "VQ_TEST_MODEL": str(model),
+        "VQ_TEST_FILE": str(doc),
+        "VQ_TEST_OUT": str(out),
+        "VQ_TEST_WAIT_MS": "60000",
+        "XDG_STATE_HOME": str(tmp / "state"),
+        "XDG_DATA_HOME": str(tmp / "data"),
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+        "XDG_CACHE_HOME": str(tmp / "cache"),
+        "VQ_LSP_CACHE_DIR": str(tmp / "vq-lsp-cache"),
+        **extra_env,
+    }
+    proc = subprocess.Popen(
+        [nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", str(driver)],
+        cwd=tmp,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         log, _ = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -80,8 +97,9 @@ def run(tmp_path_factory, tiny_model_dir) -> dict:
 def enabled(tmp_path_factory, tiny_model_dir) -> dict:
     """`vim.lsp.enable("vq_lsp")` alone, `vq-lsp` from PATH, tone shown only in the code lens."""
     path = f"{VQ_LSP.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return drive(ENABLE_DRIVER, tmp_path_factory.mktemp("nvim-enable"), tiny_model_dir, PATH=path,
-                 VQ_TEST_TONE_DISPLAY="lens")
+    return drive(
+        ENABLE_DRIVER, tmp_path_factory.mktemp("nvim-enable"), tiny_model_dir, PATH=path, VQ_TEST_TONE_DISPLAY="lens"
+    )
 
 
 def sentiment(diags: list[dict]) -> list[dict]:
@@ -98,12 +116,12 @@ def test_plugin_attaches_and_publishes_on_open(run):
 
 def test_typed_text_reaches_the_server(run):
     lines = run["lines"]
-    assert lines == [FIRST, "", "I hated the ending, though it was short.", "",
-                     "The acting was wonderful and warm."]
+    assert lines == [FIRST, "", "I hated the ending, though it was short.", "", "The acting was wonderful and warm."]
     paras = sentiment(run["typed"])
     # one diagnostic per paragraph, each spanning exactly its line of the buffer as typed
     assert [(d["lnum"], d["col"], d["end_lnum"], d["end_col"]) for d in paras] == [
-        (i, 0, i, len(lines[i])) for i in (0, 2, 4)]
+        (i, 0, i, len(lines[i])) for i in (0, 2, 4)
+    ]
     hints = [d for d in run["typed"] if d["code"] == "surprise"]
     assert 1 <= len(hints) <= 3 and all(d["severity"] == HINT for d in hints)  # maxSurpriseHints = 3
     assert all("surprise" in d["message"] for d in hints)
@@ -141,10 +159,17 @@ def test_default_filetypes_are_ones_the_server_wants(tmp_path):
     from vq_lsp.settings import Settings
 
     out = tmp_path / "ft.json"
-    lua = (f"vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))}); local f = io.open({json.dumps(str(out))}, 'w'); "
-           "f:write(vim.json.encode(require('vq_lsp').base_config().filetypes)); f:close()")
-    subprocess.run([nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", "NONE", "--cmd", f"lua {lua}",
-                    "+qall!"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True)
+    lua = (
+        f"vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))}); local f = io.open({json.dumps(str(out))}, 'w'); "
+        "f:write(vim.json.encode(require('vq_lsp').base_config().filetypes)); f:close()"
+    )
+    subprocess.run(
+        [nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", "NONE", "--cmd", f"lua {lua}", "+qall!"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     filetypes = json.loads(out.read_text())
     assert {"markdown", "text", "rst", "tex"} <= set(filetypes) <= set(Settings().file_types)
 
@@ -183,8 +208,10 @@ def test_cost_command_is_readable_after_a_snapshot_restore(run):
     message = run["restored_cost_message"]
     first, second = message.split("\n")
     version, ms = run["reopened_scores"]["version"], cost["restore_seconds"] * 1000
-    assert first == (f"vq-lsp: state of version {version} restored from a snapshot: "
-                     f"{cost['tokens']} tokens in {ms:.1f} ms (no incremental update since)")
+    assert first == (
+        f"vq-lsp: state of version {version} restored from a snapshot: "
+        f"{cost['tokens']} tokens in {ms:.1f} ms (no incremental update since)"
+    )
     assert second.startswith("updates 0, rebuilds 0, restores 1,")
     assert "{" not in message and "_" not in message
 
@@ -223,20 +250,36 @@ def lua_eval(expr: str, tmp_path: Path, runtimepath: bool = True):
     """The JSON value of a Lua expression evaluated with the plugin loaded (no server): from the
     runtimepath, or else only its Lua modules through package.path (no lsp/vq_lsp.lua)."""
     out = tmp_path / "value.json"
-    load = (f"vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))})" if runtimepath else
-            f"package.path = {json.dumps(str(PLUGIN / 'lua' / '?' / 'init.lua'))} .. ';' .. "
-            f"{json.dumps(str(PLUGIN / 'lua' / '?.lua'))} .. ';' .. package.path")
-    lua = (f"{load}; local f = io.open({json.dumps(str(out))}, 'w'); "
-           f"f:write(vim.json.encode({expr})); f:close()")
-    subprocess.run([nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", "NONE", "--cmd", f"lua {lua}",
-                    "+qall!"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True)
+    load = (
+        f"vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))})"
+        if runtimepath
+        else f"package.path = {json.dumps(str(PLUGIN / 'lua' / '?' / 'init.lua'))} .. ';' .. "
+        f"{json.dumps(str(PLUGIN / 'lua' / '?.lua'))} .. ';' .. package.path"
+    )
+    lua = f"{load}; local f = io.open({json.dumps(str(out))}, 'w'); f:write(vim.json.encode({expr})); f:close()"
+    subprocess.run(
+        [nvim(), "--headless", "--clean", "-n", "-i", "NONE", "-u", "NONE", "--cmd", f"lua {lua}", "+qall!"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     return json.loads(out.read_text())
 
 
 COST_SHAPES = {  # the `cost` field of vqLsp/documentScores, as vq_lsp/documents/requests.py sets it
-    "incremental": {"incremental_macs": 1_250_000, "dense_macs": 40_000_000, "speedup": 32.0,
-                    "dirty_per_layer": [3, 5], "relabelled": 1, "full_respreads": 0, "near_ties": 2,
-                    "whole_layers": 0, "seconds": 0.0042, "splices": 1},
+    "incremental": {
+        "incremental_macs": 1_250_000,
+        "dense_macs": 40_000_000,
+        "speedup": 32.0,
+        "dirty_per_layer": [3, 5],
+        "relabelled": 1,
+        "full_respreads": 0,
+        "near_ties": 2,
+        "whole_layers": 0,
+        "seconds": 0.0042,
+        "splices": 1,
+    },
     "rebuild": {"rebuild_seconds": 0.25, "tokens": 1712},
     "restore": {"restore_seconds": 0.1199, "tokens": 1712},
     "other": {"merged_seconds": 0.5, "windows": [1, 2]},
@@ -244,31 +287,51 @@ COST_SHAPES = {  # the `cost` field of vqLsp/documentScores, as vq_lsp/documents
 
 
 def test_cost_lines_for_every_result_shape(tmp_path):
-    answers = {name: {"version": 7, "cost": cost, "updates": 4, "rebuilds": 1, "restores": 1, "evictions": 0}
-               for name, cost in COST_SHAPES.items()}
-    lua = "{ " + ", ".join(f"{name} = require('vq_lsp.format').cost(vim.json.decode({json.dumps(json.dumps(a))}))"
-                           for name, a in answers.items()) + " }"
+    answers = {
+        name: {"version": 7, "cost": cost, "updates": 4, "rebuilds": 1, "restores": 1, "evictions": 0}
+        for name, cost in COST_SHAPES.items()
+    }
+    lua = (
+        "{ "
+        + ", ".join(
+            f"{name} = require('vq_lsp.format').cost(vim.json.decode({json.dumps(json.dumps(a))}))"
+            for name, a in answers.items()
+        )
+        + " }"
+    )
     text = lua_eval(lua, tmp_path)
     assert text["incremental"].split("\n") == [
         "vq-lsp: last update of version 7: 1.25M MACs incremental vs 40.00M dense (32.0x fewer), 4.2 ms",
-        "dirty positions per layer: 3, 5; relabelled 1, near ties 2; updates 4, rebuilds 1, restores 1, evictions 0"]
+        "dirty positions per layer: 3, 5; relabelled 1, near ties 2; updates 4, rebuilds 1, restores 1, evictions 0",
+    ]
     assert text["rebuild"].split("\n") == [
         "vq-lsp: full pass over 1712 tokens in 250.0 ms (no incremental update since)",
-        "updates 4, rebuilds 1, restores 1, evictions 0"]
+        "updates 4, rebuilds 1, restores 1, evictions 0",
+    ]
     assert text["restore"].split("\n") == [
         "vq-lsp: state of version 7 restored from a snapshot: 1712 tokens in 119.9 ms (no incremental update since)",
-        "updates 4, rebuilds 1, restores 1, evictions 0"]
+        "updates 4, rebuilds 1, restores 1, evictions 0",
+    ]
     assert text["other"].split("\n") == [
-        "vq-lsp: last update of version 7:", "  merged seconds: 0.5", "  windows: 1, 2",
-        "updates 4, rebuilds 1, restores 1, evictions 0"]
+        "vq-lsp: last update of version 7:",
+        "  merged seconds: 0.5",
+        "  windows: 1, 2",
+        "updates 4, rebuilds 1, restores 1, evictions 0",
+    ]
     none = lua_eval("require('vq_lsp.format').cost({ cost = vim.NIL })", tmp_path)
     assert none == "vq-lsp: no update yet"
 
 
 def test_tone_display_options_per_choice(tmp_path):
     """Each choice, from Neovim's default global diagnostic options; Information is tone's severity."""
-    lua = "{ " + ", ".join(f"{c} = require('vq_lsp.display').namespace_options('{c}') or vim.NIL"
-                           for c in ("signs", "virtual_text", "lens", "underline")) + " }"
+    lua = (
+        "{ "
+        + ", ".join(
+            f"{c} = require('vq_lsp.display').namespace_options('{c}') or vim.NIL"
+            for c in ("signs", "virtual_text", "lens", "underline")
+        )
+        + " }"
+    )
     opts = lua_eval(lua, tmp_path)
     not_tone = [1, 2, 4]
     assert opts["underline"] is None
@@ -280,27 +343,38 @@ def test_tone_display_options_per_choice(tmp_path):
     assert opts["lens"]["signs"] == {"severity": not_tone} and opts["lens"]["virtual_text"] is False
     # the user's own display options are kept: only which severities they apply to changes
     user = "{ underline = false, virtual_text = { prefix = '*' }, signs = { priority = 20, severity = { min = 2 } } }"
-    lua = "{ " + ", ".join(f"{c} = require('vq_lsp.display').namespace_options('{c}', {user})"
-                           for c in ("signs", "virtual_text", "lens")) + " }"
+    lua = (
+        "{ "
+        + ", ".join(
+            f"{c} = require('vq_lsp.display').namespace_options('{c}', {user})"
+            for c in ("signs", "virtual_text", "lens")
+        )
+        + " }"
+    )
     opts = lua_eval(lua, tmp_path)
-    assert opts["signs"] == {"underline": False, "virtual_text": {"prefix": "*", "severity": not_tone},
-                             "signs": {"priority": 20}}
+    assert opts["signs"] == {
+        "underline": False,
+        "virtual_text": {"prefix": "*", "severity": not_tone},
+        "signs": {"priority": 20},
+    }
     assert opts["virtual_text"]["virtual_text"] == {"prefix": "*"}
     assert opts["lens"]["signs"] == {"priority": 20, "severity": not_tone}
 
 
 def test_settings_are_replaced_for_clients_started_later(tmp_path):
     """update_settings replaces the configuration's settings too (vim.lsp.config alone would merge)."""
-    lua = ("(function() local vq = require('vq_lsp'); "
-           "vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
-           "vq.setup({ cmd = { 'true' }, "
-           "           settings = { hover = false, diagnostics = { typo = false, tonMinWords = 3 } } }); "
-           "local before = vim.deepcopy(vim.lsp.config.vq_lsp.settings); "
-           "vq.update_settings({ diagnostics = { typo = false } }); "
-           "local c = vim.lsp.config.vq_lsp; "
-           "return { before = before, after = c.settings, root = c.root_markers, cmd = c.cmd, "
-           "         settings = vq.settings() } "
-           "end)()")
+    lua = (
+        "(function() local vq = require('vq_lsp'); "
+        "vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
+        "vq.setup({ cmd = { 'true' }, "
+        "           settings = { hover = false, diagnostics = { typo = false, tonMinWords = 3 } } }); "
+        "local before = vim.deepcopy(vim.lsp.config.vq_lsp.settings); "
+        "vq.update_settings({ diagnostics = { typo = false } }); "
+        "local c = vim.lsp.config.vq_lsp; "
+        "return { before = before, after = c.settings, root = c.root_markers, cmd = c.cmd, "
+        "         settings = vq.settings() } "
+        "end)()"
+    )
     got = lua_eval(lua, tmp_path)
     assert got["before"] == {"vqLsp": {"hover": False, "diagnostics": {"typo": False, "tonMinWords": 3}}}
     assert got["after"] == {"vqLsp": {"diagnostics": {"typo": False}}}
@@ -309,17 +383,27 @@ def test_settings_are_replaced_for_clients_started_later(tmp_path):
 
 
 def test_every_filetype_for_a_star_in_file_types(tmp_path):
-    got = lua_eval("(function() require('vq_lsp').setup({ cmd = { 'true' }, settings = { fileTypes = { '*' } } }); "
-                   "return vim.lsp.config.vq_lsp.filetypes end)()", tmp_path)
+    got = lua_eval(
+        "(function() require('vq_lsp').setup({ cmd = { 'true' }, settings = { fileTypes = { '*' } } }); "
+        "return vim.lsp.config.vq_lsp.filetypes end)()",
+        tmp_path,
+    )
     assert {"markdown", "python", "lua", "text"} <= set(got)
 
 
 def test_setup_without_the_lsp_folder_on_the_runtimepath(tmp_path):
     """A plugin manager that only loads the Lua modules: setup() brings what lsp/vq_lsp.lua would."""
-    lua = ("(function() vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
-           "require('vq_lsp').setup({ cmd = { 'true' } }); local c = vim.lsp.config.vq_lsp; "
-           "return { before_init = type(c.before_init), publish = type(c.handlers['textDocument/publishDiagnostics']),"
-           " verify = type(c.commands['vqLsp.verify']), root = c.root_markers, cmd = c.cmd } end)()")
+    lua = (
+        "(function() vim.lsp.config('vq_lsp', { root_markers = { '.hg' } }); "
+        "require('vq_lsp').setup({ cmd = { 'true' } }); local c = vim.lsp.config.vq_lsp; "
+        "return { before_init = type(c.before_init), publish = type(c.handlers['textDocument/publishDiagnostics']),"
+        " verify = type(c.commands['vqLsp.verify']), root = c.root_markers, cmd = c.cmd } end)()"
+    )
     got = lua_eval(lua, tmp_path, runtimepath=False)
-    assert got == {"before_init": "function", "publish": "function", "verify": "function", "root": [".hg"],
-                   "cmd": ["true"]}
+    assert got == {
+        "before_init": "function",
+        "publish": "function",
+        "verify": "function",
+        "root": [".hg"],
+        "cmd": ["true"],
+    }

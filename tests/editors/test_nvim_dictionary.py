@@ -19,8 +19,11 @@ def test_neovim_applies_the_add_word_fix_and_the_hint_goes(tmp_path):
     result = drive(DRIVER, tmp_path, bundled, PATH=path, VQ_LSP_USER_DICTIONARY=str(tmp_path / "user-words.txt"))
     assert result["steps"] == ["attached", "typo", "applied", "gone"]
     assert Path(result["root_dir"]) == tmp_path
-    assert {"Add 'teh' to the workspace dictionary", "Add 'teh' to your dictionary",
-            "Ignore 'teh' in this document"} <= set(result["titles"])
+    assert {
+        "Add 'teh' to the workspace dictionary",
+        "Add 'teh' to your dictionary",
+        "Ignore 'teh' in this document",
+    } <= set(result["titles"])
     assert [line for line in result["words_buffer"] if line] == ["teh"]
     assert result["words_modified"] and result["words_attached"]
     on_disk = tmp_path / ".vq-lsp-words.txt"  # the word is in the buffer only: not saved yet

@@ -33,8 +33,14 @@ def session(tmp_path_factory, tiny_model_dir) -> dict:
     out = tmp_path_factory.mktemp("vscode") / "out.json"
     try:
         env = {**os.environ, "VQ_LSP_CACHE_DIR": str(out.parent / "vq-lsp-cache")}  # a fresh snapshot cache
-        proc = subprocess.run([node, str(SCRIPT), str(VQ_LSP), str(tiny_model_dir), str(out)],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=200, env=env)
+        proc = subprocess.run(
+            [node, str(SCRIPT), str(VQ_LSP), str(tiny_model_dir), str(out)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=200,
+            env=env,
+        )
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the e2e client did not finish in 200 s: {e.stderr}")
     if not out.exists():
@@ -64,8 +70,9 @@ def test_status_bar_and_cost_statistics_read_the_real_answer(session):
     assert session["statusText"] == f"$(pulse) {label} {scores['scores'][label]:.2f}"
     assert f"{scores['tokens']} tokens, 2 paragraphs, version 2" in session["statusTooltip"]
     assert "MACs incremental vs" in session["costSummary"]  # version 2 was an incremental update
-    assert "dirty positions per layer: " + ", ".join(map(str, scores["cost"]["dirty_per_layer"])) in session[
-        "formatCost"]
+    assert (
+        "dirty positions per layer: " + ", ".join(map(str, scores["cost"]["dirty_per_layer"])) in session["formatCost"]
+    )
 
 
 def test_verify_code_lens_result(session):
@@ -84,8 +91,10 @@ def test_cost_statistics_after_a_snapshot_restore_read_as_words(session):
     restored = session["restoredScores"]
     cost = restored["cost"]
     assert set(cost) == {"restore_seconds", "tokens"} and restored["restores"] == 1
-    summary = (f"restored from a snapshot: {cost['tokens']} tokens in {cost['restore_seconds'] * 1000:.1f} ms "
-               "(no incremental update since)")
+    summary = (
+        f"restored from a snapshot: {cost['tokens']} tokens in {cost['restore_seconds'] * 1000:.1f} ms "
+        "(no incremental update since)"
+    )
     assert f"last update: {summary}" in session["restoredStatusTooltip"]
     assert f"last update: {summary}" in session["restoredFormatCost"]
     assert "restores: 1" in session["restoredFormatCost"] and "{" not in session["restoredFormatCost"]

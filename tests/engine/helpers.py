@@ -15,9 +15,20 @@ from inference.positions import spread_positions
 
 
 def tiny_config(**overrides) -> inference.VQOPTConfig:
-    fields = dict(vocab_size=101, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, ffn_dim=64,
-                  max_position_embeddings=128, position_pool=12800, position_repeat=100, window_tokens=128,
-                  attention_scale=1 / 32, vq_heads=2, vq_codes=16)
+    fields = dict(
+        vocab_size=101,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        ffn_dim=64,
+        max_position_embeddings=128,
+        position_pool=12800,
+        position_repeat=100,
+        window_tokens=128,
+        attention_scale=1 / 32,
+        vq_heads=2,
+        vq_codes=16,
+    )
     fields.update(overrides)
     return inference.VQOPTConfig(**fields)
 
@@ -37,8 +48,9 @@ def seed_codebooks(net: inference.VQOPT, seed: int = 0, rows: int = 96) -> infer
     return net
 
 
-def tiny_model(seed: int = 0, tokenizer=None, dtype=torch.float64, sizing: str | None = None,
-               layout: str = "lean", **overrides) -> inference.LoadedModel:
+def tiny_model(
+    seed: int = 0, tokenizer=None, dtype=torch.float64, sizing: str | None = None, layout: str = "lean", **overrides
+) -> inference.LoadedModel:
     """A small random VQ-OPT; `sizing` forces how updates size their row sets (inference.engine.SIZINGS):
     the CPU default is "exact", and "bucketed", the CUDA path, is tested on the CPU through it;
     `layout`: what a state keeps (inference.LAYOUTS)."""

@@ -24,16 +24,19 @@ def _unchanged(doc):
     assert check.codes_equal and check.max_abs_diff < 1e-9
 
 
-@pytest.mark.parametrize("splices, message", [
-    ([Splice(3, 2, [])], "out of range"),
-    ([Splice(-1, 0, [1])], "out of range"),
-    ([Splice(5, 11, [])], "out of range"),
-    ([Splice(2, 5, [1]), Splice(4, 6, [2])], "overlap"),
-    ([Splice(3, 3, [1]), Splice(3, 3, [2])], "overlap"),
-    ([Splice(1, 2, [101])], "out of vocabulary"),
-    ([Splice(1, 2, [-4])], "out of vocabulary"),
-    ([Splice(0, 10, [])], "at least one"),
-])
+@pytest.mark.parametrize(
+    "splices, message",
+    [
+        ([Splice(3, 2, [])], "out of range"),
+        ([Splice(-1, 0, [1])], "out of range"),
+        ([Splice(5, 11, [])], "out of range"),
+        ([Splice(2, 5, [1]), Splice(4, 6, [2])], "overlap"),
+        ([Splice(3, 3, [1]), Splice(3, 3, [2])], "overlap"),
+        ([Splice(1, 2, [101])], "out of vocabulary"),
+        ([Splice(1, 2, [-4])], "out of vocabulary"),
+        ([Splice(0, 10, [])], "at least one"),
+    ],
+)
 def test_bad_splices_raise_and_keep_state(doc, splices, message):
     before = doc.scores
     with pytest.raises(ValueError, match=message):
@@ -87,7 +90,9 @@ def test_a_fault_mid_update_restores_the_previous_state(doc, monkeypatch):
 @pytest.fixture()
 def folder(tmp_path, data_dir):
     model = tiny_model(1, vocab_size=50257)
-    tok = inference.Tokenizer.from_gpt2_files(data_dir / "gpt2_tokenizer/vocab.json", data_dir / "gpt2_tokenizer/merges.txt")
+    tok = inference.Tokenizer.from_gpt2_files(
+        data_dir / "gpt2_tokenizer/vocab.json", data_dir / "gpt2_tokenizer/merges.txt"
+    )
     return inference.save_model_folder(model.net, tok, tmp_path / "m", {"note": "test"})
 
 
@@ -100,15 +105,31 @@ def test_saved_folder_loads_with_identical_outputs(folder):
     assert doc.scores == again.scores
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda f: (f / "model.safetensors").unlink(), "no model.safetensors"),
-    (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:5000]), "corrupt or truncated"),
-    (lambda f: (f / "config.json").write_text("{not json"), "not valid JSON"),
-    (lambda f: (f / "config.json").unlink(), "file missing"),
-    (lambda f: (f / "tokenizer.json").unlink(), "file missing"),
-    (lambda f: (f / "config.json").write_text(json.dumps({**json.loads((f / "config.json").read_text()), "ffn_dim": 80})), "fc1.weight"),
-    (lambda f: (f / "config.json").write_text(json.dumps({**json.loads((f / "config.json").read_text()), "vq_heads": 3})), "invalid config"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda f: (f / "model.safetensors").unlink(), "no model.safetensors"),
+        (
+            lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:5000]),
+            "corrupt or truncated",
+        ),
+        (lambda f: (f / "config.json").write_text("{not json"), "not valid JSON"),
+        (lambda f: (f / "config.json").unlink(), "file missing"),
+        (lambda f: (f / "tokenizer.json").unlink(), "file missing"),
+        (
+            lambda f: (f / "config.json").write_text(
+                json.dumps({**json.loads((f / "config.json").read_text()), "ffn_dim": 80})
+            ),
+            "fc1.weight",
+        ),
+        (
+            lambda f: (f / "config.json").write_text(
+                json.dumps({**json.loads((f / "config.json").read_text()), "vq_heads": 3})
+            ),
+            "invalid config",
+        ),
+    ],
+)
 def test_damaged_folders_fail_with_a_clear_message(folder, damage, message):
     damage(folder)
     with pytest.raises(ModelLoadError, match=message):

@@ -9,9 +9,20 @@ from inference.costs import dense_macs
 
 
 def _model(layout: str = "full"):
-    cfg = inference.VQOPTConfig(vocab_size=5, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, ffn_dim=8,
-                                max_position_embeddings=8, position_pool=800, position_repeat=100, window_tokens=8,
-                                vq_heads=2, vq_codes=2, attention_scale=0.5)
+    cfg = inference.VQOPTConfig(
+        vocab_size=5,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        ffn_dim=8,
+        max_position_embeddings=8,
+        position_pool=800,
+        position_repeat=100,
+        window_tokens=8,
+        vq_heads=2,
+        vq_codes=2,
+        attention_scale=0.5,
+    )
     torch.manual_seed(0)
     net = inference.VQOPT(cfg)
     with torch.no_grad():  # code 0 at the origin, code 1 far away: nothing can flip
@@ -38,13 +49,16 @@ def test_replace_last_token_by_hand(layout, recomputed):
     doc = inference.IncrementalDocument(_model(layout), [1, 2])
     cost = doc.apply([Splice(1, 2, [3])]).cost
     d, f, K, V = 8, 8, 2, 5
-    expected = (3 * d * d  # q, k, v of the dirty row; nothing is moved: the only affected row is the dirty one
-                + 3 * 2 * d  # its full attention row over BOS, token 0 and itself
-                + K * d  # its code distances
-                + d * d + 2 * d * f  # out projection and FFN
-                + d * (V + 2)  # LM and classification heads
-                + d * (V + 2)  # token 0's heads: the new token's surprise
-                + recomputed * (d * d + 2 * d * f))  # lean: token 0's output from its code (out projection, FFN)
+    expected = (
+        3 * d * d  # q, k, v of the dirty row; nothing is moved: the only affected row is the dirty one
+        + 3 * 2 * d  # its full attention row over BOS, token 0 and itself
+        + K * d  # its code distances
+        + d * d
+        + 2 * d * f  # out projection and FFN
+        + d * (V + 2)  # LM and classification heads
+        + d * (V + 2)  # token 0's heads: the new token's surprise
+        + recomputed * (d * d + 2 * d * f)
+    )  # lean: token 0's output from its code (out projection, FFN)
     assert cost.incremental_macs == expected == {"full": 560, "lean": 752}[layout]
     assert cost.dirty_per_layer == [1]
     assert cost.dense_macs == 1464
@@ -55,12 +69,17 @@ def test_replace_first_token_by_hand(layout, recomputed):
     doc = inference.IncrementalDocument(_model(layout), [1, 2])
     cost = doc.apply([Splice(0, 1, [4])]).cost
     d, f, K, V, G = 8, 8, 2, 5, 2
-    expected = (3 * d * d + 2 * d * K  # dirty row: q, k, v; vc of its new and its old key
-                + 2 * (2 * d + G * K)  # the clean later row: remove the old key, add the new one (s and proj)
-                + 2 * 2 * d + K * d  # the dirty row's full attention (BOS and itself) and its distances
-                + d * d + 2 * d * f  # out projection and FFN of the dirty row (the clean one cannot flip)
-                + d * (V + 2)
-                + d * (V + 2)  # BOS's heads: the new token's surprise
-                + recomputed * (d * d + 2 * d * f))  # lean: BOS's output from its code
+    expected = (
+        3 * d * d
+        + 2 * d * K  # dirty row: q, k, v; vc of its new and its old key
+        + 2 * (2 * d + G * K)  # the clean later row: remove the old key, add the new one (s and proj)
+        + 2 * 2 * d
+        + K * d  # the dirty row's full attention (BOS and itself) and its distances
+        + d * d
+        + 2 * d * f  # out projection and FFN of the dirty row (the clean one cannot flip)
+        + d * (V + 2)
+        + d * (V + 2)  # BOS's heads: the new token's surprise
+        + recomputed * (d * d + 2 * d * f)
+    )  # lean: BOS's output from its code
     assert cost.incremental_macs == expected == {"full": 616, "lean": 808}[layout]
     assert doc.verify().codes_equal

@@ -100,10 +100,18 @@ def test_random_edit_sequences_stay_exact(sizing, edits):
 
 
 @SIZINGS
-@pytest.mark.parametrize("vq_heads, dtype, layout", [(1, torch.float64, "lean"), (2, torch.float64, "lean"),
-                                                     (4, torch.float64, "lean"), (2, torch.float32, "lean"),
-                                                     (4, torch.float32, "lean"), (2, torch.float64, "full"),
-                                                     (2, torch.float32, "full")])
+@pytest.mark.parametrize(
+    "vq_heads, dtype, layout",
+    [
+        (1, torch.float64, "lean"),
+        (2, torch.float64, "lean"),
+        (4, torch.float64, "lean"),
+        (2, torch.float32, "lean"),
+        (4, torch.float32, "lean"),
+        (2, torch.float64, "full"),
+        (2, torch.float32, "full"),
+    ],
+)
 def test_fixed_long_sequence_with_storms_relabels_and_stays_exact(vq_heads, dtype, layout, sizing):
     """float32 is the serving dtype: its codes must equal a float32 dense pass after every edit too
     (the tie guard recomputes the rows whose two best codes are within its rounding). Both state
@@ -142,7 +150,9 @@ def test_small_pool_forces_full_respread_and_stays_exact():
 @SIZINGS
 def test_windows_split_and_rebuild_stay_exact(sizing):
     model = tiny_model(4, window_tokens=48, sizing=sizing)
-    edits = [("insert", (i * 0.37) % 1, 4, i) for i in range(40)] + [("delete", (i * 0.61) % 1, 4, i) for i in range(40)]
+    edits = [("insert", (i * 0.37) % 1, 4, i) for i in range(40)] + [
+        ("delete", (i * 0.61) % 1, 4, i) for i in range(40)
+    ]
     doc, _ = _run(model, edits, start_len=100)
     assert len(doc.windows) > 1
 
@@ -195,7 +205,8 @@ def test_engine_layer_inputs_and_attention_sums_match_the_dense_pass_bitwise(dty
 @pytest.mark.parametrize("layout", inference.LAYOUTS)
 def test_layer_outputs_recomputed_or_kept_match_the_dense_pass(sizing, dtype, layout):
     """The lean state keeps no layer output: an update recomputes a layer's input (and the heads'
-    input) from the row's embedding and its codes at the earlier layers; the full one keeps them. After edits, that input is the dense pass's layer
+    input) from the row's embedding and its codes at the earlier layers; the full one keeps them. After edits,
+    that input is the dense pass's layer
     output at every layer, for every row, within the outputs' tolerance."""
     model = tiny_model(3, dtype=dtype, sizing=sizing, layout=layout)
     doc = inference.IncrementalDocument(model, _random_ids(5, 90))
@@ -207,7 +218,10 @@ def test_layer_outputs_recomputed_or_kept_match_the_dense_pass(sizing, dtype, la
     (win,) = doc.windows
     order = torch.tensor(win.order)
     with torch.no_grad():
-        out = model.net(torch.from_numpy(win.ids_host[win.order])[None], torch.from_numpy(win.pos_host[win.order])[None],
-                        collect=True)
+        out = model.net(
+            torch.from_numpy(win.ids_host[win.order])[None],
+            torch.from_numpy(win.pos_host[win.order])[None],
+            collect=True,
+        )
         for l in range(1, model.config.num_hidden_layers + 1):  # (the last: what the heads read)
             torch.testing.assert_close(win.layer_input(l, order), out.layer_outputs[l - 1][0], rtol=0, atol=TOL[dtype])

@@ -47,21 +47,35 @@ def _config(folder: Path) -> dict:
 
 def _wrong_type(kind) -> st.SearchStrategy:
     """JSON values of a type other than the field's (the dataclass annotation is the oracle)."""
-    junk = st.one_of(st.text(max_size=8), st.none(), st.lists(st.integers(), max_size=2),
-                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=1))
+    junk = st.one_of(
+        st.text(max_size=8),
+        st.none(),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=1),
+    )
     if kind is int:
-        return st.one_of(junk, st.booleans(), st.floats(allow_nan=True), st.integers(max_value=-1),
-                         st.integers(1, 4096).map(str))
+        return st.one_of(
+            junk, st.booleans(), st.floats(allow_nan=True), st.integers(max_value=-1), st.integers(1, 4096).map(str)
+        )
     if kind is float:
-        return st.one_of(junk, st.booleans(), st.just(math.nan), st.just(math.inf), st.just(-math.inf),
-                         st.floats(0.001, 10).map(str), st.floats(max_value=0.0))
+        return st.one_of(
+            junk,
+            st.booleans(),
+            st.just(math.nan),
+            st.just(math.inf),
+            st.just(-math.inf),
+            st.floats(0.001, 10).map(str),
+            st.floats(max_value=0.0),
+        )
     if kind is bool:
         return st.one_of(junk, st.sampled_from(["false", "true", "False", "0", "1"]), st.integers(0, 1))
     if kind is str:
-        return st.one_of(st.none(), st.integers(), st.booleans(), st.text(max_size=8).filter(
-            lambda s: s not in ("gelu", "softmax")))
-    return st.one_of(st.text(min_size=1, max_size=8), st.none(), st.integers(), st.lists(st.integers(), min_size=2,
-                                                                                           max_size=2))
+        return st.one_of(
+            st.none(), st.integers(), st.booleans(), st.text(max_size=8).filter(lambda s: s not in ("gelu", "softmax"))
+        )
+    return st.one_of(
+        st.text(min_size=1, max_size=8), st.none(), st.integers(), st.lists(st.integers(), min_size=2, max_size=2)
+    )
 
 
 @st.composite
@@ -82,14 +96,22 @@ def test_every_config_field_is_checked_and_named(tiny_model_dir, tmp_path, case)
     assert f"{folder / 'config.json'}: invalid config: field {name!r}" in message, message
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"hidden_size": "256"}, "hidden_size"), ({"vq": "false"}, "vq"), ({"num_hidden_layers": 2.0}, "num_hidden_layers"),
-    ({"num_hidden_layers": 2.5}, "num_hidden_layers"), ({"bos_token_id": 10**6}, "bos_token_id"),
-    ({"model_type": "opt"}, "model_type"), ({"model_type": "bert"}, "model_type"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"hidden_size": "256"}, "hidden_size"),
+        ({"vq": "false"}, "vq"),
+        ({"num_hidden_layers": 2.0}, "num_hidden_layers"),
+        ({"num_hidden_layers": 2.5}, "num_hidden_layers"),
+        ({"bos_token_id": 10**6}, "bos_token_id"),
+        ({"model_type": "opt"}, "model_type"),
+        ({"model_type": "bert"}, "model_type"),
+    ],
+)
 def test_issue_examples(tiny_model_dir, tmp_path, change, field):
-    folder = _folder_like(tiny_model_dir, tmp_path / "m",
-                          **{"config.json": json.dumps(_config(tiny_model_dir) | change).encode()})
+    folder = _folder_like(
+        tiny_model_dir, tmp_path / "m", **{"config.json": json.dumps(_config(tiny_model_dir) | change).encode()}
+    )
     with pytest.raises(ModelLoadError, match=f"config.json: invalid config: field '{field}'"):
         inference.load_model(folder)
 
@@ -134,10 +156,14 @@ def test_wrong_shaped_or_missing_tensor_is_named(tiny_model_dir, tmp_path, data)
     assert key in str(err.value), str(err.value)
 
 
-@pytest.mark.parametrize("tokenizer, message", [
-    (None, "tokenizer.json: file missing"), (b"{\"not\": \"a tokenizer\"}", "tokenizer.json: cannot be read"),
-    (b"\xff\xfe", "tokenizer.json: cannot be read"),
-])
+@pytest.mark.parametrize(
+    "tokenizer, message",
+    [
+        (None, "tokenizer.json: file missing"),
+        (b'{"not": "a tokenizer"}', "tokenizer.json: cannot be read"),
+        (b"\xff\xfe", "tokenizer.json: cannot be read"),
+    ],
+)
 def test_missing_or_broken_tokenizer(tiny_model_dir, tmp_path, tokenizer, message):
     folder = _folder_like(tiny_model_dir, tmp_path / "m", **{"tokenizer.json": tokenizer})
     with pytest.raises(ModelLoadError, match=message):
@@ -153,8 +179,10 @@ def _shard(src: Path, dst: Path, parts: int) -> dict:
     _folder_like(src, dst, **{"model.safetensors": None})
     for name in names:
         save_file({k: state[k] for k in keys if weight_map[k] == name}, str(dst / name))
-    index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())},
-             "weight_map": weight_map}
+    index = {
+        "metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())},
+        "weight_map": weight_map,
+    }
     (dst / "model.safetensors.index.json").write_text(json.dumps(index))
     return index
 
@@ -168,13 +196,16 @@ def test_sharded_checkpoint_loads_like_the_single_file(tiny_model_dir, tmp_path)
     assert inference.IncrementalDocument(whole, ids).scores == inference.IncrementalDocument(sharded, ids).scores
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("missing shard", "model-00002-of-00003.safetensors: shard listed in model.safetensors.index.json is missing"),
-    ("key moved", "lacks 1 tensors"),
-    ("no weight_map", "no \"weight_map\""),
-    ("escape", "not a file inside the model folder"),
-    ("truncated shard", "model-00001-of-00003.safetensors: weights file is corrupt or truncated"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("missing shard", "model-00002-of-00003.safetensors: shard listed in model.safetensors.index.json is missing"),
+        ("key moved", "lacks 1 tensors"),
+        ("no weight_map", 'no "weight_map"'),
+        ("escape", "not a file inside the model folder"),
+        ("truncated shard", "model-00001-of-00003.safetensors: weights file is corrupt or truncated"),
+    ],
+)
 def test_broken_shards_are_named(tiny_model_dir, tmp_path, damage, message):
     folder = tmp_path / "sharded"
     index = _shard(tiny_model_dir, folder, 3)

@@ -12,8 +12,17 @@ from inference.positions import spread_positions
 @pytest.fixture(scope="module")
 def hf_opt(tmp_path_factory):
     torch.manual_seed(0)
-    cfg = OPTConfig(vocab_size=211, hidden_size=48, num_hidden_layers=2, ffn_dim=96, num_attention_heads=4,
-                    max_position_embeddings=64, word_embed_proj_dim=48, dropout=0.0, attention_dropout=0.0)
+    cfg = OPTConfig(
+        vocab_size=211,
+        hidden_size=48,
+        num_hidden_layers=2,
+        ffn_dim=96,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        word_embed_proj_dim=48,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
     model = OPTForCausalLM(cfg).eval()
     folder = tmp_path_factory.mktemp("opt")
     model.save_pretrained(folder)

@@ -14,8 +14,11 @@ def test_spread_and_sample_put_bos_first_and_increase():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(2, 60), st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 12)), max_size=6),
-       st.sampled_from([64, 200, 1000, 100000]))
+@given(
+    st.integers(2, 60),
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 12)), max_size=6),
+    st.sampled_from([64, 200, 1000, 100000]),
+)
 def test_assignment_fills_gaps_in_order_and_reports_relabels(n, inserts, pool):
     rows = list(spread_positions(n, pool).numpy())
     for where, count in inserts:

@@ -31,4 +31,6 @@ def test_windows_are_cut_after_paragraph_breaks(gpt2_tokenizer, rust_book_revisi
     assert len(doc.window_bounds) >= 3
     for start, end in doc.window_bounds[:-1]:
         assert end - start <= 255
-        assert gpt2_tokenizer.decode(ids[start:end]).endswith("\n\n"), repr(gpt2_tokenizer.decode(ids[end - 3 : end + 1]))
+        assert gpt2_tokenizer.decode(ids[start:end]).endswith("\n\n"), repr(
+            gpt2_tokenizer.decode(ids[end - 3 : end + 1])
+        )

@@ -90,14 +90,27 @@ def test_restore_is_exact_and_keeps_editing_exactly(model, tmp_path):
     rng = random.Random(1)
     for _ in range(8):  # the same edits on both: the same results, and still exact
         a = rng.randrange(back.n_tokens - 3)
-        edit = [inference.Splice(a, a + 1, [rng.randrange(model.config.vocab_size) for _ in range(rng.randrange(1, 40))])]
+        edit = [
+            inference.Splice(a, a + 1, [rng.randrange(model.config.vocab_size) for _ in range(rng.randrange(1, 40))])
+        ]
         assert back.apply(edit).scores == doc.apply(edit).scores
     assert back.verify().codes_equal and back.token_ids == doc.token_ids
     assert_same_state(doc, back)
 
 
-EXTRA = ("extra_bf16", "extra_int8", "extra_bool", "extra_scalar", "extra_list", "extra_host", "extra_dict",
-         "extra_dtype", "extra_device", "extra_record", "extra_refs")
+EXTRA = (
+    "extra_bf16",
+    "extra_int8",
+    "extra_bool",
+    "extra_scalar",
+    "extra_list",
+    "extra_host",
+    "extra_dict",
+    "extra_dtype",
+    "extra_device",
+    "extra_record",
+    "extra_refs",
+)
 
 
 def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
@@ -124,7 +137,9 @@ def _round_trip_new_fields(model, tmp_path):
     key = write(doc, tmp_path / "s")
     back = snapshot.read_document(model, tmp_path / "s", key).windows[0]
     for name in ("extra_bf16", "extra_int8", "extra_bool", "extra_scalar"):
-        assert getattr(back, name).dtype == getattr(w, name).dtype and torch.equal(getattr(back, name), getattr(w, name))
+        assert getattr(back, name).dtype == getattr(w, name).dtype and torch.equal(
+            getattr(back, name), getattr(w, name)
+        )
     assert [t.dtype for t in back.extra_list] == [torch.float16, torch.float32] and back.extra_list[1].shape == (0, 3)
     assert back.extra_host.dtype == np.uint16 and np.array_equal(back.extra_host, w.extra_host)
     assert back.extra_dict == {"a": (1, 2.5, None), "b": [7]}
@@ -253,20 +268,23 @@ def test_fingerprint_is_computed_once_per_model(model, monkeypatch):
 def _rewrite_metadata(data: bytes, change) -> bytes:
     """The same file with its metadata changed by `change(meta)` and its checksum made valid again."""
     head = len(snapshot.MAGIC) + snapshot._HEADER.size
-    meta_len, _ = snapshot._HEADER.unpack(data[len(snapshot.MAGIC):head])
-    meta = msgpack.unpackb(data[head:head + meta_len], raw=False, strict_map_key=False)
+    meta_len, _ = snapshot._HEADER.unpack(data[len(snapshot.MAGIC) : head])
+    meta = msgpack.unpackb(data[head : head + meta_len], raw=False, strict_map_key=False)
     change(meta)
     raw = msgpack.packb(meta, use_bin_type=True)
-    return snapshot.MAGIC + snapshot._HEADER.pack(len(raw), zlib.crc32(raw)) + raw + data[head + meta_len:]
+    return snapshot.MAGIC + snapshot._HEADER.pack(len(raw), zlib.crc32(raw)) + raw + data[head + meta_len :]
 
 
-@pytest.mark.parametrize("change", [
-    lambda m: m.update(format=3),  # written before the fields were explicit
-    lambda m: m.update(format=snapshot.FORMAT_VERSION + 1),  # by a newer engine
-    lambda m: m.update(state_format=m["state_format"] + 1),  # another state layout
-    lambda m: m.update(fields=m["fields"][::-1]),  # other fields
-    lambda m: m.pop("state_format"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m.update(format=3),  # written before the fields were explicit
+        lambda m: m.update(format=snapshot.FORMAT_VERSION + 1),  # by a newer engine
+        lambda m: m.update(state_format=m["state_format"] + 1),  # another state layout
+        lambda m: m.update(fields=m["fields"][::-1]),  # other fields
+        lambda m: m.pop("state_format"),
+    ],
+)
 def test_snapshots_of_another_format_are_refused_cleanly(model, stored, tmp_path, change):
     """A file of another format (an older or newer engine) is refused with SnapshotFormatError, a
     SnapshotError the caller already catches to drop the file and rebuild, never read as this format."""

@@ -40,8 +40,10 @@ def _bounds_and_norms(model, doc):
     return u, s
 
 
-@pytest.mark.parametrize("vq_heads, heads, dtype", [(2, 4, torch.float64), (4, 4, torch.float32), (1, 4, torch.float64),
-                                                    (4, 2, torch.float64)])  # (the last: VQ heads finer than attention heads)
+@pytest.mark.parametrize(
+    "vq_heads, heads, dtype",
+    [(2, 4, torch.float64), (4, 4, torch.float32), (1, 4, torch.float64), (4, 2, torch.float64)],
+)  # (the last: VQ heads finer than attention heads)
 def test_u_stays_an_upper_bound_of_s_and_builds_start_exact(vq_heads, heads, dtype):
     model = tiny_model(3, vq_heads=vq_heads, num_attention_heads=heads, dtype=dtype)
     doc = inference.IncrementalDocument(model, [4 + i % 90 for i in range(70)])

@@ -13,13 +13,18 @@ from vq_lsp.workspace import config_file, dictionaries
 
 def silenced_words(text: str, kind: str, markup_kind: str, language_id: str = "") -> list[str]:
     found = ignores.find(text, markup_kind, language_id)
-    return [w for w in ("teh", "recieve", "mornning", "forcast", "beleive")
-            if w in text and found.silences(kind, text.index(w), text.index(w) + len(w))]
+    return [
+        w
+        for w in ("teh", "recieve", "mornning", "forcast", "beleive")
+        if w in text and found.silences(kind, text.index(w), text.index(w) + len(w))
+    ]
 
 
 def test_markdown_regions_next_line_and_kinds():
-    text = ("teh first\n<!-- vq-lsp-disable typo -->\nrecieve inside\n<!-- vq-lsp-enable -->\nmornning after\n"
-            "<!-- vq-lsp-disable-next-line -->\n\nforcast next\nbeleive later\n")
+    text = (
+        "teh first\n<!-- vq-lsp-disable typo -->\nrecieve inside\n<!-- vq-lsp-enable -->\nmornning after\n"
+        "<!-- vq-lsp-disable-next-line -->\n\nforcast next\nbeleive later\n"
+    )
     assert silenced_words(text, "typo", markup.MARKDOWN) == ["recieve", "forcast"]
     assert silenced_words(text, "sentiment", markup.MARKDOWN) == ["forcast"]  # the region was for typos only
 
@@ -47,11 +52,12 @@ def test_a_documents_own_words_and_the_fix_that_writes_them():
     assert ignores.find(text, markup.MARKDOWN).words == {"dtype", "stdio"}
     assert ignores.document_words_insert(text, "markdown", "png") == (len("<!-- vq-lsp-words:"), " png")
     front = "---\ntitle: x\n---\nBody\n"
-    assert ignores.document_words_insert(front, "markdown", "teh") == (len("---\ntitle: x\n---\n"),
-                                                                      "<!-- vq-lsp-words: teh -->\n")
+    assert ignores.document_words_insert(front, "markdown", "teh") == (
+        len("---\ntitle: x\n---\n"),
+        "<!-- vq-lsp-words: teh -->\n",
+    )
     assert ignores.document_words_insert("Body\n", "restructuredtext", "teh") == (0, ".. vq-lsp-words: teh\n\n")
-    assert ignores.document_words_insert("#!/bin/sh\n# x\n", "shellscript", "teh") == (10,
-                                                                                      "# vq-lsp-words: teh\n")
+    assert ignores.document_words_insert("#!/bin/sh\n# x\n", "shellscript", "teh") == (10, "# vq-lsp-words: teh\n")
     assert ignores.document_words_insert("int x;\n", "c", "teh") == (0, "// vq-lsp-words: teh\n")
 
 
@@ -93,7 +99,8 @@ def test_configuration_file_precedence_and_values(tmp_path: Path):
     assert config.words == ("from-pyproject",) and config.path == tmp_path / "pyproject.toml"
     (tmp_path / "vq-lsp.toml").write_text(
         'words = ["dtype"]\nexclude = ["build/**"]\nfile-types = ["markdown"]\n'
-        '[diagnostics]\ntypo-threshold = 3.0\nsentiment = false\ntypo-severity = "warning"\n')
+        '[diagnostics]\ntypo-threshold = 3.0\nsentiment = false\ntypo-severity = "warning"\n'
+    )
     config = config_file.load(tmp_path)  # vq-lsp.toml wins: pyproject.toml's table is not read
     assert config.words == ("dtype",) and config.path == tmp_path / "vq-lsp.toml" and not config.problems
     settings = config.apply(Settings())
@@ -112,7 +119,8 @@ def test_a_pyproject_without_the_table_is_no_configuration(tmp_path: Path):
 
 def test_bad_values_name_the_file_and_key_and_the_rest_applies(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.vq-lsp]\nwords = "dtype"\n[tool.vq-lsp.diagnostics]\ntypo-threshold = "high"\ntone-min-words = 3\n')
+        '[tool.vq-lsp]\nwords = "dtype"\n[tool.vq-lsp.diagnostics]\ntypo-threshold = "high"\ntone-min-words = 3\n'
+    )
     config = config_file.load(tmp_path)
     where = str(tmp_path / "pyproject.toml")
     assert len(config.problems) == 2 and all(p.startswith(where + ": tool.vq-lsp.") for p in config.problems)

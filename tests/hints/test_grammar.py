@@ -9,13 +9,15 @@ from vq_lsp.hints import conventions, grammar, ignores, lsp, markup
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
 
-TEXT = ("# Notes\n\nHe go to the market every morning.\n\n```\nhe go\n```\n\n"
-        "This is a example of a sentence.\n\n| he go | a example |\n|---|---|\n| x | y |\n")
+TEXT = (
+    "# Notes\n\nHe go to the market every morning.\n\n```\nhe go\n```\n\n"
+    "This is a example of a sentence.\n\n| he go | a example |\n|---|---|\n| x | y |\n"
+)
 
 
 def lints_of(text: str, words=frozenset()) -> list[tuple[str, str]]:
     lay = markup.layout(text, markup.MARKDOWN)
-    return [(lint.kind, text[lint.start:lint.end]) for lint in grammar.checker().lints(text, lay, words)]
+    return [(lint.kind, text[lint.start : lint.end]) for lint in grammar.checker().lints(text, lay, words)]
 
 
 def test_only_prose_is_linted_and_suggestions_are_edits():
@@ -33,8 +35,9 @@ def test_dictionary_words_reach_harper():
     text = "The Zorblax engine is fast.\n\nWe like the Zorblax engine.\n"
     harper = grammar.checker().linter()
     assert any(str(lint.lint_kind) == "Spelling" for lint in harper.lint(text))
-    assert not any(str(lint.lint_kind) == "Spelling" for lint in grammar.checker().linter(frozenset({"Zorblax"}))
-                   .lint(text))
+    assert not any(
+        str(lint.lint_kind) == "Spelling" for lint in grammar.checker().linter(frozenset({"Zorblax"})).lint(text)
+    )
     grammar.checker().linter(frozenset())  # back to no words for the other tests
 
 

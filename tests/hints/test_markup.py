@@ -47,9 +47,26 @@ def test_markdown_hints_only_prose():
     lay = markup.layout(MARKDOWN, markup.MARKDOWN)
     got = words(MARKDOWN, lay)
     assert {"heading", "headingword", "prose", "linkword", "listword", "quoteword", "text", "inhtml"} <= got
-    for hidden in ("frontmatterword", "inlinecodeword", "targetword", "urlword", "pathword", "htmlword",
-                   "tableword", "cellword", "rowword", "twoword", "commandword", "fencedword", "htmlblockword",
-                   "indentedcodeword", "refword", "example", "http", "com"):
+    for hidden in (
+        "frontmatterword",
+        "inlinecodeword",
+        "targetword",
+        "urlword",
+        "pathword",
+        "htmlword",
+        "tableword",
+        "cellword",
+        "rowword",
+        "twoword",
+        "commandword",
+        "fencedword",
+        "htmlblockword",
+        "indentedcodeword",
+        "refword",
+        "example",
+        "http",
+        "com",
+    ):
         assert hidden not in got, hidden
 
 
@@ -90,20 +107,41 @@ Last paragraph.
 """
     got = words(text, markup.layout(text, markup.RST))
     assert {"Title", "paragraph", "link", "noteword", "Example", "Last"} <= got
-    for hidden in ("literalword", "roleword", "targetword", "directiveword", "literalblockword", "gridword",
-                   "cellword", "simpleword", "otherword", "python"):
+    for hidden in (
+        "literalword",
+        "roleword",
+        "targetword",
+        "directiveword",
+        "literalblockword",
+        "gridword",
+        "cellword",
+        "simpleword",
+        "otherword",
+        "python",
+    ):
         assert hidden not in got, hidden
     tone = [text[a:b] for a, b, _ in markup.layout(text, markup.RST).tone]
     assert not any(t.startswith("Title") for t in tone)
 
 
-@pytest.mark.parametrize("language, text, prose, code", [
-    ("python", 'x = "stringword"  # commentword here\ndef f():\n    """Docword string."""\n    return y\n',
-     {"commentword", "Docword"}, {"stringword", "def", "return", "x"}),
-    ("javascript", 'let s = "// notcomment";\n// slashword\n/* blockword\n more */ run();\n',
-     {"slashword", "blockword", "more"}, {"notcomment", "let", "run"}),
-    ("lua", 'local s = "--x" -- dashword\n', {"dashword"}, {"local", "x"}),
-])
+@pytest.mark.parametrize(
+    "language, text, prose, code",
+    [
+        (
+            "python",
+            'x = "stringword"  # commentword here\ndef f():\n    """Docword string."""\n    return y\n',
+            {"commentword", "Docword"},
+            {"stringword", "def", "return", "x"},
+        ),
+        (
+            "javascript",
+            'let s = "// notcomment";\n// slashword\n/* blockword\n more */ run();\n',
+            {"slashword", "blockword", "more"},
+            {"notcomment", "let", "run"},
+        ),
+        ("lua", 'local s = "--x" -- dashword\n', {"dashword"}, {"local", "x"}),
+    ],
+)
 def test_source_files_hint_comments_only(language, text, prose, code):
     kind = markup.markup_of(language)
     assert kind == markup.SOURCE

@@ -51,15 +51,20 @@ PARAGRAPHS = [
 ]
 
 
-DOCSTRING = ('def f():\n    """I went to teh store because the milk was gone.\n\n'
-             "    Their friends arrived late, and nobody knew whether the train would leave.\n\n"
-             '    They could not recieve the letters."""\n    return 1\n\n')
+DOCSTRING = (
+    'def f():\n    """I went to teh store because the milk was gone.\n\n'
+    "    Their friends arrived late, and nobody knew whether the train would leave.\n\n"
+    '    They could not recieve the letters."""\n    return 1\n\n'
+)
 
 
-@pytest.mark.parametrize("language, text, edit_after", [
-    ("markdown", "# Notes\n\n" + "\n\n".join(PARAGRAPHS * 3) + "\n", "the milk"),
-    ("python", DOCSTRING * 4, "the milk"),  # a docstring's prose runs over several paragraphs
-])
+@pytest.mark.parametrize(
+    "language, text, edit_after",
+    [
+        ("markdown", "# Notes\n\n" + "\n\n".join(PARAGRAPHS * 3) + "\n", "the milk"),
+        ("python", DOCSTRING * 4, "the milk"),  # a docstring's prose runs over several paragraphs
+    ],
+)
 def test_reused_material_is_what_a_fresh_computation_gives(model, language, text, edit_after):
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
@@ -77,12 +82,15 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     model.__dict__["_derived"].pop("paragraph_material")  # a fresh cache: everything computed again
     fresh = HintMaterial.of(tt, doc, 2, language, cfg)
     assert fresh.findings and reused.words
-    assert [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in reused.findings] == \
-        [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in fresh.findings]
-    assert np.allclose([f.gain for f in reused.findings], [f.gain for f in fresh.findings],
-                       atol=4 * reuse.REUSE_TOLERANCE_NATS)
-    assert [(a, b, i, j) for a, b, i, j, _, _ in reused.paragraphs] == \
-        [(a, b, i, j) for a, b, i, j, _, _ in fresh.paragraphs]
+    assert [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in reused.findings] == [
+        (f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in fresh.findings
+    ]
+    assert np.allclose(
+        [f.gain for f in reused.findings], [f.gain for f in fresh.findings], atol=4 * reuse.REUSE_TOLERANCE_NATS
+    )
+    assert [(a, b, i, j) for a, b, i, j, _, _ in reused.paragraphs] == [
+        (a, b, i, j) for a, b, i, j, _, _ in fresh.paragraphs
+    ]
     assert [(a, b) for a, b, _ in reused.words] == [(a, b) for a, b, _ in fresh.words]
     assert np.allclose([s for _, _, s in reused.words], [s for _, _, s in fresh.words])  # read from current scores
     chosen = [(h.start, h.end, h.code) for h in hints.choose(tt, reused, cfg)]

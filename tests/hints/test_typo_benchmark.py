@@ -11,8 +11,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks import typo_detection as td  # noqa: E402
 from vq_lsp.hints import typos  # noqa: E402
 
-PROSE = ("The house stood at the end of the road, and from its windows they could see their fields "
-         "stretching away to the river. Nobody knew whether the weather would hold through the harvest. ") * 6
+PROSE = (
+    "The house stood at the end of the road, and from its windows they could see their fields "
+    "stretching away to the river. Nobody knew whether the weather would hold through the harvest. "
+) * 6
 
 
 def test_neighbour_keys():
@@ -42,7 +44,7 @@ def test_injected_errors_sit_where_the_benchmark_says():
     bad, errors = td.inject(PROSE, rng, 0.5)
     assert len(errors) >= 10 and {e.kind for e in errors} & set(td.NON_WORD) and bad != PROSE
     for e in errors:
-        assert bad[e.start:e.end] == e.typo and e.typo != e.original
+        assert bad[e.start : e.end] == e.typo and e.typo != e.original
         if e.kind in td.NON_WORD:
             assert not typos.is_word(e.typo)
         else:
@@ -50,14 +52,21 @@ def test_injected_errors_sit_where_the_benchmark_says():
 
 
 def test_evaluate_counts_hits_misses_and_false_alarms():
-    errors = [td.Injected(0, 3, "swap", "the", "teh"), td.Injected(10, 15, "confusable", "their", "there"),
-              td.Injected(20, 24, "drop", "frm", "frm")]
+    errors = [
+        td.Injected(0, 3, "swap", "the", "teh"),
+        td.Injected(10, 15, "confusable", "their", "there"),
+        td.Injected(20, 24, "drop", "frm", "frm"),
+    ]
 
     def finding(a, b, kind, gain):
         return (a, b), kind, typos.WordFinding(a, b, "x", 5.0, kind, gain, ())
 
-    preds = [finding(0, 3, "non-word", 4.0), finding(10, 15, "real-word", 1.0), finding(30, 33, "non-word", 9.0),
-             ((20, 24), "non-word", None)]
+    preds = [
+        finding(0, 3, "non-word", 4.0),
+        finding(10, 15, "real-word", 1.0),
+        finding(30, 33, "non-word", 9.0),
+        ((20, 24), "non-word", None),
+    ]
     res = td.evaluate([(errors, preds)], lambda f: f is not None and f.gain >= 3, lambda f: f.gain >= 3)
     assert res["non-word"] == td.prf(1, 1, 1)  # teh found, a false alarm at 30, the drop missed
     assert res["real-word"]["fn"] == 1 and res["real-word"]["tp"] == 0
@@ -79,4 +88,4 @@ def test_repeated_and_two_edit_errors():
     repeated = [e for e in errors if e.kind == "repeated"]
     assert len(repeated) >= 2 and len({e.typo for e in repeated}) == 1 and len({e.original for e in repeated}) == 1
     for e in repeated:
-        assert bad[e.start:e.end] == e.typo and not typos.is_word(e.typo)
+        assert bad[e.start : e.end] == e.typo and not typos.is_word(e.typo)

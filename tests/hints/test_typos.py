@@ -3,7 +3,6 @@ dictionary words scored by the LM head, confusion sets, and what `choose` publis
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -59,12 +58,14 @@ def test_token_span_refuses_spans_that_cut_a_token(model):
 
 
 def test_non_word_typo_is_flagged_with_its_fix_and_names_are_not(model):
-    text = ("I went to teh store because the milk was gone, and then I walked back home again. "
-            "Mr. Darcy smiled at Elizabeth and said nothing more about it.")
+    text = (
+        "I went to teh store because the milk was gone, and then I walked back home again. "
+        "Mr. Darcy smiled at Elizabeth and said nothing more about it."
+    )
     tt, doc, mat = material(model, text)
     chosen = hints.choose(tt, mat, DiagnosticSettings())
     typo_hints = [h for h in chosen if h.code == "typo"]
-    assert [text[h.start:h.end] for h in typo_hints] == ["teh"]
+    assert [text[h.start : h.end] for h in typo_hints] == ["teh"]
     f = next(f for f in mat.findings if f.word == "teh")
     assert f.kind == "non-word" and f.fixes[0][0] == "the" and f.gain > 0
     i, j = tt.token_span(f.start - 1, f.end)  # " teh": the leading space is in its first piece
@@ -98,21 +99,26 @@ def test_thresholds_and_limits_choose_among_findings(model):
 
 
 def test_tone_needs_a_long_prose_paragraph(model):
-    text = "# Install\n\nRun it.\n\n" + "The film was a wonderful delight from start to finish and I loved every minute of it.\n"
+    text = (
+        "# Install\n\nRun it.\n\n"
+        + "The film was a wonderful delight from start to finish and I loved every minute of it.\n"
+    )
     cfg = DiagnosticSettings(sentiment_threshold=0.0)
     tt, _, mat = material(model, text, "markdown", cfg)
-    tones = [text[h.start:h.end] for h in hints.choose(tt, mat, cfg) if h.code == "sentiment"]
+    tones = [text[h.start : h.end] for h in hints.choose(tt, mat, cfg) if h.code == "sentiment"]
     assert tones == [text.splitlines()[4]]  # not the heading, not the two-word paragraph
     everything = DiagnosticSettings(sentiment_threshold=0.0, tone_min_words=0)
     assert len([h for h in hints.choose(tt, mat, everything) if h.code == "sentiment"]) == 2  # headings never
 
 
 def test_no_hints_in_markdown_tables_code_or_urls(model):
-    text = ("Some prose here.\n\n| teh | recieve |\n|---|---|\n| becuase | wrod |\n\n"
-            "Run `teh --recieve` or open https://example.com/teh/recieve.\n\n```\nteh recieve becuase\n```\n")
+    text = (
+        "Some prose here.\n\n| teh | recieve |\n|---|---|\n| becuase | wrod |\n\n"
+        "Run `teh --recieve` or open https://example.com/teh/recieve.\n\n```\nteh recieve becuase\n```\n"
+    )
     cfg = DiagnosticSettings(surprise=True, surprise_threshold=0.0, typo_threshold=-100.0, real_word_threshold=-100.0)
     tt, _, mat = material(model, text, "markdown", cfg)
-    hinted = {text[h.start:h.end] for h in hints.choose(tt, mat, cfg) if h.code in ("typo", "surprise")}
+    hinted = {text[h.start : h.end] for h in hints.choose(tt, mat, cfg) if h.code in ("typo", "surprise")}
     assert hinted and hinted <= {"Some", "prose", "here", "Run", "or", "open"}
 
 
@@ -150,7 +156,7 @@ def test_a_common_misspelling_used_twice_is_still_a_typo_and_a_name_is_not(model
     assert typos.deliberate("Lys", 2) and typos.deliberate("Lys", 3)
     text = "I recieve letters from Lys every week, and Lys writes that they recieve mine.\n"
     tt, _, mat = material(model, text)
-    shown = [text[h.start:h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]
+    shown = [text[h.start : h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]
     assert shown == ["recieve", "recieve"]
 
 
@@ -182,7 +188,7 @@ def test_a_real_word_hint_names_its_partner_in_message_hover_and_fixes(model):
     cfg = DiagnosticSettings(real_word_threshold=0.0)
     tt, doc, mat = material(model, text, cfg=cfg)
     (typo,) = [h for h in hints.choose(tt, mat, cfg) if h.code == "typo"]
-    assert text[typo.start:typo.end] == "then"
+    assert text[typo.start : typo.end] == "then"
     assert "'then' may be a confusable of 'than'" in typo.message and typo.message.endswith("likely: 'than'")
     fixes = hint_material.quick_fixes(tt, doc, typo.start, typo.end, "plaintext", cfg)
     assert [w for w, _ in fixes[0].fixes] == ["than"]
@@ -199,10 +205,12 @@ def test_hover_says_unlikely_only_where_a_hint_is_shown(model):
 
 
 def test_code_like_words_in_a_technical_document_are_not_typos(model):
-    text = ("# Shells\n\nUse zsh or fish on Unix, read stdin with the shell, and keep settings in a file with the "
-            ".yaml extension.\n\n```\nzsh -c 'cat /dev/stdin'\n```\n\nI went to teh store.\n")
+    text = (
+        "# Shells\n\nUse zsh or fish on Unix, read stdin with the shell, and keep settings in a file with the "
+        ".yaml extension.\n\n```\nzsh -c 'cat /dev/stdin'\n```\n\nI went to teh store.\n"
+    )
     tt, _, mat = material(model, text, "markdown")
-    shown = {text[h.start:h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"}
+    shown = {text[h.start : h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"}
     assert "teh" in shown and not shown & {"zsh", "stdin", "yaml", "Unix"}
     plain = "Use zsh or fish, and read stdin with the shell.\n"  # no code: not a technical document
     _, _, prose = material(model, plain)
@@ -213,8 +221,12 @@ def test_quick_fix_ranges_keep_only_diagnostics_at_the_cursor():
     from lsprotocol import types
 
     def diag(line, a, b):
-        return types.Diagnostic(range=types.Range(types.Position(line, a), types.Position(line, b)), message="m",
-                                source=hints.SOURCE, code="typo")
+        return types.Diagnostic(
+            range=types.Range(types.Position(line, a), types.Position(line, b)),
+            message="m",
+            source=hints.SOURCE,
+            code="typo",
+        )
 
     on_line = [diag(0, 0, 5), diag(0, 10, 18), diag(0, 30, 35)]
     cursor = types.Range(types.Position(0, 12), types.Position(0, 12))
@@ -225,15 +237,16 @@ def test_quick_fix_ranges_keep_only_diagnostics_at_the_cursor():
 
 
 def test_fixes_are_ranked_by_the_whole_word(model):
-    for text, word, best in (("It was a very usefull tool for the job.\n", "usefull", "useful"),
-                             ("I am wrting a letter to my mother.\n", "wrting", "writing"),
-                             ("I went to the shop and bougth some milk.\n", "bougth", "bought")):
+    for text, word, best in (
+        ("It was a very usefull tool for the job.\n", "usefull", "useful"),
+        ("I am wrting a letter to my mother.\n", "wrting", "writing"),
+        ("I went to the shop and bougth some milk.\n", "bougth", "bought"),
+    ):
         _, _, mat = material(model, text)
         assert findings_by_word(mat)[word].fixes[0][0] == best, text
 
 
 def test_correct_confusables_are_not_flagged_at_the_default_threshold(model):
-    text = ("The code in its current form is fine. They were of one mind, quiet, orderly and kind. "
-            "Their eyes met.\n")
+    text = "The code in its current form is fine. They were of one mind, quiet, orderly and kind. Their eyes met.\n"
     tt, _, mat = material(model, text)
     assert not [h for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]

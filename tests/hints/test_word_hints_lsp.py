@@ -28,15 +28,19 @@ def typo_hints(published, text: str) -> dict[str, list[types.Diagnostic]]:
     out: dict[str, list[types.Diagnostic]] = {}
     for d in published.diagnostics:
         if d.code == "typo":
-            word = lines[d.range.start.line][d.range.start.character:d.range.end.character]
+            word = lines[d.range.start.line][d.range.start.character : d.range.end.character]
             out.setdefault(word, []).append(d)
     return out
 
 
 async def code_actions(client, uri: str, at: types.Range, diagnostics: list[types.Diagnostic]):
-    return await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=at,
-        context=types.CodeActionContext(diagnostics=diagnostics)))
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=at,
+            context=types.CodeActionContext(diagnostics=diagnostics),
+        )
+    )
 
 
 async def test_a_real_word_hint_its_first_fix_and_its_hover_name_the_same_word(client):
@@ -49,8 +53,9 @@ async def test_a_real_word_hint_its_first_fix_and_its_hover_name_the_same_word(c
     actions = await code_actions(client, uri, hint.range, [hint])
     assert actions[0].is_preferred and actions[0].edit.changes[uri][0].new_text == "than"
     assert all(a.edit.changes[uri][0].new_text == "than" for a in actions)  # the partner only, no "the", "them"
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=hint.range.start))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=hint.range.start)
+    )
     assert hint.message in hover.contents.value
 
 
@@ -75,8 +80,10 @@ async def test_code_actions_at_a_cursor_fix_only_the_word_there(client):
 
 async def test_a_common_misspelling_used_twice_is_flagged_twice(client):
     uri = "file:///tmp/vq/twice.md"
-    text = ("# Mail\n\nWe recieve the letters every morning.\n\n"
-            "- Most readers recieve them a day later.\n- Lys writes to Lys each week.\n")
+    text = (
+        "# Mail\n\nWe recieve the letters every morning.\n\n"
+        "- Most readers recieve them a day later.\n- Lys writes to Lys each week.\n"
+    )
     open_doc(client, uri, text, language="markdown")
     got = typo_hints(await diagnostics_for(client, uri, 1), text)
     assert len(got.get("recieve", [])) == 2

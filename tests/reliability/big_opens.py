@@ -48,20 +48,45 @@ def _hostile(rng: random.Random, big_uris: list[str], n: int) -> bytes:
     uri = rng.choice(big_uris)
     kind = n % 6
     if kind == 0:  # a settings flip: used to rebuild every evicted document
-        body = {"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": {"settings": {"vqLsp": {
-            "diagnostics": {"sentimentThreshold": rng.choice([0.5, 0.75, 0.9]), "surprise": rng.random() < 0.5}}}}}
+        body = {
+            "jsonrpc": "2.0",
+            "method": "workspace/didChangeConfiguration",
+            "params": {
+                "settings": {
+                    "vqLsp": {
+                        "diagnostics": {
+                            "sentimentThreshold": rng.choice([0.5, 0.75, 0.9]),
+                            "surprise": rng.random() < 0.5,
+                        }
+                    }
+                }
+            },
+        }
     elif kind == 1:  # a keystroke into a big document
-        body = {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
-            "textDocument": {"uri": uri, "version": 1000 + n},
-            "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-                                "text": rng.choice("ab ")}]}}
+        body = {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didChange",
+            "params": {
+                "textDocument": {"uri": uri, "version": 1000 + n},
+                "contentChanges": [
+                    {
+                        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                        "text": rng.choice("ab "),
+                    }
+                ],
+            },
+        }
     elif kind == 2:  # a request about a big document (no state: an error, at once)
         body = {"jsonrpc": "2.0", "id": f"big-{n}", "method": "vqLsp/documentScores", "params": {"uri": uri}}
     elif kind == 3:
         return frame(b"{not json" + bytes([rng.randrange(256)]))
     elif kind == 4:  # a range far past the end
-        body = {"jsonrpc": "2.0", "id": f"hover-{n}", "method": "textDocument/hover", "params": {
-            "textDocument": {"uri": uri}, "position": {"line": 10**9, "character": -1}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": f"hover-{n}",
+            "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": 10**9, "character": -1}},
+        }
     else:
         body = {"jsonrpc": "2.0", "id": f"odd-{n}", "method": "vqLsp/unknown", "params": [1, None, "x"]}
     return frame(json.dumps(body))
@@ -81,9 +106,19 @@ def big_document(data_dir: Path, tokenizer, tokens: int) -> tuple[str, int]:
     raise AssertionError(f"the chapters hold only {n} tokens")
 
 
-def big_open_storm(c: RawClient, small_text: str, big_text: str, big_tokens: int, messages: int = 300,
-                   big_opens: int = 12, hovers: int = 5, idle_after: float = 2.0, idle_window: float = 3.0,
-                   seed: int = 0, timeout: float = 60.0) -> BigOpenResult:
+def big_open_storm(
+    c: RawClient,
+    small_text: str,
+    big_text: str,
+    big_tokens: int,
+    messages: int = 300,
+    big_opens: int = 12,
+    hovers: int = 5,
+    idle_after: float = 2.0,
+    idle_window: float = 3.0,
+    seed: int = 0,
+    timeout: float = 60.0,
+) -> BigOpenResult:
     """Send the storm to an initialized server, then time hovers on a small document and
     measure the server's CPU in a quiet window after it."""
     rng = random.Random(seed)
@@ -102,24 +137,32 @@ def big_open_storm(c: RawClient, small_text: str, big_text: str, big_tokens: int
             c.send_raw(_hostile(rng, big_uris[: max(1, opened)], n))
     for k in range(hovers):
         t0 = time.perf_counter()
-        res = c.call("textDocument/hover", {"textDocument": {"uri": SMALL}, "position": {"line": 0, "character": 1}},
-                     timeout)
+        res = c.call(
+            "textDocument/hover", {"textDocument": {"uri": SMALL}, "position": {"line": 0, "character": 1}}, timeout
+        )
         out.hover_seconds.append(time.perf_counter() - t0)
         if k == 0:
             out.storm_cpu_seconds = cpu_seconds(c.proc.pid) - cpu0
-        expect("result" in res and res["result"] and "document:" in res["result"]["contents"]["value"],
-               f"no hover on the small document after the storm: {res}")
+        expect(
+            "result" in res and res["result"] and "document:" in res["result"]["contents"]["value"],
+            f"no hover on the small document after the storm: {res}",
+        )
     last = c.call("vqLsp/documentScores", {"uri": SMALL}, timeout)  # everything queued before it is done
     expect("result" in last, f"documentScores on the small document failed: {last}")
-    out.refused_messages = sum("more than the whole memory budget" in m["params"]["message"]
-                               for m in c.notifications("window/showMessage"))
-    expect(out.refused_messages == big_opens, f"{out.refused_messages} over-budget messages for {big_opens} opens "
-                                              "(one each, never repeated)")
+    out.refused_messages = sum(
+        "more than the whole memory budget" in m["params"]["message"] for m in c.notifications("window/showMessage")
+    )
+    expect(
+        out.refused_messages == big_opens,
+        f"{out.refused_messages} over-budget messages for {big_opens} opens (one each, never repeated)",
+    )
     time.sleep(idle_after)
     out.idle_after_s, out.idle_window_s = idle_after, idle_window
     cpu1 = cpu_seconds(c.proc.pid)
     time.sleep(idle_window)
     out.idle_cpu_seconds = cpu_seconds(c.proc.pid) - cpu1
-    expect(out.idle_cpu_seconds < 0.1 * idle_window,
-           f"the server used {out.idle_cpu_seconds:.2f} CPU-s in {idle_window:.0f} s after the storm (not idle)")
+    expect(
+        out.idle_cpu_seconds < 0.1 * idle_window,
+        f"the server used {out.idle_cpu_seconds:.2f} CPU-s in {idle_window:.0f} s after the storm (not idle)",
+    )
     return out

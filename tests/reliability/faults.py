@@ -20,14 +20,18 @@ from .scenarios import ScenarioFailure, expect, sha256
 
 REPO = Path(__file__).resolve().parents[2]
 EXIT_WITHIN_S = 15.0  # the server's own grace for a running engine job is 2 s; the rest is start-up slack
-PROSE = ("The film was a delight from start to finish, and the cast was wonderful.\n\n"
-         "I hated the ending, though; it dragged on and on.\n")
+PROSE = (
+    "The film was a delight from start to finish, and the cast was wonderful.\n\n"
+    "I hated the ending, though; it dragged on and on.\n"
+)
 
 
 def faulty_server(spec: str, args: list[str] | None = None) -> RawClient:
     """The real server with an injected fault (faulty_server.py)."""
-    return RawClient(command=[sys.executable, "-m", "tests.reliability.faulty_server", *(args or [])],
-                     env={"VQ_FAULT": spec, "PYTHONPATH": str(REPO)})
+    return RawClient(
+        command=[sys.executable, "-m", "tests.reliability.faulty_server", *(args or [])],
+        env={"VQ_FAULT": spec, "PYTHONPATH": str(REPO)},
+    )
 
 
 def messages(c: RawClient, text: str) -> list[dict]:
@@ -35,8 +39,14 @@ def messages(c: RawClient, text: str) -> list[dict]:
 
 
 def message(c: RawClient, text: str, timeout: float = 60.0) -> dict:
-    return c.wait_for(lambda ms: next((m["params"] for m in ms if m.get("method") == "window/showMessage"
-                                       and text in m["params"]["message"]), None), timeout, f"a message with {text!r}")
+    return c.wait_for(
+        lambda ms: next(
+            (m["params"] for m in ms if m.get("method") == "window/showMessage" and text in m["params"]["message"]),
+            None,
+        ),
+        timeout,
+        f"a message with {text!r}",
+    )
 
 
 def progress_ends(c: RawClient) -> list[dict]:
@@ -59,8 +69,15 @@ def type_text(c: RawClient, uri: str, text: str, typed: str, version: int, wait:
     at = text.index("\n")
     for ch in typed:
         version += 1
-        c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [
-            {"range": {"start": {"line": 0, "character": at}, "end": {"line": 0, "character": at}}, "text": ch}]})
+        c.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [
+                    {"range": {"start": {"line": 0, "character": at}, "end": {"line": 0, "character": at}}, "text": ch}
+                ],
+            },
+        )
         text = text[:at] + ch + text[at:]
         at += 1
         if wait:
@@ -103,26 +120,41 @@ def bad_model_folders(model_dir: Path, tmp: Path) -> int:
         c.open(uri, text)
         for kind in ["missing", "truncated", "shapes"]:
             if kind != "missing":
-                c.notify("workspace/didChangeConfiguration", {"settings": {"vqLsp": {
-                    "modelPath": str(damaged_copy(model_dir, tmp, kind))}}})
+                c.notify(
+                    "workspace/didChangeConfiguration",
+                    {"settings": {"vqLsp": {"modelPath": str(damaged_copy(model_dir, tmp, kind))}}},
+                )
             msg = message(c, EXPECTED_REASON[kind])
             expect(msg["type"] == 1 and "cannot load the model" in msg["message"], f"unclear error: {msg}")
             text, version = type_text(c, uri, text, " Yes.", version, wait=False)
             expect(c.diagnostics(uri, version)["diagnostics"] == [], "hints without a model")
             got = c.call("vqLsp/documentScores", {"uri": uri})
-            expect("error" in got and "cannot load the model" in got["error"]["message"], f"scores without a model: {got}")
-            hover = c.call("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 1}})
+            expect(
+                "error" in got and "cannot load the model" in got["error"]["message"], f"scores without a model: {got}"
+            )
+            hover = c.call(
+                "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 1}}
+            )
             expect(hover.get("result", "missing") is None, f"hover without a model: {hover}")
             ends = len(progress_ends(c))
 
             def hints_published(ms):
-                return [m["params"] for m in ms if m.get("method") == "textDocument/publishDiagnostics"
-                        and m["params"]["uri"] == uri and m["params"]["diagnostics"]]
+                return [
+                    m["params"]
+                    for m in ms
+                    if m.get("method") == "textDocument/publishDiagnostics"
+                    and m["params"]["uri"] == uri
+                    and m["params"]["diagnostics"]
+                ]
 
             before = len(hints_published(c.messages))
             c.notify("workspace/didChangeConfiguration", {"settings": {"vqLsp": {"modelPath": str(model_dir)}}})
-            c.wait_for(lambda ms, ends=ends: len(progress_ends(c)) > ends and "loaded" in progress_ends(c)[-1].get(
-                "message", ""), what="the good model to load")
+            c.wait_for(
+                lambda ms, ends=ends: (
+                    len(progress_ends(c)) > ends and "loaded" in progress_ends(c)[-1].get("message", "")
+                ),
+                what="the good model to load",
+            )
             published = c.wait_for(lambda ms, before=before: hints_published(ms)[before:], what="hints after recovery")
             expect(published[-1]["version"] == version, "hints after recovery are not for the latest version")
             check_state(c, uri, text, version)
@@ -217,10 +249,15 @@ def busy(c: RawClient, docs: list[str]) -> None:
     for i, text in enumerate(docs):
         c.open(f"file:///tmp/vq/busy-{i}.md", text, language="markdown")
     for v in range(2, 300):
-        c.notify("textDocument/didChange", {"textDocument": {"uri": "file:///tmp/vq/busy-0.md", "version": v},
-                                            "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
-                                                                          "end": {"line": 0, "character": 0}},
-                                                                "text": "x"}]})
+        c.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": "file:///tmp/vq/busy-0.md", "version": v},
+                "contentChanges": [
+                    {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}
+                ],
+            },
+        )
 
 
 def exits_cleanly(c: RawClient, code: int, what: str) -> float:

@@ -22,19 +22,50 @@ from .scenarios import expect
 
 DOC = "file:///tmp/vq/fuzz.txt"  # opened by the fuzz session; cases may edit or break it
 SENTINEL = "file:///tmp/vq/fuzz-sentinel.txt"  # only the sentinel request touches it
-METHODS = ["textDocument/hover", "textDocument/codeLens", "vqLsp/documentScores", "workspace/executeCommand",
-           "textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "initialize",
-           "workspace/didChangeConfiguration", "$/cancelRequest", "$/setTrace", "vqLsp/unknown", "", "textDocument/"]
-URIS = [DOC, "", "not a uri", "file://", "file:///tmp/vq/%zz", "::", "file:///tmp/vq/\u0000nul.txt",
-        "file:///tmp/vq/\ud800.txt", "file:///" + "x" * 5000, "untitled:Untitled-1", "file:///tmp/vq/é 😀.md"]
-NUMBERS = st.one_of(st.integers(-2**40, 2**40), st.sampled_from([-1, 0, 2**31, 2**53 + 1, 10**30]),
-                    st.floats(allow_nan=True, allow_infinity=True))
-TEXTS = st.one_of(st.text(max_size=200), st.sampled_from(["\x00", "a\x00b", "\ud800", "\udfff x", "😀", "\r\n\r"]),
-                  st.builds(lambda ch, n: ch * n, st.sampled_from(["a", " ", "é", "😀", "\n", "ab "]),
-                            st.integers(10_000, 300_000)))  # gigantic single lines (and a few long ones)
-JSON = st.recursive(st.none() | st.booleans() | NUMBERS | TEXTS,
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
-                    max_leaves=12)
+METHODS = [
+    "textDocument/hover",
+    "textDocument/codeLens",
+    "vqLsp/documentScores",
+    "workspace/executeCommand",
+    "textDocument/didOpen",
+    "textDocument/didChange",
+    "textDocument/didClose",
+    "initialize",
+    "workspace/didChangeConfiguration",
+    "$/cancelRequest",
+    "$/setTrace",
+    "vqLsp/unknown",
+    "",
+    "textDocument/",
+]
+URIS = [
+    DOC,
+    "",
+    "not a uri",
+    "file://",
+    "file:///tmp/vq/%zz",
+    "::",
+    "file:///tmp/vq/\u0000nul.txt",
+    "file:///tmp/vq/\ud800.txt",
+    "file:///" + "x" * 5000,
+    "untitled:Untitled-1",
+    "file:///tmp/vq/é 😀.md",
+]
+NUMBERS = st.one_of(
+    st.integers(-(2**40), 2**40),
+    st.sampled_from([-1, 0, 2**31, 2**53 + 1, 10**30]),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+TEXTS = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from(["\x00", "a\x00b", "\ud800", "\udfff x", "😀", "\r\n\r"]),
+    st.builds(lambda ch, n: ch * n, st.sampled_from(["a", " ", "é", "😀", "\n", "ab "]), st.integers(10_000, 300_000)),
+)  # gigantic single lines (and a few long ones)
+JSON = st.recursive(
+    st.none() | st.booleans() | NUMBERS | TEXTS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
 
 
 @st.composite
@@ -52,13 +83,31 @@ def params(draw, method: str):
         "textDocument/hover": {"textDocument": doc, "position": draw(positions())},
         "textDocument/codeLens": {"textDocument": doc},
         "vqLsp/documentScores": draw(st.sampled_from([{"uri": uri}, {"textDocument": doc}, [uri], uri])),
-        "workspace/executeCommand": {"command": draw(st.sampled_from(["vqLsp.verify", "nope", 5])),
-                                     "arguments": draw(st.lists(JSON, max_size=3))},
-        "textDocument/didOpen": {"textDocument": {"uri": uri, "languageId": draw(st.sampled_from(["plaintext", 7, None])),
-                                                  "version": draw(NUMBERS), "text": draw(TEXTS)}},
-        "textDocument/didChange": {"textDocument": doc, "contentChanges": draw(st.lists(st.one_of(
-            st.fixed_dictionaries({"range": st.just(rng), "text": TEXTS}), st.fixed_dictionaries({"text": TEXTS}),
-            JSON), max_size=3))},
+        "workspace/executeCommand": {
+            "command": draw(st.sampled_from(["vqLsp.verify", "nope", 5])),
+            "arguments": draw(st.lists(JSON, max_size=3)),
+        },
+        "textDocument/didOpen": {
+            "textDocument": {
+                "uri": uri,
+                "languageId": draw(st.sampled_from(["plaintext", 7, None])),
+                "version": draw(NUMBERS),
+                "text": draw(TEXTS),
+            }
+        },
+        "textDocument/didChange": {
+            "textDocument": doc,
+            "contentChanges": draw(
+                st.lists(
+                    st.one_of(
+                        st.fixed_dictionaries({"range": st.just(rng), "text": TEXTS}),
+                        st.fixed_dictionaries({"text": TEXTS}),
+                        JSON,
+                    ),
+                    max_size=3,
+                )
+            ),
+        },
         "textDocument/didClose": {"textDocument": doc},
     }
     return shapes.get(method, {})
@@ -69,15 +118,47 @@ def messages(draw) -> tuple[bytes, tuple]:
     """One hostile message and what the server owes for it."""
     kind = draw(st.sampled_from(["structured", "structured", "structured", "raw body", "framing"]))
     if kind == "raw body":  # not JSON-RPC at all: bytes, invalid UTF-8, raw surrogates, JSON non-objects
-        body = draw(st.one_of(st.binary(max_size=300), st.sampled_from([
-            b"{", b"[1, 2]", b'"text"', b"null", b"\xed\xa0\x80", b'{"jsonrpc": "2.0", "id": 1, "method": "x\xff"}',
-            b"[" * 100_000, b"\x00" * 50, b"{}"]), st.text(max_size=100).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+        body = draw(
+            st.one_of(
+                st.binary(max_size=300),
+                st.sampled_from(
+                    [
+                        b"{",
+                        b"[1, 2]",
+                        b'"text"',
+                        b"null",
+                        b"\xed\xa0\x80",
+                        b'{"jsonrpc": "2.0", "id": 1, "method": "x\xff"}',
+                        b"[" * 100_000,
+                        b"\x00" * 50,
+                        b"{}",
+                    ]
+                ),
+                st.text(max_size=100).map(lambda t: t.encode("utf-8", "surrogatepass")),
+            )
+        )
         return frame(body), _expected_for_body(body)
     if kind == "framing":  # broken headers; each case resynchronises by itself (see below)
-        case = draw(st.sampled_from(["no length", "bad length", "negative", "garbage line", "glued", "short body",
-                                     "lowercase", "bare newlines"]))
-        good = {"jsonrpc": "2.0", "id": draw(st.integers(1, 10**6)), "method": "vqLsp/documentScores",
-                "params": {"uri": SENTINEL}}
+        case = draw(
+            st.sampled_from(
+                [
+                    "no length",
+                    "bad length",
+                    "negative",
+                    "garbage line",
+                    "glued",
+                    "short body",
+                    "lowercase",
+                    "bare newlines",
+                ]
+            )
+        )
+        good = {
+            "jsonrpc": "2.0",
+            "id": draw(st.integers(1, 10**6)),
+            "method": "vqLsp/documentScores",
+            "params": {"uri": SENTINEL},
+        }
         body = json.dumps(good).encode()
         if case == "no length":  # headers without Content-Length: nothing to read; dropped
             return b"Content-Type: application/json\r\n\r\n", ("none",)
@@ -109,7 +190,8 @@ def messages(draw) -> tuple[bytes, tuple]:
     if r < 95:
         msg["params"] = draw(params(method if isinstance(method, str) else "")) if r < 75 else draw(JSON)
     if msg.get("method") in ("shutdown", "exit") or (
-            not has_id and msg.get("method") in ("initialize", "workspace/didChangeConfiguration")):
+        not has_id and msg.get("method") in ("initialize", "workspace/didChangeConfiguration")
+    ):
         msg["method"] = "textDocument/didChange"  # these would end or reconfigure the session
     body = json.dumps(msg).encode()
     return frame(body), _expected_for_body(body)
@@ -153,14 +235,17 @@ def check_case(c: RawClient, data: bytes, expected: tuple, stats: FuzzStats, tim
     """Send one hostile message, then a sentinel request; the server must answer what it owes."""
     before = len(c.messages)  # cases reuse ids: only answers that came after this count
     c.send_raw(data)
-    sentinel = c.response(c.request("vqLsp/documentScores", {"uri": SENTINEL}, f"sentinel-{stats.sent}"), timeout,
-                          before)
+    sentinel = c.response(
+        c.request("vqLsp/documentScores", {"uri": SENTINEL}, f"sentinel-{stats.sent}"), timeout, before
+    )
     expect("result" in sentinel, f"the sentinel failed after {data[:200]!r}: {sentinel}")
     expect(c.alive(), f"the server died on {data[:200]!r}")
     if expected[0] == "id":
         answer = c.response(expected[1], timeout, before)
-        expect("result" in answer or ("error" in answer and isinstance(answer["error"].get("code"), int)),
-               f"a malformed answer to {data[:200]!r}: {answer}")
+        expect(
+            "result" in answer or ("error" in answer and isinstance(answer["error"].get("code"), int)),
+            f"a malformed answer to {data[:200]!r}: {answer}",
+        )
         stats.requests_answered += 1
         code = "result" if "result" in answer else answer["error"]["code"]
         stats.codes[code] = stats.codes.get(code, 0) + 1

@@ -15,8 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 VQ_LSP = str(Path(sys.executable).parent / "vq-lsp")  # the installed console script
 TIMEOUT = 60.0
@@ -35,13 +36,19 @@ def encode(obj: Any) -> bytes:
 class RawClient:
     """The server process, bytes in, parsed messages out."""
 
-    started: list["RawClient"] = []  # every server started in this process, to count crashes
+    started: list[RawClient] = []  # every server started in this process, to count crashes
 
-    def __init__(self, args: list[str] | None = None, env: dict[str, str] | None = None,
-                 command: list[str] | None = None) -> None:
+    def __init__(
+        self, args: list[str] | None = None, env: dict[str, str] | None = None, command: list[str] | None = None
+    ) -> None:
         cmd = command or [VQ_LSP, *(args or [])]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
         self.messages: list[dict] = []  # everything the server sent, in order
         self.undecodable: list[bytes] = []  # frames that were not JSON (a server bug if any)
         self.stderr = bytearray()
@@ -114,16 +121,27 @@ class RawClient:
                 if left <= 0:
                     raise TimeoutError(f"timed out waiting for {what}; stderr tail: {self.stderr_tail()}")
                 if self.eof:
-                    raise RuntimeError(f"the server closed its output (exit code {self.proc.poll()}) while waiting "
-                                       f"for {what}; stderr tail: {self.stderr_tail()}")
+                    raise RuntimeError(
+                        f"the server closed its output (exit code {self.proc.poll()}) while waiting "
+                        f"for {what}; stderr tail: {self.stderr_tail()}"
+                    )
                 self._cond.wait(min(left, 0.5))
             return found
 
     def response(self, msg_id: Any, timeout: float = TIMEOUT, after: int = 0) -> dict:
         """The first response with this id among the messages from index `after` on."""
-        return self.wait_for(lambda ms: next((m for m in ms[after:] if "method" not in m and m.get("id") == msg_id
-                                             and ("result" in m or "error" in m)), None),
-                             timeout, f"the response to id {msg_id!r}")
+        return self.wait_for(
+            lambda ms: next(
+                (
+                    m
+                    for m in ms[after:]
+                    if "method" not in m and m.get("id") == msg_id and ("result" in m or "error" in m)
+                ),
+                None,
+            ),
+            timeout,
+            f"the response to id {msg_id!r}",
+        )
 
     def responses(self) -> list[dict]:
         with self._cond:
@@ -169,23 +187,47 @@ class RawClient:
 
     # ----------------------------------------------------------------- LSP steps
     def initialize(self, options: dict | None = None, wait_model: bool = True) -> dict:
-        res = self.call("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {
-            "window": {"workDoneProgress": True}}, "initializationOptions": options or {}})
+        res = self.call(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": None,
+                "capabilities": {"window": {"workDoneProgress": True}},
+                "initializationOptions": options or {},
+            },
+        )
         assert "result" in res, res
         self.notify("initialized", {})
         if wait_model:
-            self.wait_for(lambda ms: any(m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "end"
-                                         for m in ms), what="the end of model loading")
+            self.wait_for(
+                lambda ms: any(
+                    m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "end" for m in ms
+                ),
+                what="the end of model loading",
+            )
         return res
 
     def open(self, uri: str, text: str, version: int = 1, language: str = "plaintext") -> None:
-        self.notify("textDocument/didOpen", {"textDocument": {
-            "uri": uri, "languageId": language, "version": version, "text": text}})
+        self.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}},
+        )
 
     def diagnostics(self, uri: str, version: int, timeout: float = TIMEOUT) -> dict:
-        return self.wait_for(lambda ms: next((m["params"] for m in ms if m.get("method") == "textDocument/publishDiagnostics"
-                                              and m["params"]["uri"] == uri and m["params"].get("version") == version),
-                                             None), timeout, f"diagnostics for {uri} version {version}")
+        return self.wait_for(
+            lambda ms: next(
+                (
+                    m["params"]
+                    for m in ms
+                    if m.get("method") == "textDocument/publishDiagnostics"
+                    and m["params"]["uri"] == uri
+                    and m["params"].get("version") == version
+                ),
+                None,
+            ),
+            timeout,
+            f"diagnostics for {uri} version {version}",
+        )
 
     def shutdown_and_exit(self, timeout: float = TIMEOUT) -> int:
         res = self.call("shutdown", None, timeout)

@@ -187,6 +187,7 @@ class LongSession:
 async def published_version(client, uri: str, version: int, trim: bool = False, timeout: float = TIMEOUT) -> None:
     """Wait until diagnostics for `version` (or a newer one) of `uri` are published; `trim` forgets
     all but the last publish (a 5,000-edit session would otherwise keep every one)."""
+
     def done():
         got = client.published.get(uri)
         return bool(got) and got[-1].version is not None and got[-1].version >= version
@@ -208,8 +209,15 @@ async def check_drift(client, mirror: Mirror, edits: int, tolerance: float) -> D
     return DriftCheck(edits, res["maxAbsDiff"], res["codesEqual"])
 
 
-async def long_session(client, revisions: list[str], edits: int = 5000, check_every: int = 250, seed: int = 0,
-                       tolerance: float = DRIFT_TOLERANCE["float32"], uri: str = "file:///tmp/vq/long-session.md") -> LongSession:
+async def long_session(
+    client,
+    revisions: list[str],
+    edits: int = 5000,
+    check_every: int = 250,
+    seed: int = 0,
+    tolerance: float = DRIFT_TOLERANCE["float32"],
+    uri: str = "file:///tmp/vq/long-session.md",
+) -> LongSession:
     """Type `edits` incremental edits into one document: the revision history's line hunks,
     with random typing excursions between revisions (and after the last one, until `edits`).
     Every edit is its own didChange, and the session waits for its diagnostics like a typist
@@ -270,8 +278,9 @@ def _storm_edit(rng: random.Random, m: Mirror, cursor: int) -> int:
     return cursor + len(ch)
 
 
-async def one_storm(client, m: Mirror, rng: random.Random, burst: int, min_changes: int, max_changes: int,
-                    gap: float = 0.002) -> tuple[int, list[float]]:
+async def one_storm(
+    client, m: Mirror, rng: random.Random, burst: int, min_changes: int, max_changes: int, gap: float = 0.002
+) -> tuple[int, list[float]]:
     """Bursts of `burst` keystrokes every `gap` seconds, much faster than the engine runs. After the
     first burst a hover and a documentScores request go out; the storm goes on until both are
     answered (and at least min_changes were sent), so they must be answered *during* it."""
@@ -281,16 +290,21 @@ async def one_storm(client, m: Mirror, rng: random.Random, burst: int, min_chang
         cursor = _storm_edit(rng, m, cursor)
         sent += 1
     asked_at, asked_version = time.perf_counter(), m.version
-    hover = asyncio.ensure_future(client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=m.uri), position=types.Position(0, 0))))
+    hover = asyncio.ensure_future(
+        client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=m.uri), position=types.Position(0, 0))
+        )
+    )
     got_scores = asyncio.ensure_future(scores(client, m.uri))
     answered: dict[str, float] = {}
     for name, fut in (("hover", hover), ("scores", got_scores)):
         fut.add_done_callback(lambda f, name=name: answered.setdefault(name, time.perf_counter() - asked_at))
     try:
         while sent < min_changes or len(answered) < 2:
-            expect(sent < max_changes, f"requests sent mid-storm were not answered after {sent} more changes "
-                                       "(starved by the storm)")
+            expect(
+                sent < max_changes,
+                f"requests sent mid-storm were not answered after {sent} more changes (starved by the storm)",
+            )
             for _ in range(burst):
                 cursor = _storm_edit(rng, m, cursor)
                 sent += 1
@@ -304,8 +318,16 @@ async def one_storm(client, m: Mirror, rng: random.Random, burst: int, min_chang
     return sent, [answered["hover"], answered["scores"]]
 
 
-async def edit_storm(client, text: str, storms: int = 3, burst: int = 50, min_changes: int = 300,
-                     max_changes: int = 60_000, seed: int = 1, uri: str = "file:///tmp/vq/storm.md") -> StormResult:
+async def edit_storm(
+    client,
+    text: str,
+    storms: int = 3,
+    burst: int = 50,
+    min_changes: int = 300,
+    max_changes: int = 60_000,
+    seed: int = 1,
+    uri: str = "file:///tmp/vq/storm.md",
+) -> StormResult:
     """Several storms into one document; after each: diagnostics only for the newest version,
     coalesced engine work, and a state that verifies against a full pass and the editor's text."""
     rng = random.Random(seed)
@@ -421,8 +443,9 @@ class MemoryResult:
     seconds: float = 0.0
 
 
-async def many_documents(client, docs: list[str], budget_mb: float, tokenizer, revisit: int = 10,
-                         warmup: str | None = None) -> MemoryResult:
+async def many_documents(
+    client, docs: list[str], budget_mb: float, tokenizer, revisit: int = 10, warmup: str | None = None
+) -> MemoryResult:
     """Open every document at once, ask the scores of the last `revisit` opened, then edit and
     query `revisit` early ones (evicted long ago: rebuilt on demand, others dropped). Measures
     the server's reported state bytes (checked against the budget at every answer), its RSS at
@@ -431,16 +454,24 @@ async def many_documents(client, docs: list[str], budget_mb: float, tokenizer, r
     t0 = time.perf_counter()
     pid = server_pid(client)
     budget = int(budget_mb * 2**20)
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"vqLsp": {"memoryBudgetMb": budget_mb}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"vqLsp": {"memoryBudgetMb": budget_mb}})
+    )
     warm = "file:///tmp/vq/memory-warmup.md"
     open_doc(client, warm, warmup or docs[0], language="markdown")
     await published_version(client, warm, 1)
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=warm)))
-    await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-                     lambda: client.published[warm][-1].version is None)  # closing publishes an empty list
-    out = MemoryResult(documents=len(docs), budget_bytes=budget, baseline_rss=rss_bytes(pid),
-                       tokens=sum(len(tokenizer.encode(text)) for text in docs))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=warm))
+    )
+    await wait_until(
+        client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lambda: client.published[warm][-1].version is None
+    )  # closing publishes an empty list
+    out = MemoryResult(
+        documents=len(docs),
+        budget_bytes=budget,
+        baseline_rss=rss_bytes(pid),
+        tokens=sum(len(tokenizer.encode(text)) for text in docs),
+    )
     uris = [f"file:///tmp/vq/memory-{i:02d}.md" for i in range(len(docs))]
     peaks = PeakRss(pid)
 
@@ -487,9 +518,14 @@ def check_memory(out: MemoryResult, rest_slack_mb: float, transient_mb: float) -
     expect(out.live_states_max < out.documents, "every state stayed live: the budget was never exercised")
     mib = 2**20
     rest_limit = out.baseline_rss + budget + rest_slack_mb * mib
-    expect(out.rest_rss_max <= rest_limit, f"RSS at rest {out.rest_rss_max / mib:.0f} MiB exceeds baseline "
-                                           f"{out.baseline_rss / mib:.0f} + budget {budget_mb:.0f} + slack {rest_slack_mb:.0f} MiB")
+    expect(
+        out.rest_rss_max <= rest_limit,
+        f"RSS at rest {out.rest_rss_max / mib:.0f} MiB exceeds baseline "
+        f"{out.baseline_rss / mib:.0f} + budget {budget_mb:.0f} + slack {rest_slack_mb:.0f} MiB",
+    )
     by_phase = ", ".join(f"{k} {v / mib:.0f}" for k, v in out.peaks.items())
-    expect(out.peak_rss <= out.baseline_rss + budget + transient_mb * mib,
-           f"peak RSS {out.peak_rss / mib:.0f} MiB exceeds baseline {out.baseline_rss / mib:.0f} + budget "
-           f"{budget_mb:.0f} + a full pass's temporaries {transient_mb:.0f} MiB (peaks by phase, MiB: {by_phase})")
+    expect(
+        out.peak_rss <= out.baseline_rss + budget + transient_mb * mib,
+        f"peak RSS {out.peak_rss / mib:.0f} MiB exceeds baseline {out.baseline_rss / mib:.0f} + budget "
+        f"{budget_mb:.0f} + a full pass's temporaries {transient_mb:.0f} MiB (peaks by phase, MiB: {by_phase})",
+    )

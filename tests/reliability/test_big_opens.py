@@ -23,8 +23,10 @@ def test_big_opens_do_not_hold_a_small_document_hostage(reliability_model_dir, d
         c.initialize({"modelPath": str(reliability_model_dir), "memoryBudgetMb": BUDGET_MB})
         res = big_open_storm(c, small, big, n)
         assert res.refused_messages == 12 and len(res.hover_seconds) == 5
-        print(f"\nhover after the storm: p50 {res.hover_p50 * 1000:.0f} ms, max {max(res.hover_seconds) * 1000:.0f} ms; "
-              f"server CPU {res.idle_cpu_seconds:.2f} s in {res.idle_window_s:.0f} s after it")
+        print(
+            f"\nhover after the storm: p50 {res.hover_p50 * 1000:.0f} ms, max {max(res.hover_seconds) * 1000:.0f} ms; "
+            f"server CPU {res.idle_cpu_seconds:.2f} s in {res.idle_window_s:.0f} s after it"
+        )
         assert c.shutdown_and_exit() == 0
     finally:
         c.kill()

@@ -28,8 +28,9 @@ def server(reliability_model_dir):
 def test_hostile_messages(server):
     stats = FuzzStats()
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(messages())
     def one(case):
         check_case(server, *case, stats)
@@ -38,8 +39,10 @@ def test_hostile_messages(server):
     assert not server.undecodable, "the server wrote frames that are not JSON"
     assert not stats.internal, f"unexpected exceptions in handlers: {stats.internal[:3]}"
     assert stats.sent >= EXAMPLES and stats.requests_answered > 0 and stats.null_errors > 0
-    print(f"\n{stats.sent} hostile messages: {stats.requests_answered} requests answered {stats.codes}, "
-          f"{stats.null_errors} errors with id null, server alive")
+    print(
+        f"\n{stats.sent} hostile messages: {stats.requests_answered} requests answered {stats.codes}, "
+        f"{stats.null_errors} errors with id null, server alive"
+    )
 
 
 @pytest.mark.parametrize("declared", [64 * 2**20 + 1, 10**15])
@@ -87,8 +90,13 @@ def test_lifecycle_misuse_gets_the_errors_lsp_prescribes(reliability_model_dir):
         assert odd["error"]["code"] == -32600 and "notification" in odd["error"]["message"]
         assert "result" in c.call("vqLsp/documentScores", {"uri": "file:///tmp/vq/fuzz.txt"})  # not closed
         assert c.call("shutdown")["result"] is None
-        assert c.call("textDocument/hover", {"textDocument": {"uri": "file:///tmp/vq/fuzz.txt"},
-                                             "position": {"line": 0, "character": 0}})["error"]["code"] == -32600
+        assert (
+            c.call(
+                "textDocument/hover",
+                {"textDocument": {"uri": "file:///tmp/vq/fuzz.txt"}, "position": {"line": 0, "character": 0}},
+            )["error"]["code"]
+            == -32600
+        )
         c.notify("exit")
         assert c.wait_exit(30) == 0
     finally:

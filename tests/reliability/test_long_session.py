@@ -18,8 +18,9 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 @pytest_lsp.fixture(config=CONFIG, params=["float32", "float64"])
 async def client(request, lsp_client: pytest_lsp.LanguageClient, reliability_model_dir):
     """The serving precision (the default) and the verification one."""
-    await initialize(lsp_client, "visual-studio-code",
-                     {"modelPath": str(reliability_model_dir), "precision": request.param})
+    await initialize(
+        lsp_client, "visual-studio-code", {"modelPath": str(reliability_model_dir), "precision": request.param}
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -27,12 +28,16 @@ async def client(request, lsp_client: pytest_lsp.LanguageClient, reliability_mod
 async def test_five_thousand_edits_stay_exact(client, data_dir, request):
     precision = request.node.callspec.params["client"]
     revisions = revision_history(data_dir, LONG_DOC)
-    res = await long_session(client, revisions, edits=LONG_EDITS, check_every=CHECK_EVERY,
-                             tolerance=DRIFT_TOLERANCE[precision])
+    res = await long_session(
+        client, revisions, edits=LONG_EDITS, check_every=CHECK_EVERY, tolerance=DRIFT_TOLERANCE[precision]
+    )
     assert res.edits >= 5000 and res.revisions == len(revisions) - 1
     assert len(res.checks) >= LONG_EDITS // CHECK_EVERY and all(c.codes_equal for c in res.checks)
     assert res.max_drift <= DRIFT_TOLERANCE[precision]
     assert res.engine_updates >= 0.9 * res.edits - 400  # edits are engine updates, not one big batch
-    print(f"\n{precision}: {res.edits} edits ({res.revisions} revisions + random typing), {res.engine_updates} engine updates, "
-          f"{len(res.checks)} drift checks, max drift {res.max_drift:.2e}, final {res.final_tokens} tokens, "
-          f"{res.seconds:.0f} s")
+    print(
+        f"\n{precision}: {res.edits} edits ({res.revisions} revisions + random typing), "
+        f"{res.engine_updates} engine updates, "
+        f"{len(res.checks)} drift checks, max drift {res.max_drift:.2e}, final {res.final_tokens} tokens, "
+        f"{res.seconds:.0f} s"
+    )

@@ -12,8 +12,16 @@ import pytest_lsp
 import inference
 from tests.server.lsp_helpers import CONFIG, initialize
 
-from .scenarios import (MEMORY_BUDGET_MB, MEMORY_DOCS, MEMORY_TOKENS, REST_SLACK_MB, TRANSIENT_MB,
-                        chapter_documents, check_memory, many_documents)
+from .scenarios import (
+    MEMORY_BUDGET_MB,
+    MEMORY_DOCS,
+    MEMORY_TOKENS,
+    REST_SLACK_MB,
+    TRANSIENT_MB,
+    chapter_documents,
+    check_memory,
+    many_documents,
+)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
@@ -32,7 +40,9 @@ async def test_fifty_documents_stay_within_the_budget(client, data_dir, reliabil
     check_memory(res, REST_SLACK_MB, TRANSIENT_MB)
     assert res.documents == MEMORY_DOCS and res.tokens >= MEMORY_DOCS * MEMORY_TOKENS
     assert res.state_bytes_max <= res.budget_bytes and res.evictions >= 1
-    print(f"\n50 documents, {res.tokens} tokens: {res.bytes_per_document / 2**20:.1f} MiB per live state, "
-          f"{res.bytes_per_token:.0f} B per token, at most {res.live_states_max} live states; RSS baseline "
-          f"{res.baseline_rss / 2**20:.0f} MiB, at rest <= {res.rest_rss_max / 2**20:.0f} MiB, peak "
-          f"{res.peak_rss / 2**20:.0f} MiB (budget {MEMORY_BUDGET_MB:.0f} MiB); {res.seconds:.0f} s")
+    print(
+        f"\n50 documents, {res.tokens} tokens: {res.bytes_per_document / 2**20:.1f} MiB per live state, "
+        f"{res.bytes_per_token:.0f} B per token, at most {res.live_states_max} live states; RSS baseline "
+        f"{res.baseline_rss / 2**20:.0f} MiB, at rest <= {res.rest_rss_max / 2**20:.0f} MiB, peak "
+        f"{res.peak_rss / 2**20:.0f} MiB (budget {MEMORY_BUDGET_MB:.0f} MiB); {res.seconds:.0f} s"
+    )

@@ -26,5 +26,7 @@ async def test_storms_are_coalesced_and_requests_answered_mid_storm(client, data
     res = await edit_storm(client, text, storms=STORMS)
     assert res.storms == STORMS and res.changes >= 300 * STORMS
     assert res.engine_updates < res.changes / 4 and res.publishes <= res.engine_updates
-    print(f"\n{res.storms} storms, {res.changes} changes -> {res.engine_updates} engine updates, "
-          f"{res.publishes} publishes; mid-storm requests answered in max {max(res.request_seconds) * 1000:.0f} ms")
+    print(
+        f"\n{res.storms} storms, {res.changes} changes -> {res.engine_updates} engine updates, "
+        f"{res.publishes} publishes; mid-storm requests answered in max {max(res.request_seconds) * 1000:.0f} ms"
+    )

@@ -48,17 +48,20 @@ def _ticking(handler):
     the check, and a message handled in that gap woke nobody: a 60 s timeout one run in three).
     """
     if inspect.iscoroutinefunction(handler):
+
         async def run(client: LanguageClient, params):
             try:
                 return await handler(client, params)
             finally:
                 _wake(client)
     else:
+
         def run(client: LanguageClient, params):
             try:
                 return handler(client, params)
             finally:
                 _wake(client)
+
     return functools.wraps(handler)(run)
 
 
@@ -85,7 +88,7 @@ async def wait_until(client: LanguageClient, method: str, cond, timeout: float =
         try:
             await asyncio.wait_for(arrived.wait(), left)
         except asyncio.TimeoutError:
-            if (result := cond()):  # cannot happen if the wake-ups are right; say so if it does
+            if result := cond():  # cannot happen if the wake-ups are right; say so if it does
                 raise AssertionError(f"{method}: the condition holds but no wake-up came") from None
             raise TimeoutError(f"timed out waiting on {method}") from None
     return result
@@ -112,14 +115,22 @@ async def diagnostics_for(client: LanguageClient, uri: str, version: int, timeou
 
 
 async def message_matching(client: LanguageClient, text: str, timeout: float = TIMEOUT) -> types.ShowMessageParams:
-    return await wait_until(client, types.WINDOW_SHOW_MESSAGE,
-                            lambda: next((m for m in client.messages if text in m.message), None), timeout)
+    return await wait_until(
+        client,
+        types.WINDOW_SHOW_MESSAGE,
+        lambda: next((m for m in client.messages if text in m.message), None),
+        timeout,
+    )
 
 
 async def initialize(client: LanguageClient, kind: str, options: dict, wait_model: bool = True):
-    await client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities(kind), initialization_options=options,
-        workspace_folders=[types.WorkspaceFolder(uri="file:///tmp/vq", name="vq")]))
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(kind),
+            initialization_options=options,
+            workspace_folders=[types.WorkspaceFolder(uri="file:///tmp/vq", name="vq")],
+        )
+    )
     if wait_model:
         await model_loaded(client)
 
@@ -137,8 +148,11 @@ async def model_loaded(client: LanguageClient):
 
 
 def open_doc(client: LanguageClient, uri: str, text: str, version: int = 1, language: str = "plaintext") -> None:
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)
+        )
+    )
 
 
 def change(client: LanguageClient, uri: str, version: int, *changes) -> None:
@@ -149,10 +163,16 @@ def change(client: LanguageClient, uri: str, version: int, *changes) -> None:
             events.append(types.TextDocumentContentChangeWholeDocument(text=c))
         else:
             l0, c0, l1, c1, text = c
-            events.append(types.TextDocumentContentChangePartial(
-                range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), text=text))
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=events))
+            events.append(
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), text=text
+                )
+            )
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=events
+        )
+    )
 
 
 def plain(x):
@@ -171,8 +191,11 @@ async def scores(client: LanguageClient, uri: str) -> dict:
 
 
 async def verify(client: LanguageClient, uri: str) -> dict:
-    return plain(await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="vqLsp.verify", arguments=[uri])))
+    return plain(
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="vqLsp.verify", arguments=[uri])
+        )
+    )
 
 
 def utf16_position(text: str, offset: int) -> tuple[int, int]:

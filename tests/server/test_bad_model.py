@@ -8,8 +8,7 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from .lsp_helpers import (CONFIG, diagnostics_for, initialize, message_matching, open_doc, scores,
-                          wait_until)
+from .lsp_helpers import CONFIG, diagnostics_for, initialize, message_matching, open_doc, scores, wait_until
 
 pytestmark = pytest.mark.asyncio
 
@@ -32,11 +31,13 @@ async def test_bad_model_folder_then_recovery(client, which, tmp_path, corrupt_m
     open_doc(client, uri, "A pleasant little film.", version=1)
     with pytest.raises(JsonRpcException, match="cannot load the model"):
         await scores(client, uri)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 1)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 1))
+    )
     assert hover is None
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"vqLsp": {"modelPath": str(model_dir)}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"vqLsp": {"modelPath": str(model_dir)}})
+    )
     await wait_second_load(client)
     got = await diagnostics_for(client, uri, 1)
     assert (await scores(client, uri))["tokens"] == 5

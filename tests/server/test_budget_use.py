@@ -24,8 +24,9 @@ def docs(model_dir, tmp_path):
     d.load_model()
     d.process_now("mem://probe", [Opened(1, "plaintext", TEXT)])
     one = d.states.pop("mem://probe").bytes()
-    d.settings = Settings(model_path=str(model_dir), device="cpu", snapshots=False,
-                          memory_budget_mb=1.5 * one / 2**20)  # room for one such state, not two
+    d.settings = Settings(
+        model_path=str(model_dir), device="cpu", snapshots=False, memory_budget_mb=1.5 * one / 2**20
+    )  # room for one such state, not two
     return d
 
 
@@ -79,8 +80,9 @@ def test_thrashing_is_reported_once_with_the_setting(docs):
 
 
 def test_a_document_over_the_token_limit_keeps_only_its_text(docs, gpt2, monkeypatch):
-    docs.settings = Settings(model_path=docs.settings.model_path, device="cpu", snapshots=False,
-                             max_document_tokens=500)
+    docs.settings = Settings(
+        model_path=docs.settings.model_path, device="cpu", snapshots=False, max_document_tokens=500
+    )
     counts = []
     real = store.count_tokens
     monkeypatch.setattr(store, "count_tokens", lambda *a: counts.append(1) or real(*a))
@@ -103,8 +105,9 @@ def test_a_document_over_the_token_limit_keeps_only_its_text(docs, gpt2, monkeyp
 
 
 def test_deleting_most_of_a_long_text_brings_its_hints_back(docs, gpt2):
-    docs.settings = Settings(model_path=docs.settings.model_path, device="cpu", snapshots=False,
-                             max_document_tokens=500)
+    docs.settings = Settings(
+        model_path=docs.settings.model_path, device="cpu", snapshots=False, max_document_tokens=500
+    )
     uri = "mem://shrinks"
     docs.process_now(uri, [Opened(1, "plaintext", TEXT)])
     assert docs.states[uri].problem.reason is Reason.TOO_LONG

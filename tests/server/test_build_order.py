@@ -35,9 +35,15 @@ class FakeEngine:
         self.new_builds.append(len(self.steps))
 
     def queue(self) -> BuildQueue:
-        return BuildQueue(self.step, urgent=lambda u: u in self.urgent, last_use=lambda u: self.use.get(u, 0.0),
-                          last_urgent_job=lambda: float("-inf"), before_new_build=self.before_new_build,
-                          on_progress=lambda u, d, t: None, on_end=self.ended.append)
+        return BuildQueue(
+            self.step,
+            urgent=lambda u: u in self.urgent,
+            last_use=lambda u: self.use.get(u, 0.0),
+            last_urgent_job=lambda: float("-inf"),
+            before_new_build=self.before_new_build,
+            on_progress=lambda u, d, t: None,
+            on_end=self.ended.append,
+        )
 
     async def run_steps(self, n: int) -> None:
         """Let n more windows be built, and wait until they are."""

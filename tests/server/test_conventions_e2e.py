@@ -46,16 +46,23 @@ def client_reading_code_actions_right():
     return client
 
 
-CONFIG = ClientServerConfig(server_command=[VQ_LSP], client_factory=client_reading_code_actions_right,
-                            server_env={**os.environ, "VQ_LSP_USER_DICTIONARY": str(USER_WORDS)})
+CONFIG = ClientServerConfig(
+    server_command=[VQ_LSP],
+    client_factory=client_reading_code_actions_right,
+    server_env={**os.environ, "VQ_LSP_USER_DICTIONARY": str(USER_WORDS)},
+)
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
 
 @pytest_lsp.fixture(config=CONFIG, scope="module")
 async def client(lsp_client: pytest_lsp.LanguageClient):
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), initialization_options={"device": "cpu"},
-        workspace_folders=[types.WorkspaceFolder(uri=ROOT.as_uri(), name="docs")]))
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            initialization_options={"device": "cpu"},
+            workspace_folders=[types.WorkspaceFolder(uri=ROOT.as_uri(), name="docs")],
+        )
+    )
     await model_loaded(lsp_client)
     yield
     await lsp_client.shutdown_session()
@@ -69,7 +76,7 @@ def typo_words(client, uri: str, text: str) -> list[str]:
     for d in client.published[uri][-1].diagnostics:
         if d.code == "typo":
             line = text.split("\n")[d.range.start.line]
-            out.append(line[d.range.start.character:d.range.end.character])
+            out.append(line[d.range.start.character : d.range.end.character])
     return sorted(out)
 
 
@@ -80,8 +87,9 @@ async def latest_typos(client, uri: str, text: str, want: list[str]) -> list[str
 
 
 def watched_change(client, path: Path, kind=types.FileChangeType.Changed) -> None:
-    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-        changes=[types.FileEvent(uri=path.as_uri(), type=kind)]))
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=path.as_uri(), type=kind)])
+    )
 
 
 def apply_file_edit(edit: types.WorkspaceEdit) -> None:
@@ -95,15 +103,22 @@ def apply_file_edit(edit: types.WorkspaceEdit) -> None:
             path = Path(change.text_document.uri.removeprefix("file://"))
             (e,) = change.edits
             lines = path.read_text().split("\n")
-            lines[e.range.start.line] = (lines[e.range.start.line][:e.range.start.character] + e.new_text
-                                         + lines[e.range.start.line][e.range.start.character:])
+            lines[e.range.start.line] = (
+                lines[e.range.start.line][: e.range.start.character]
+                + e.new_text
+                + lines[e.range.start.line][e.range.start.character :]
+            )
             path.write_text("\n".join(lines))
 
 
 async def actions_for(client, uri: str, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
-    return await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostic.range,
-        context=types.CodeActionContext(diagnostics=[diagnostic])))
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
 
 
 async def test_a_configuration_file_word_is_not_flagged(client):
@@ -127,8 +142,11 @@ async def test_adding_a_word_to_the_workspace_dictionary_clears_it_everywhere(cl
     typo = next(d for d in got.diagnostics if d.code == "typo")
     actions = await actions_for(client, first, typo)
     titles = [a.title for a in actions]
-    assert {"Add 'statoin' to the workspace dictionary", "Add 'statoin' to your dictionary",
-            "Ignore 'statoin' in this document"} <= set(titles), titles
+    assert {
+        "Add 'statoin' to the workspace dictionary",
+        "Add 'statoin' to your dictionary",
+        "Ignore 'statoin' in this document",
+    } <= set(titles), titles
     add = next(a for a in actions if a.title == "Add 'statoin' to the workspace dictionary")
     assert add.kind == types.CodeActionKind.QuickFix and list(add.diagnostics) == [typo]
     create, append = add.edit.document_changes
@@ -177,13 +195,17 @@ async def test_a_word_list_open_in_the_editor_counts_unsaved(client):
     words_uri = (ROOT / ".vq-lsp-words.txt").as_uri()
     on_disk = (ROOT / ".vq-lsp-words.txt").read_text()
     open_doc(client, words_uri, on_disk, language="plaintext")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=words_uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=on_disk + "forcast\n")]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=words_uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=on_disk + "forcast\n")],
+        )
+    )
     assert await latest_typos(client, uri, text, []) == []
     assert (ROOT / ".vq-lsp-words.txt").read_text() == on_disk  # unsaved
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=words_uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=words_uri))
+    )
     assert await latest_typos(client, uri, text, ["forcast"]) == ["forcast"]  # closed unsaved: the file counts
 
 
@@ -201,9 +223,12 @@ async def test_ignoring_a_word_in_the_document_writes_a_comment_there_only(clien
     (edit,) = ignore.edit.changes[uri]
     assert edit.new_text == "<!-- vq-lsp-words: tomorow -->\n" and edit.range.start == types.Position(0, 0)
     new_text = edit.new_text + text
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)],
+        )
+    )
     await diagnostics_for(client, uri, 2)
     assert typo_words(client, uri, new_text) == []
     assert typo_words(client, other, other_text) == ["tomorow"]
@@ -211,14 +236,16 @@ async def test_ignoring_a_word_in_the_document_writes_a_comment_there_only(clien
 
 async def test_ignore_comments_silence_hints_inside_and_only_inside(client):
     uri = (ROOT / "regions.md").as_uri()
-    text = ("I went to teh store because the milk was gone, and then I walked back home again.\n\n"
-            "<!-- vq-lsp-disable typo -->\n"
-            "She said she would recieve the parcel tomorrow mornning at the office.\n\n"
-            "<!-- vq-lsp-enable -->\n"
-            "We think the forecast realy says rain for the whole of the coming week, sadly.\n\n"
-            "<!-- vq-lsp-disable-next-line -->\n"
-            "Nobody could beleive how quickly the summer had passed by this year.\n"
-            "The old statoin clock had stopped years ago at a quarter past three.\n")
+    text = (
+        "I went to teh store because the milk was gone, and then I walked back home again.\n\n"
+        "<!-- vq-lsp-disable typo -->\n"
+        "She said she would recieve the parcel tomorrow mornning at the office.\n\n"
+        "<!-- vq-lsp-enable -->\n"
+        "We think the forecast realy says rain for the whole of the coming week, sadly.\n\n"
+        "<!-- vq-lsp-disable-next-line -->\n"
+        "Nobody could beleive how quickly the summer had passed by this year.\n"
+        "The old statoin clock had stopped years ago at a quarter past three.\n"
+    )
     open_doc(client, uri, text, language="markdown")
     await diagnostics_for(client, uri, 1)
     # 'statoin' is in the workspace dictionary (an earlier test), 'recieve' in the configuration file
@@ -237,8 +264,14 @@ async def test_configuration_changes_apply_without_a_restart(client):
     config.write_text('words = ["recieve"]\nexclude = ["generated/**"]\n\n[diagnostics]\ntypo-severity = "warning"\n')
     watched_change(client, config)
     await wait_until(client, PUBLISH, lambda: not client.published[excluded][-1].diagnostics)
-    await wait_until(client, PUBLISH, lambda: [d.severity for d in client.published[uri][-1].diagnostics
-                                               if d.code == "typo"] == [types.DiagnosticSeverity.Warning])
+    await wait_until(
+        client,
+        PUBLISH,
+        lambda: (
+            [d.severity for d in client.published[uri][-1].diagnostics if d.code == "typo"]
+            == [types.DiagnosticSeverity.Warning]
+        ),
+    )
     config.write_text('words = ["recieve"]\n[diagnostics]\ntypo-threshold = 99.0\n')
     watched_change(client, config)
     assert await latest_typos(client, uri, text, []) == []
@@ -270,8 +303,10 @@ async def test_a_malformed_configuration_file_names_the_file_and_key(client):
 
 async def test_grammar_lints_come_with_quick_fixes_and_go_when_turned_off(client):
     uri = (ROOT / "grammar.md").as_uri()
-    text = ("# Notes\n\nHe go to the market every morning before the shops open.\n\n"
-            "```\nhe go\n```\n\nThis is a example of a sentence that the model reads well enough.\n")
+    text = (
+        "# Notes\n\nHe go to the market every morning before the shops open.\n\n"
+        "```\nhe go\n```\n\nThis is a example of a sentence that the model reads well enough.\n"
+    )
     open_doc(client, uri, text, language="markdown")
     got = await diagnostics_for(client, uri, 1)
     grammar = sorted((d for d in got.diagnostics if d.code == "grammar"), key=lambda d: d.range.start.line)
@@ -285,9 +320,11 @@ async def test_grammar_lints_come_with_quick_fixes_and_go_when_turned_off(client
     config = ROOT / "vq-lsp.toml"
     config.write_text('words = ["recieve"]\n[diagnostics]\ngrammar = false\n')
     watched_change(client, config)
-    await wait_until(client, PUBLISH, lambda: not [d for d in client.published[uri][-1].diagnostics
-                                                   if d.code == "grammar"])
+    await wait_until(
+        client, PUBLISH, lambda: not [d for d in client.published[uri][-1].diagnostics if d.code == "grammar"]
+    )
     config.write_text('words = ["recieve"]\n')
     watched_change(client, config)
-    await wait_until(client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics
-                                                   if d.code == "grammar"]) == 2)
+    await wait_until(
+        client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics if d.code == "grammar"]) == 2
+    )

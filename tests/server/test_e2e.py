@@ -12,13 +12,33 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from .lsp_helpers import (CLIENTS, CONFIG, change, computed, diagnostics_for, initialize, message_matching, open_doc,
-                          scores, utf16_position, verify, wait_until)
+from .lsp_helpers import (
+    CLIENTS,
+    CONFIG,
+    change,
+    computed,
+    diagnostics_for,
+    initialize,
+    message_matching,
+    open_doc,
+    scores,
+    utf16_position,
+    verify,
+    wait_until,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {"diagnostics": {"sentimentThreshold": 0.0, "surprise": True, "surpriseThreshold": 0.0, "maxSurpriseHints": 4,
-                            "typo": False, "toneMinWords": 0}}
+OPTIONS = {
+    "diagnostics": {
+        "sentimentThreshold": 0.0,
+        "surprise": True,
+        "surpriseThreshold": 0.0,
+        "maxSurpriseHints": 4,
+        "typo": False,
+        "toneMinWords": 0,
+    }
+}
 TEXT = "The film was a delight from start to finish.\r\n\r\nI hated the ending 😀, though.\r\nThe cast was fine."
 
 
@@ -59,7 +79,7 @@ async def test_many_incremental_edits_end_exact(client, gpt2):
     open_doc(client, uri, text, version=1, language="markdown")
     await diagnostics_for(client, uri, 1)
     typed = " Honestly, it was 😀 wonderful.\r\nNew line\there."
-    version = 1
+    version, offset = 1, 0
     for i, ch in enumerate(typed):  # type at the end of the first line, one notification per keystroke
         offset = text.index("\r\n") if i == 0 else offset + len(typed[i - 1])
         line, col = utf16_position(text, offset)
@@ -69,11 +89,11 @@ async def test_many_incremental_edits_end_exact(client, gpt2):
     # a multi-change notification (applied in order) and a deletion spanning a CRLF
     a = text.index("hated")
     l0, c0 = utf16_position(text, a)
-    text = text[:a] + "loved" + text[a + 5:]
+    text = text[:a] + "loved" + text[a + 5 :]
     b = text.index("\r\nThe cast")
     l1, c1 = utf16_position(text, b)
     l2, c2 = utf16_position(text, b + 2)
-    text = text[:b] + " " + text[b + 2:]
+    text = text[:b] + " " + text[b + 2 :]
     version += 1
     change(client, uri, version, (l0, c0, l0, c0 + 5, "loved"), (l1, c1, l2, c2, " "))
     got = await diagnostics_for(client, uri, version)
@@ -114,8 +134,10 @@ async def test_full_replacement_and_keystroke_latency(client, gpt2):
     res = await scores(client, uri)
     assert res["tokens"] == len(gpt2.encode(text))
     median = statistics.median(times)
-    print(f"\nper-keystroke latency (edit -> diagnostics), {len(times)} keystrokes: "
-          f"median {median * 1000:.1f} ms, max {max(times) * 1000:.1f} ms")
+    print(
+        f"\nper-keystroke latency (edit -> diagnostics), {len(times)} keystrokes: "
+        f"median {median * 1000:.1f} ms, max {max(times) * 1000:.1f} ms"
+    )
     assert median < 1.0
 
 
@@ -123,11 +145,13 @@ async def test_hover_and_code_lens(client):
     uri = "file:///tmp/vq/hover.txt"
     open_doc(client, uri, TEXT, version=1)
     await diagnostics_for(client, uri, 1)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(2, 3)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(2, 3))
+    )
     assert "document:" in hover.contents.value and "paragraph:" in hover.contents.value
-    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     assert len(lenses) == 1 and lenses[0].command.command == "vqLsp.verify"
     res = await scores(client, uri)
     label = max(res["scores"], key=res["scores"].get)
@@ -139,8 +163,11 @@ async def test_configuration_change_and_invalid_setting(client):
     open_doc(client, uri, TEXT, version=1)
     assert counts(await diagnostics_for(client, uri, 1)) == (2, 4)
     before = len(client.published[uri])
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": {
-        "diagnostics": {"surprise": False, "sentimentThreshold": 2.5}}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"vqLsp": {"diagnostics": {"surprise": False, "sentimentThreshold": 2.5}}}
+        )
+    )
     msg = await message_matching(client, "sentimentThreshold")
     assert msg.type == types.MessageType.Warning and "default" in msg.message
 
@@ -208,8 +235,9 @@ async def test_documents_far_beyond_the_window_and_memory_budget(client, gpt2):
     para = "This paragraph talks about a film that many people liked a lot. " * 6
     long_text = "\n\n".join([para] * 40)  # about 14 windows of 256 tokens
     n_tokens = len(gpt2.encode(long_text))
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": {
-        **OPTIONS, "maxDocumentTokens": n_tokens // 2}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"vqLsp": {**OPTIONS, "maxDocumentTokens": n_tokens // 2}})
+    )
     huge = "file:///tmp/vq/huge.txt"
     open_doc(client, huge, long_text, version=1)
     assert len((await diagnostics_for(client, huge, 1)).diagnostics) == 0
@@ -217,16 +245,16 @@ async def test_documents_far_beyond_the_window_and_memory_budget(client, gpt2):
     with pytest.raises(JsonRpcException, match="too long"):
         await scores(client, huge)
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": OPTIONS}))
-    await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-                     lambda: client.published[huge][-1].diagnostics)
+    await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lambda: client.published[huge][-1].diagnostics)
     res = await scores(client, huge)
     assert res["windows"] >= 10 and res["tokens"] == n_tokens
     one = res["memory"]["bytes"] / res["memory"]["live_states"]
 
     # a budget that holds about one such state: older states are dropped, then rebuilt on demand
     budget_mb = max(1.0, 1.5 * res["memory"]["bytes"] / 2**20)
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": {
-        **OPTIONS, "memoryBudgetMb": budget_mb}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"vqLsp": {**OPTIONS, "memoryBudgetMb": budget_mb}})
+    )
     other = "file:///tmp/vq/huge2.txt"
     open_doc(client, other, long_text.replace("film", "movie"), version=1)
     await diagnostics_for(client, other, 1)

@@ -16,12 +16,30 @@ from pygls.exceptions import JsonRpcException
 from vq_lsp.documents.textsync import Change, apply_change, line_starts
 from vq_lsp.server.engine_thread import BUILD, URGENT, EngineThread
 
-from .lsp_helpers import CLIENTS, CONFIG, change, diagnostics_for, initialize, message_matching, open_doc, scores, wait_until
+from .lsp_helpers import (
+    CLIENTS,
+    CONFIG,
+    change,
+    diagnostics_for,
+    initialize,
+    message_matching,
+    open_doc,
+    scores,
+    wait_until,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {"diagnostics": {"sentimentThreshold": 0.0, "surprise": True, "surpriseThreshold": 0.0, "maxSurpriseHints": 20,
-                            "typo": False, "toneMinWords": 0}}
+OPTIONS = {
+    "diagnostics": {
+        "sentimentThreshold": 0.0,
+        "surprise": True,
+        "surpriseThreshold": 0.0,
+        "maxSurpriseHints": 20,
+        "typo": False,
+        "toneMinWords": 0,
+    }
+}
 PARA = "This paragraph talks about a film that many people liked a lot. " * 6
 
 
@@ -33,8 +51,11 @@ async def client(lsp_client: pytest_lsp.LanguageClient, request, model_dir):
 
 
 def build_progress(client) -> list:
-    return [rs for rs in client.progress_reports.values()
-            if rs and isinstance(rs[0], types.WorkDoneProgressBegin) and "building" in rs[0].title]
+    return [
+        rs
+        for rs in client.progress_reports.values()
+        if rs and isinstance(rs[0], types.WorkDoneProgressBegin) and "building" in rs[0].title
+    ]
 
 
 async def test_a_request_is_answered_while_another_document_builds(client):
@@ -45,8 +66,9 @@ async def test_a_request_is_answered_while_another_document_builds(client):
     builds = len(build_progress(client))
     open_doc(client, big, "\n\n".join([PARA] * 80), version=1)  # about 22 windows of 256 tokens
     await wait_until(client, types.PROGRESS, lambda: len(build_progress(client)) > builds)  # the build runs
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=small), position=types.Position(0, 3)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=small), position=types.Position(0, 3))
+    )
     assert "document:" in hover.contents.value
     assert big not in client.published, "the hover waited for the whole build of another document"
     await diagnostics_for(client, big, 1)
@@ -56,8 +78,9 @@ async def test_a_request_is_answered_while_another_document_builds(client):
 
 
 async def test_a_document_over_the_whole_budget_is_refused_once(client):
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": {
-        **OPTIONS, "memoryBudgetMb": 1}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"vqLsp": {**OPTIONS, "memoryBudgetMb": 1}})
+    )
     uri = "file:///tmp/vq/fair-over.txt"
     open_doc(client, uri, "\n\n".join([PARA] * 10), version=1)
     msg = await message_matching(client, "fair-over.txt")
@@ -70,8 +93,11 @@ async def test_a_document_over_the_whole_budget_is_refused_once(client):
     assert sum("fair-over.txt" in m.message for m in client.messages) == 1  # said once, not per edit
     n = len(client.published[uri])
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": OPTIONS}))
-    await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-                     lambda: len(client.published[uri]) > n and client.published[uri][-1].diagnostics)
+    await wait_until(
+        client,
+        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+        lambda: len(client.published[uri]) > n and client.published[uri][-1].diagnostics,
+    )
 
 
 async def test_settings_that_only_choose_hints_need_no_engine_work(client):
@@ -80,14 +106,21 @@ async def test_settings_that_only_choose_hints_need_no_engine_work(client):
     first = await diagnostics_for(client, uri, 1)
     before = await scores(client, uri)
     n = len(client.published[uri])
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": {
-        **OPTIONS, "diagnostics": {**OPTIONS["diagnostics"], "surprise": False}}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"vqLsp": {**OPTIONS, "diagnostics": {**OPTIONS["diagnostics"], "surprise": False}}}
+        )
+    )
     await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lambda: len(client.published[uri]) > n)
     latest = client.published[uri][-1]
     assert latest.version == 1 and {d.code for d in latest.diagnostics} == {"sentiment"}
     assert len(latest.diagnostics) == sum(d.code == "sentiment" for d in first.diagnostics)
     after = await scores(client, uri)
-    assert (after["updates"], after["rebuilds"], after["cost"]) == (before["updates"], before["rebuilds"], before["cost"])
+    assert (after["updates"], after["rebuilds"], after["cost"]) == (
+        before["updates"],
+        before["rebuilds"],
+        before["cost"],
+    )
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": OPTIONS}))
 
 
@@ -112,8 +145,8 @@ async def test_hints_published_during_a_burst_point_at_their_characters(client):
         t = texts[p.version]
         starts = line_starts(t)
 
-        def chars(r: types.Range) -> str:
-            return t[starts[r.start.line] + r.start.character: starts[r.end.line] + r.end.character]
+        def chars(r: types.Range, t: str = t, starts: list[int] = starts) -> str:
+            return t[starts[r.start.line] + r.start.character : starts[r.end.line] + r.end.character]
 
         for d in p.diagnostics:
             assert d.data["version"] <= p.version

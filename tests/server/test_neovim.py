@@ -25,17 +25,30 @@ def test_headless_neovim_receives_diagnostics(tmp_path, model_dir, gpt2):
     doc = tmp_path / "review.txt"
     doc.write_text("The movie was a delight.\n\nThe ending dragged on.\n")
     out = tmp_path / "out.json"
-    env = dict(os.environ, VQ_FILE=str(doc), VQ_OUT=str(out), VQ_LSP=VQ_LSP, VQ_MODEL=str(model_dir),
-               XDG_STATE_HOME=str(tmp_path / "state"), XDG_DATA_HOME=str(tmp_path / "data"),
-               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env = dict(
+        os.environ,
+        VQ_FILE=str(doc),
+        VQ_OUT=str(out),
+        VQ_LSP=VQ_LSP,
+        VQ_MODEL=str(model_dir),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
     script = Path(__file__).with_name("nvim_client.lua")
-    proc = subprocess.run([NVIM, "--headless", "--clean", "-l", str(script)], env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [NVIM, "--headless", "--clean", "-l", str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.exists(), f"nvim wrote no result: rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     res = json.loads(out.read_text())
     assert res["errors"] == [], res
-    assert res["lines"] == ["really 😀 movie was a delight.", "", "The ending dragged on.", "",
-                            "A second paragraph, typed in Neovim."]
+    assert res["lines"] == [
+        "really 😀 movie was a delight.",
+        "",
+        "The ending dragged on.",
+        "",
+        "A second paragraph, typed in Neovim.",
+    ]
     assert res["final_version"] > res["open_version"]
     sentiment = [d for d in res["diagnostics"] if d["severity"] == 3]  # Information
     hints = [d for d in res["diagnostics"] if d["severity"] == 4]  # Hint

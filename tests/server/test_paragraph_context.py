@@ -46,8 +46,9 @@ async def test_paragraph_scores_do_not_depend_on_a_table_before_it(client):
     assert check["codesEqual"] and check["tokensMatchText"] and not check["rebuilt"]
 
     # the paper's window context: the same text, and the table now changes the paragraph's scores
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"vqLsp": {**OPTIONS, "context": "window"}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"vqLsp": {**OPTIONS, "context": "window"}})
+    )
     n = len(client.published[after])
     await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lambda: len(client.published[after]) > n)
     assert await last_paragraph(client, after) != want

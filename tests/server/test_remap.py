@@ -17,11 +17,21 @@ WORDS = st.lists(st.sampled_from(["film", "good", "😀", "a", "\n", "\n\n", "\r
 
 
 def hints_of(text: str) -> list[Hint]:
-    out = [Hint(m.start(), m.end(), f"word {i}", types.DiagnosticSeverity.Hint, "surprise")
-           for i, m in enumerate(re.finditer(r"\w+|😀", text))]
+    out = [
+        Hint(m.start(), m.end(), f"word {i}", types.DiagnosticSeverity.Hint, "surprise")
+        for i, m in enumerate(re.finditer(r"\w+|😀", text))
+    ]
     para = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")  # as vq_lsp.hints.paragraphs
-    out += [Hint(m.start(), m.start() + len(m.group().rstrip()), f"para {i}", types.DiagnosticSeverity.Information,
-                 "sentiment") for i, m in enumerate(para.finditer(text))]
+    out += [
+        Hint(
+            m.start(),
+            m.start() + len(m.group().rstrip()),
+            f"para {i}",
+            types.DiagnosticSeverity.Information,
+            "sentiment",
+        )
+        for i, m in enumerate(para.finditer(text))
+    ]
     return out
 
 
@@ -37,8 +47,10 @@ def edits(draw):
         if 0 < b < len(cur) and cur[b - 1] == "\r" and cur[b] == "\n":
             b += 1
         s = line_starts(cur)
-        ch = Change("".join(draw(st.lists(st.sampled_from(["x", " ", "\n", "😀", "word"]), max_size=3))),
-                    (*position_at(cur, s, a), *position_at(cur, s, b)))
+        ch = Change(
+            "".join(draw(st.lists(st.sampled_from(["x", " ", "\n", "😀", "word"]), max_size=3))),
+            (*position_at(cur, s, a), *position_at(cur, s, b)),
+        )
         changes.append(ch)
         cur = apply_change(cur, ch)[0]
     return text, changes, cur
@@ -55,9 +67,9 @@ def test_moved_hints_point_at_the_same_characters(case):
         old = before[h.message]
         assert 0 <= h.start < h.end <= len(new_text)
         if h.code == "surprise":
-            assert new_text[h.start:h.end] == text[old.start:old.end]
+            assert new_text[h.start : h.end] == text[old.start : old.end]
         else:  # a paragraph's tone stays on one paragraph: no blank line inside its range
-            lines = new_text[h.start:h.end].split("\n")
+            lines = new_text[h.start : h.end].split("\n")
             assert all(line.strip() for line in lines), (text, new_text, h)
 
 

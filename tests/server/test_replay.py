@@ -17,6 +17,7 @@ from .lsp_helpers import CONFIG, change, diagnostics_for, initialize, open_doc, 
 
 pytestmark = pytest.mark.asyncio
 
+
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: pytest_lsp.LanguageClient, model_dir):
     await initialize(lsp_client, "neovim", {"modelPath": str(model_dir)})
@@ -66,6 +67,8 @@ async def test_real_revision_history_replays_and_verifies(client, rust_book_revi
     check = await verify(client, uri)
     assert check["codesEqual"] and check["tokensMatchText"] and not check["rebuilt"], check
     assert check["maxAbsDiff"] < 1e-4
-    print(f"\nreplayed {version - 1} revisions of {REPLAY_DOC} ({final['tokens']} tokens, {final['windows']} windows): "
-          f"median dense/incremental MACs {statistics.median(ratios):.1f}x, "
-          f"median engine time {statistics.median(seconds) * 1000:.1f} ms")
+    print(
+        f"\nreplayed {version - 1} revisions of {REPLAY_DOC} ({final['tokens']} tokens, {final['windows']} windows): "
+        f"median dense/incremental MACs {statistics.median(ratios):.1f}x, "
+        f"median engine time {statistics.median(seconds) * 1000:.1f} ms"
+    )

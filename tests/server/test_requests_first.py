@@ -38,8 +38,11 @@ def published(c: RawClient, uri: str) -> list[dict]:
 
 def builds_begun(c: RawClient) -> list[str]:
     """The messages of every build $/progress begun ("<uri>: N windows")."""
-    return [m["params"]["value"].get("message", "") for m in c.notifications("$/progress")
-            if m["params"]["value"].get("kind") == "begin" and "building" in m["params"]["value"].get("title", "")]
+    return [
+        m["params"]["value"].get("message", "")
+        for m in c.notifications("$/progress")
+        if m["params"]["value"].get("kind") == "begin" and "building" in m["params"]["value"].get("title", "")
+    ]
 
 
 def wait_build_begun(c: RawClient, uri: str) -> None:
@@ -83,8 +86,10 @@ def test_a_document_closed_while_its_build_waits_is_never_built(server, model_di
     for i in range(3):
         c.open(big_uri(i), big_text(i))
     c.notify("textDocument/didClose", {"textDocument": {"uri": big_uri(1)}})
-    c.wait_for(lambda ms: any(p.get("version") is None and p["diagnostics"] == [] for p in published(c, big_uri(1))),
-               what="the close of the second document")
+    c.wait_for(
+        lambda ms: any(p.get("version") is None and p["diagnostics"] == [] for p in published(c, big_uri(1))),
+        what="the close of the second document",
+    )
     for i in (0, 2):
         c.diagnostics(big_uri(i), 1)
     assert not any(msg.startswith(big_uri(1)) for msg in builds_begun(c))
@@ -97,18 +102,41 @@ def test_a_hover_on_a_paused_document_answers_at_once_and_says_why(server, model
     c.initialize({"modelPath": str(model_dir), "snapshots": False})
     c.open(SMALL, SMALL_TEXT)
     c.diagnostics(SMALL, 1)
-    c.notify("textDocument/didChange", {"textDocument": {"uri": SMALL, "version": 2}, "contentChanges": [
-        {"range": {"start": {"line": 10**6, "character": 0}, "end": {"line": 10**6, "character": 0}}, "text": "x"}]})
+    c.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": SMALL, "version": 2},
+            "contentChanges": [
+                {
+                    "range": {"start": {"line": 10**6, "character": 0}, "end": {"line": 10**6, "character": 0}},
+                    "text": "x",
+                }
+            ],
+        },
+    )
     c.open(big_uri(0), big_text(0))
     wait_build_begun(c, big_uri(0))
     res = hover(c, SMALL)
     text = res["result"]["contents"]["value"]
     assert "paused" in text and "reopen" in text
     assert not published(c, big_uri(0)), "the hover waited for another document's build"
-    quick = c.call("textDocument/codeAction", {"textDocument": {"uri": SMALL}, "range": {
-        "start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}}, "context": {"diagnostics": [
-            {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}}, "message": "typo",
-             "source": "vq-lsp", "code": "typo"}]}})
+    quick = c.call(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": SMALL},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}},
+            "context": {
+                "diagnostics": [
+                    {
+                        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}},
+                        "message": "typo",
+                        "source": "vq-lsp",
+                        "code": "typo",
+                    }
+                ]
+            },
+        },
+    )
     assert quick.get("result") == []
     assert c.shutdown_and_exit() == 0
     assert "Traceback" not in c.stderr_tail(10**6)
@@ -119,11 +147,20 @@ def test_an_out_of_range_version_is_rejected_at_the_door(server, model_dir):
     c.initialize({"modelPath": str(model_dir), "snapshots": False})
     c.open(SMALL, SMALL_TEXT)
     c.diagnostics(SMALL, 1)
-    c.notify("textDocument/didChange", {"textDocument": {"uri": SMALL, "version": 2**40}, "contentChanges": [
-        {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}]})
-    c.open("file:///tmp/vq/first-huge-version.txt", "Hello.", version=-2**40)
-    c.wait_for(lambda ms: any("rejected a change" in m["params"]["message"]
-                              for m in c.notifications("window/showMessage")), what="the rejected change")
+    c.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": SMALL, "version": 2**40},
+            "contentChanges": [
+                {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}
+            ],
+        },
+    )
+    c.open("file:///tmp/vq/first-huge-version.txt", "Hello.", version=-(2**40))
+    c.wait_for(
+        lambda ms: any("rejected a change" in m["params"]["message"] for m in c.notifications("window/showMessage")),
+        what="the rejected change",
+    )
     res = hover(c, SMALL)
     assert "paused" in res["result"]["contents"]["value"]  # the lost change paused the document
     assert c.shutdown_and_exit() == 0

@@ -53,8 +53,21 @@ async def client(lsp_client: pytest_lsp.LanguageClient):
 def score_hints(folder, capsys) -> tuple[set, set, set, list[float]]:
     """(tones, typos, unlikely words) that `vq-lsp score --format text` prints, 0-based as in LSP,
     and the surprise of each typo."""
-    assert vq_lsp_main(["score", str(folder), "--format", "text", "--precision", "float64",
-                        "--surprise-threshold", str(SURPRISE_THRESHOLD)]) == 0
+    assert (
+        vq_lsp_main(
+            [
+                "score",
+                str(folder),
+                "--format",
+                "text",
+                "--precision",
+                "float64",
+                "--surprise-threshold",
+                str(SURPRISE_THRESHOLD),
+            ]
+        )
+        == 0
+    )
     tones, typos, surprises, typo_nats = set(), set(), set(), []
     for line in capsys.readouterr().out.splitlines():
         if m := TYPO.search(line):
@@ -74,7 +87,7 @@ def server_hints(diagnostics) -> tuple[set, set, set]:
     for d in diagnostics:
         start, end = d.range.start, d.range.end
         assert start.line == end.line or d.code == "sentiment"
-        word = lines[start.line][start.character:end.character]
+        word = lines[start.line][start.character : end.character]
         if d.code == "sentiment":
             tones.add((start.line, d.message.split()[0]))
         elif d.code == "typo":

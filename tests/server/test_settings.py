@@ -12,8 +12,16 @@ from .lsp_helpers import VQ_LSP, diagnostics_for, initialize, make_client, open_
 
 
 def test_defaults_and_nested_camel_case():
-    s, warnings = parse({"vqLsp": {"modelPath": "/m", "diagnostics": {"surpriseThreshold": 3, "sentiment": False},
-                                   "file_types": ["markdown"], "memoryBudgetMb": 64}})
+    s, warnings = parse(
+        {
+            "vqLsp": {
+                "modelPath": "/m",
+                "diagnostics": {"surpriseThreshold": 3, "sentiment": False},
+                "file_types": ["markdown"],
+                "memoryBudgetMb": 64,
+            }
+        }
+    )
     assert warnings == []
     assert s.model_path == "/m" and s.memory_budget_mb == 64.0 and s.file_types == ("markdown",)
     assert s.diagnostics == DiagnosticSettings(surprise_threshold=3.0, sentiment=False)
@@ -23,11 +31,20 @@ def test_defaults_and_nested_camel_case():
     assert set(describe()) >= {"modelPath", "diagnostics.sentimentThreshold", "memoryBudgetMb"}
 
 
-@pytest.mark.parametrize("bad, name", [
-    ({"threads": 0}, "threads"), ({"threads": 1.5}, "threads"), ({"hover": "yes"}, "hover"),
-    ({"device": "tpu"}, "device"), ({"precision": "float16"}, "precision"), ({"diagnostics": {"sentimentThreshold": -1}}, "diagnostics.sentimentThreshold"),
-    ({"diagnostics": "loud"}, "diagnostics"), ({"fileTypes": [1, 2]}, "fileTypes"), ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "bad, name",
+    [
+        ({"threads": 0}, "threads"),
+        ({"threads": 1.5}, "threads"),
+        ({"hover": "yes"}, "hover"),
+        ({"device": "tpu"}, "device"),
+        ({"precision": "float16"}, "precision"),
+        ({"diagnostics": {"sentimentThreshold": -1}}, "diagnostics.sentimentThreshold"),
+        ({"diagnostics": "loud"}, "diagnostics"),
+        ({"fileTypes": [1, 2]}, "fileTypes"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_invalid_values_fall_back_to_defaults_with_a_warning(bad, name):
     base = Settings(threads=2)
     s, warnings = parse(bad, base)
@@ -44,8 +61,9 @@ def test_valid_keys_survive_next_to_invalid_ones():
 
 @pytest.mark.asyncio
 async def test_model_from_the_command_line(model_dir):
-    client = await ClientServerConfig(server_command=[VQ_LSP, "serve", "--model", str(model_dir)],
-                                      client_factory=make_client).start()
+    client = await ClientServerConfig(
+        server_command=[VQ_LSP, "serve", "--model", str(model_dir)], client_factory=make_client
+    ).start()
     try:
         await initialize(client, "visual-studio-code", None)
         uri = "file:///tmp/vq/cli.txt"

@@ -159,8 +159,9 @@ def test_lru_cap_deletes_least_recently_used(docs, tmp_path):
     assert store.save(built[0], 1e12) and store.save(built[1], 1e12)
     size = max(p.stat().st_size for p in store.folder.iterdir())
     paths = {p.name: p for p in store.folder.iterdir()}
-    old, new = sorted(paths.values(), key=lambda p: snapshot.document_key(model, built[0].token_ids) in p.name,
-                      reverse=True)
+    old, new = sorted(
+        paths.values(), key=lambda p: snapshot.document_key(model, built[0].token_ids) in p.name, reverse=True
+    )
     os.utime(old, (1_000_000, 1_000_000))  # built[0]'s snapshot: long ago
     os.utime(new, (2_000_000, 2_000_000))
     assert store.load(model, built[0].token_ids) is not None  # a hit: now the most recently used

@@ -18,8 +18,9 @@ from .lsp_helpers import VQ_LSP, diagnostics_for, initialize, make_client, open_
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CACHE = Path(tempfile.mkdtemp(prefix="vq-lsp-e2e-cache-"))
-CONFIG = pytest_lsp.ClientServerConfig(server_command=[VQ_LSP], client_factory=make_client,
-                                       server_env={**os.environ, "VQ_LSP_CACHE_DIR": str(CACHE)})
+CONFIG = pytest_lsp.ClientServerConfig(
+    server_command=[VQ_LSP], client_factory=make_client, server_env={**os.environ, "VQ_LSP_CACHE_DIR": str(CACHE)}
+)
 TEXT = "\n\n".join(f"Part {i}. The film was a delight, though the ending dragged on." for i in range(30))
 
 
@@ -42,7 +43,9 @@ async def test_close_and_reopen_restores_from_the_snapshot(client):
     await diagnostics_for(client, uri, 1)
     first = await scores(client, uri)
     assert first["restores"] == 0 and first["windows"] >= 2
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     open_doc(client, uri, TEXT, version=2)
     await diagnostics_for(client, uri, 2)
     again = await scores(client, uri)

@@ -118,9 +118,17 @@ def test_a_document_over_the_whole_budget_gets_one_message_and_no_state(docs):
 def test_hints_move_through_pending_changes(docs):
     uri = "mem://moving"
     text = "The film was a delight.\n\nI hated the ending."
-    docs.settings = Settings(model_path=docs.settings.model_path, diagnostics=DiagnosticSettings(
-        sentiment_threshold=0.0, surprise=True, surprise_threshold=0.0, max_surprise_hints=100, typo=False,
-        tone_min_words=0))
+    docs.settings = Settings(
+        model_path=docs.settings.model_path,
+        diagnostics=DiagnosticSettings(
+            sentiment_threshold=0.0,
+            surprise=True,
+            surprise_threshold=0.0,
+            max_surprise_hints=100,
+            typo=False,
+            tone_min_words=0,
+        ),
+    )
     try:
         base = docs.process_now(uri, [Opened(1, "plaintext", text)])
         pending = [(2, [Change("Oh. ", (0, 0, 0, 0))]), (3, [Change("\n", (2, 0, 2, 0))])]
@@ -132,7 +140,8 @@ def test_hints_move_through_pending_changes(docs):
             assert new.data == {"version": 1} and old.message == new.message
 
             def chars(d, t, s):
-                return t[s[d.range.start.line] + d.range.start.character: s[d.range.end.line] + d.range.end.character]
+                return t[s[d.range.start.line] + d.range.start.character : s[d.range.end.line] + d.range.end.character]
+
             assert chars(old, text, [0, 24, 25]) == chars(new, new_text, starts)
     finally:
         docs.settings = Settings(model_path=docs.settings.model_path)

@@ -9,8 +9,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import inference
-from vq_lsp.documents.textsync import (Change, TextSyncError, TrackedText, apply_change, line_starts,
-                                       offset_at, position_at, shift_line_starts, utf16_len)
+from vq_lsp.documents.textsync import (
+    Change,
+    TextSyncError,
+    TrackedText,
+    apply_change,
+    line_starts,
+    offset_at,
+    position_at,
+    shift_line_starts,
+    utf16_len,
+)
 
 # Characters that some editors or Python's str.splitlines count as line breaks, but LSP does not:
 # the protocol ends lines at \n, \r\n and \r only, so these stay inside a line (and VS Code agrees).
@@ -87,8 +96,11 @@ def test_a_keystroke_retokenizes_only_nearby_text(gpt2):
     assert list(tt.token_starts) == [o[0] for o in gpt2.encode_with_offsets(tt.text)[1]]
 
 
-ALPHABET = st.sampled_from(list("ab cdé'.,!?-0123\n\n\r\t") + ["\r\n", "😀", "  ", "don't", "ing", " the", "'s", "Ω", "\u00a0"]
-                           + NOT_LSP_BREAKS)
+ALPHABET = st.sampled_from(
+    list("ab cdé'.,!?-0123\n\n\r\t")
+    + ["\r\n", "😀", "  ", "don't", "ing", " the", "'s", "Ω", "\u00a0"]
+    + NOT_LSP_BREAKS
+)
 snippets = st.lists(ALPHABET, max_size=8).map("".join)
 
 
@@ -150,8 +162,9 @@ def test_line_starts_follow_any_replacement(text, data):
     assert shift_line_starts(line_starts(text), out, a, b, a + len(new)) == line_starts(out) == ref_line_starts(out)
 
 
-LINE_TEXT = st.lists(st.sampled_from(["a", "é", "😀", "\U0001d11e", " ", "\t", "\r", "\n", "\r\n", *NOT_LSP_BREAKS]),
-                     max_size=40).map("".join)
+LINE_TEXT = st.lists(
+    st.sampled_from(["a", "é", "😀", "\U0001d11e", " ", "\t", "\r", "\n", "\r\n", *NOT_LSP_BREAKS]), max_size=40
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)

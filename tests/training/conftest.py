@@ -14,8 +14,27 @@ import torch
 
 from training import cli
 
-DISTILL = ["--batch", 2, "--seq", 32, "--tokens", 20_000, "--window", 64, "--scale", 1 / 16, "--lr", 3e-3,
-           "--warmup", 1, "--log-every", 1, "--kmeans-batches", 2, "--quiet"]
+DISTILL = [
+    "--batch",
+    2,
+    "--seq",
+    32,
+    "--tokens",
+    20_000,
+    "--window",
+    64,
+    "--scale",
+    1 / 16,
+    "--lr",
+    3e-3,
+    "--warmup",
+    1,
+    "--log-every",
+    1,
+    "--kmeans-batches",
+    2,
+    "--quiet",
+]
 
 
 def run_cli(*argv) -> int:

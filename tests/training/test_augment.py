@@ -8,21 +8,29 @@ import pytest
 
 from training import augment
 
-REVIEW = ("I didn't like it at first. The acting (by Smith) was \"awful\", wasn't it? Still, it's 3 stars!\n"
-          "We'll see what the sequel brings.")
+REVIEW = (
+    "I didn't like it at first. The acting (by Smith) was \"awful\", wasn't it? Still, it's 3 stars!\n"
+    "We'll see what the sequel brings."
+)
 
 
 def test_lowercase_and_respace_follow_the_tokenized_corpora():
     assert augment.lowercase("The END.") == "the end."
-    assert augment.respace(REVIEW) == ("I did n't like it at first . The acting ( by Smith ) was \" awful \" , was n't "
-                                       "it ? Still , it 's 3 stars !\nWe 'll see what the sequel brings .")
+    assert augment.respace(REVIEW) == (
+        "I did n't like it at first . The acting ( by Smith ) was \" awful \" , was n't "
+        "it ? Still , it 's 3 stars !\nWe 'll see what the sequel brings ."
+    )
     assert augment.respace("Wait... what?") == "Wait ... what ?"
     assert augment.respace("plain words") == "plain words"
 
 
 def test_sentences_split_at_ends_and_line_breaks():
-    assert augment.sentences(REVIEW) == ["I didn't like it at first.", "The acting (by Smith) was \"awful\", wasn't it?",
-                                         "Still, it's 3 stars!", "We'll see what the sequel brings."]
+    assert augment.sentences(REVIEW) == [
+        "I didn't like it at first.",
+        'The acting (by Smith) was "awful", wasn\'t it?',
+        "Still, it's 3 stars!",
+        "We'll see what the sequel brings.",
+    ]
     assert augment.sentences("Mr. smith came. He left.") == ["Mr. smith came.", "He left."]  # lower case: no split
     assert augment.first_sentence(REVIEW) == "I didn't like it at first."
     assert augment.first_sentence("no end mark") == "no end mark"
@@ -65,10 +73,16 @@ def test_mix_draws_variants_with_their_weights_and_marks_the_context():
             assert text == REVIEW.lower()
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("shouting=1", "unknown variant 'shouting'"), ("original=x", "not a number"),
-    ("original=-1", "negative"), ("original=0", "no positive weight"), ("", "no positive weight"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("shouting=1", "unknown variant 'shouting'"),
+        ("original=x", "not a number"),
+        ("original=-1", "negative"),
+        ("original=0", "no positive weight"),
+        ("", "no positive weight"),
+    ],
+)
 def test_bad_mix_is_a_clear_error(spec, message):
     with pytest.raises(ValueError, match=message):
         augment.parse_mix(spec)

@@ -60,8 +60,9 @@ def test_tail_batches_score_only_the_review_rows(distilled):
     assert torch.equal(scored[1], valid[1])
     starts = set()
     for seed in range(40):  # cropped runs: only review rows are scored, and at least half the run is review
-        x, ids, valid, scored, labels = feats.batch([0, 1], torch.device("cpu"), crop=6,
-                                                    g=torch.Generator().manual_seed(seed))
+        x, ids, valid, scored, labels = feats.batch(
+            [0, 1], torch.device("cpu"), crop=6, g=torch.Generator().manual_seed(seed)
+        )
         assert valid.sum(1).tolist() == [6, 6]
         rows = ids[0] - 100 + 1  # absolute row of each cropped row of the context example
         starts.add(int(rows[0]))

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from training.data import (clean_imdb, imdb_examples, ordered_positions, resolve_data_dir,
-                           sample_chunks)
+from training.data import clean_imdb, imdb_examples, ordered_positions, resolve_data_dir, sample_chunks
 from training.tokenizer import SPECIALS, gpt2_tokenizer, load_tokenizer
 
 

@@ -50,11 +50,15 @@ def test_forward_padded_puts_every_input_on_the_model_device(meta_net):
     assert meta_net.forward_inputs == [{"meta"}]
 
 
-@pytest.mark.parametrize("run", [
-    lambda net: accuracy(net, EXAMPLES, spread(net)),  # the fine-tuning probe and evaluate
-    lambda net: mean_features(net, EXAMPLES, spread(net)),  # the head fit
-    lambda net: post_vq._shard_features(net, EXAMPLES, spread(net), 2, next(net.parameters()).device),
-], ids=["probe_accuracy", "head_fit_features", "post_vq_features"])
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda net: accuracy(net, EXAMPLES, spread(net)),  # the fine-tuning probe and evaluate
+        lambda net: mean_features(net, EXAMPLES, spread(net)),  # the head fit
+        lambda net: post_vq._shard_features(net, EXAMPLES, spread(net), 2, next(net.parameters()).device),
+    ],
+    ids=["probe_accuracy", "head_fit_features", "post_vq_features"],
+)
 def test_model_runs_get_inputs_on_the_model_device(meta_net, run):
     with pytest.raises(NotImplementedError, match="meta tensor"):  # only copying the result back fails
         run(meta_net)

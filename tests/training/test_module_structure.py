@@ -44,7 +44,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(m)
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                return stack[stack.index(n):] + [n]
+                return stack[stack.index(n) :] + [n]
             if n not in state and (cycle := visit(n)):
                 return cycle
         stack.pop()
@@ -70,6 +70,11 @@ def test_training_modules_have_no_import_circle():
 
 @pytest.mark.parametrize("module", ["finetune", "post_vq", "head_fit", "reviews", "evaluate", "augment"])
 def test_each_module_imports_alone_in_a_fresh_interpreter(module):
-    res = subprocess.run([sys.executable, "-c", f"import training.{module}"], capture_output=True, text=True,
-                         cwd=TRAINING.parent, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", f"import training.{module}"],
+        capture_output=True,
+        text=True,
+        cwd=TRAINING.parent,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr

@@ -92,6 +92,7 @@ def test_a_tail_trained_on_neutral_features_scores_them_near_one_half(distilled)
         with torch.no_grad():
             _, cls = post_vq.tail_forward(net, batch[0])
             from training.reviews import doc_probs
+
             return float(doc_probs(cls, batch[3])[:, 1].mean())
 
     assert positive_share() > 0.9
@@ -116,16 +117,38 @@ def small_data(tmp_path):
     chapter = "# Chapter {}\n\n" + para + "\n\n```rust\nfn main() {{}}\n```\n"
     chapters = [{"doc": f"ch{i}.md", "revisions": [{"text": chapter.format(i)}]} for i in range(60)]
     _write_gz(tmp_path / "revisions" / "rust_book_chapters.jsonl.gz", chapters)
-    _write_gz(tmp_path / "revisions" / "art_of_command_line_README_en.jsonl.gz",
-              [{"doc": "README.md", "revisions": [{"text": "Use the shell well, and learn how its pipes and "
-                                                            "redirections work before you write longer scripts."}]}])
-    _write_gz(tmp_path / "revisions" / "wiki_versions.jsonl.gz",
-              [{"title": f"article {i}", "versions": ["old", para.lower()]} for i in range(60)])
+    _write_gz(
+        tmp_path / "revisions" / "art_of_command_line_README_en.jsonl.gz",
+        [
+            {
+                "doc": "README.md",
+                "revisions": [
+                    {
+                        "text": "Use the shell well, and learn how its pipes and "
+                        "redirections work before you write longer scripts."
+                    }
+                ],
+            }
+        ],
+    )
+    _write_gz(
+        tmp_path / "revisions" / "wiki_versions.jsonl.gz",
+        [{"title": f"article {i}", "versions": ["old", para.lower()]} for i in range(60)],
+    )
     narration = "The old road wound past the mill and down into the valley where the river ran slow and wide."
     speech = '"I never liked this valley," she said, and she turned away from the river and the mill.'
-    _write_gz(tmp_path / "gutenberg" / "gutenberg_subset.jsonl.gz",
-              [{"author": "A", "title": f"book {i}", "split": "valid" if i % 2 else "train",
-                "text": f"{narration}\n\n{speech}"} for i in range(40)])
+    _write_gz(
+        tmp_path / "gutenberg" / "gutenberg_subset.jsonl.gz",
+        [
+            {
+                "author": "A",
+                "title": f"book {i}",
+                "split": "valid" if i % 2 else "train",
+                "text": f"{narration}\n\n{speech}",
+            }
+            for i in range(40)
+        ],
+    )
     return tmp_path
 
 

@@ -12,8 +12,33 @@ from safetensors.torch import load_file
 import inference
 from tests.training.conftest import DISTILL, read_log, run_cli
 
-TEACHER = ["--d", 32, "--layers", 2, "--heads", 2, "--ffn", 64, "--max-pos", 64, "--batch", 4, "--seq", 32,
-           "--tokens", 20_000, "--valid-tokens", 3000, "--lr", 3e-3, "--warmup", 2, "--log-every", 1, "--quiet"]
+TEACHER = [
+    "--d",
+    32,
+    "--layers",
+    2,
+    "--heads",
+    2,
+    "--ffn",
+    64,
+    "--max-pos",
+    64,
+    "--batch",
+    4,
+    "--seq",
+    32,
+    "--tokens",
+    20_000,
+    "--valid-tokens",
+    3000,
+    "--lr",
+    3e-3,
+    "--warmup",
+    2,
+    "--log-every",
+    1,
+    "--quiet",
+]
 
 
 def same_weights(a: dict, b: dict) -> bool:
@@ -32,8 +57,10 @@ def test_teacher_loss_falls_and_resume_matches(tmp_path, data_dir, tiny_tokenize
     run_cli(*common, "--out", tmp_path / "c", "--steps", 8, "--stop-after", 3)  # interrupted
     assert not (tmp_path / "c" / "model").exists()
     run_cli(*common, "--out", tmp_path / "c", "--steps", 8, "--resume")
-    assert same_weights(load_file(tmp_path / "b" / "model" / "model.safetensors"),
-                        load_file(tmp_path / "c" / "model" / "model.safetensors"))
+    assert same_weights(
+        load_file(tmp_path / "b" / "model" / "model.safetensors"),
+        load_file(tmp_path / "c" / "model" / "model.safetensors"),
+    )
 
 
 def test_distill_from_random_opt_and_resume_matches(tmp_path, data_dir, random_opt):
@@ -53,8 +80,22 @@ def test_distill_from_random_opt_and_resume_matches(tmp_path, data_dir, random_o
 
 
 def test_distill_loss_decreases(tmp_path, data_dir, peaked_opt):
-    run_cli("distill", "--data", data_dir, "--teacher", peaked_opt, *DISTILL, "--out", tmp_path, "--steps", 25,
-            "--locality", 0, "--w-ce", 0)
+    run_cli(
+        "distill",
+        "--data",
+        data_dir,
+        "--teacher",
+        peaked_opt,
+        *DISTILL,
+        "--out",
+        tmp_path,
+        "--steps",
+        25,
+        "--locality",
+        0,
+        "--w-ce",
+        0,
+    )
     logs = read_log(tmp_path, "distill")
     assert "locality" not in logs[0]  # the ablation: no edited copies at all
     first, last = [r["loss"] for r in logs[:4]], [r["loss"] for r in logs[-4:]]
@@ -62,8 +103,27 @@ def test_distill_loss_decreases(tmp_path, data_dir, peaked_opt):
 
 
 def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, distilled):
-    ft = ["--data", data_dir, "--batch", 8, "--seq", 48, "--limit", 160, "--holdout", 40, "--lr", 3e-3,
-          "--warmup", 2, "--log-every", 1, "--quiet", "--steps", 20]
+    ft = [
+        "--data",
+        data_dir,
+        "--batch",
+        8,
+        "--seq",
+        48,
+        "--limit",
+        160,
+        "--holdout",
+        40,
+        "--lr",
+        3e-3,
+        "--warmup",
+        2,
+        "--log-every",
+        1,
+        "--quiet",
+        "--steps",
+        20,
+    ]
     run_cli("finetune", "--model", distilled, "--out", tmp_path / "ft", *ft)
     run_cli("finetune", "--dense", "--model", random_opt, "--out", tmp_path / "ftd", *ft)
     logs = read_log(tmp_path / "ft", "finetune")
@@ -71,10 +131,37 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     card = json.loads((tmp_path / "ft" / "model" / "card.json").read_text())
     assert {"distill", "finetune"} <= card.keys()
 
-    run_cli("evaluate", "--data", data_dir, "--model", tmp_path / "ft" / "model", "--dense-model",
-            tmp_path / "ftd" / "model", "--out", tmp_path / "ev", "--test-limit", 30, "--max-tokens", 40,
-            "--lm-batches", 1, "--lm-seq", 48, "--edit-docs", 2, "--edit-seq", 60, "--holdout", 40,
-            "--robust-reviews", 12, "--context-reviews", 6, "--neutral-paragraphs", 0)
+    run_cli(
+        "evaluate",
+        "--data",
+        data_dir,
+        "--model",
+        tmp_path / "ft" / "model",
+        "--dense-model",
+        tmp_path / "ftd" / "model",
+        "--out",
+        tmp_path / "ev",
+        "--test-limit",
+        30,
+        "--max-tokens",
+        40,
+        "--lm-batches",
+        1,
+        "--lm-seq",
+        48,
+        "--edit-docs",
+        2,
+        "--edit-seq",
+        60,
+        "--holdout",
+        40,
+        "--robust-reviews",
+        12,
+        "--context-reviews",
+        6,
+        "--neutral-paragraphs",
+        0,
+    )
     report = json.loads((tmp_path / "ev" / "eval.json").read_text())
     hints = report["tone_hints"]
     assert {"imdb_test", "held_out_original", "held_out_lower_respaced", "held_out_first_sentence"} <= hints.keys()
@@ -83,11 +170,23 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     assert all(0 <= hints[k]["shown_share"] <= 1 for k in hints if k.startswith("held_out_"))
     robust = report["robustness"]
     assert {"original", "lowercase", "respaced", "lower_respaced", "first_sentence"} <= robust.keys()
-    assert all(robust[k]["n"] == 12 and 0 <= robust[k]["positive_rate"] <= 1 for k in robust["accuracy_gap_to_original"])
-    assert robust["accuracy_gap_to_original"]["lowercase"] == robust["lowercase"]["accuracy"] - robust["original"]["accuracy"]
+    assert all(
+        robust[k]["n"] == 12 and 0 <= robust[k]["positive_rate"] <= 1 for k in robust["accuracy_gap_to_original"]
+    )
+    assert (
+        robust["accuracy_gap_to_original"]["lowercase"]
+        == robust["lowercase"]["accuracy"] - robust["original"]["accuracy"]
+    )
     context = report["paragraph_context"]
-    assert [k for k in context if k != "paragraphs"] == ["alone", "after_table", "after_code", "after_opposite_paragraph"]
-    assert all(context[k]["n"] == 6 and 0 <= context[k]["flip_rate_vs_alone"] <= 1 for k in ("after_table", "after_code"))
+    assert [k for k in context if k != "paragraphs"] == [
+        "alone",
+        "after_table",
+        "after_code",
+        "after_opposite_paragraph",
+    ]
+    assert all(
+        context[k]["n"] == 6 and 0 <= context[k]["flip_rate_vs_alone"] <= 1 for k in ("after_table", "after_code")
+    )
     assert report["imdb_test"]["vq"]["n"] == 30 and 0 <= report["imdb_test"]["dense_teacher"]["accuracy"] <= 1
     assert all(report["engine"]["verify_codes_equal"])
     assert len(report["single_token_edits"]["flip_rate_per_layer"]) == 2
@@ -95,20 +194,43 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
     assert set(report["held_out_lm"]["lm_loss_vq_on_by_token_index"]) == {"0-16", "16-256"}  # 47 predicted tokens
 
     # Calibration folds a temperature into the head: the document scores become softmax(logits / T), exactly.
-    run_cli("calibrate", "--data", data_dir, "--model", tmp_path / "ft" / "model", "--out", tmp_path / "cal",
-            "--holdout", 40, "--calibration-start", 20, "--calibration-reviews", 20, "--max-tokens", 40)
+    run_cli(
+        "calibrate",
+        "--data",
+        data_dir,
+        "--model",
+        tmp_path / "ft" / "model",
+        "--out",
+        tmp_path / "cal",
+        "--holdout",
+        40,
+        "--calibration-start",
+        20,
+        "--calibration-reviews",
+        20,
+        "--max-tokens",
+        40,
+    )
     cal_card = json.loads((tmp_path / "cal" / "card.json").read_text())["calibration"]
     temperature = cal_card["temperature"]
     assert cal_card["rows"] == 20 * 6 and cal_card["nll_after"] <= cal_card["nll_before"] + 1e-6
     from inference.positions import spread_positions
     from training.reviews import document_scores
     from training.tone_hints import scaled
+
     raw, _ = inference.load_model_folder(tmp_path / "ft" / "model")
     folded, _ = inference.load_model_folder(tmp_path / "cal")
     examples = [([5, 9, 17, 33, 60, 7], 1), ([70, 3, 44], 0)]
-    spread = lambda n: spread_positions(n, raw.config.position_pool)
-    torch.testing.assert_close(document_scores(folded, examples, spread),
-                               scaled(document_scores(raw, examples, spread), temperature), atol=1e-5, rtol=1e-5)
+
+    def spread(n: int):
+        return spread_positions(n, raw.config.position_pool)
+
+    torch.testing.assert_close(
+        document_scores(folded, examples, spread),
+        scaled(document_scores(raw, examples, spread), temperature),
+        atol=1e-5,
+        rtol=1e-5,
+    )
 
     out = tmp_path / "export"
     run_cli("export", "--model", tmp_path / "ft" / "model", "--eval", tmp_path / "ev" / "eval.json", "--out", out)
@@ -146,22 +268,53 @@ def test_teacher_folder_with_vocab_and_merges_only(tmp_path, data_dir, random_op
     reference = Tokenizer.from_file(str(tiny_tokenizer))
     text = "An OPT checkpoint's tokenizer, byte-level: naïve café, 3.14!"
     assert exported.encode(text).ids == reference.encode(text).ids
-    assert inference.load_model(tmp_path / "d" / "model", device="cpu").tokenizer.encode(text) == exported.encode(
-        text, add_special_tokens=False).ids
+    assert (
+        inference.load_model(tmp_path / "d" / "model", device="cpu").tokenizer.encode(text)
+        == exported.encode(text, add_special_tokens=False).ids
+    )
 
 
 def test_head_fit_lowers_the_document_loss_before_fine_tuning(tmp_path, data_dir, distilled):
     """--head-fit solves the head on frozen features first; a resumed run keeps that report."""
-    ft = ["finetune", "--data", data_dir, "--model", distilled, "--batch", 4, "--seq", 48, "--limit", 120,
-          "--holdout", 40, "--lr", 1e-3, "--warmup", 1, "--quiet", "--steps", 4, "--head-fit", 100, "--w-token", 0,
-          "--eval-every", 2, "--eval-reviews", 20]
+    ft = [
+        "finetune",
+        "--data",
+        data_dir,
+        "--model",
+        distilled,
+        "--batch",
+        4,
+        "--seq",
+        48,
+        "--limit",
+        120,
+        "--holdout",
+        40,
+        "--lr",
+        1e-3,
+        "--warmup",
+        1,
+        "--quiet",
+        "--steps",
+        4,
+        "--head-fit",
+        100,
+        "--w-token",
+        0,
+        "--eval-every",
+        2,
+        "--eval-reviews",
+        20,
+    ]
     run_cli(*ft, "--out", tmp_path / "a")
     fit = read_log(tmp_path / "a", "head_fit")[0]
     assert fit["reviews"] == 100 and fit["doc_nll_after"] < fit["doc_nll_before"] - 0.01, fit
     assert 0 <= fit["probe"]["accuracy"] <= 1
     run_cli(*ft, "--out", tmp_path / "b", "--stop-after", 2)
     run_cli(*ft, "--out", tmp_path / "b", "--resume")
-    assert same_weights(load_file(tmp_path / "a" / "model" / "model.safetensors"),
-                        load_file(tmp_path / "b" / "model" / "model.safetensors"))
+    assert same_weights(
+        load_file(tmp_path / "a" / "model" / "model.safetensors"),
+        load_file(tmp_path / "b" / "model" / "model.safetensors"),
+    )
     card = json.loads((tmp_path / "b" / "model" / "card.json").read_text())
     assert card["finetune"]["head_fit"]["doc_nll_after"] == fit["doc_nll_after"]  # carried through the resume

@@ -13,10 +13,34 @@ from inference.positions import spread_positions
 from tests.training.conftest import read_log, run_cli
 from training import post_vq
 
-TAIL_PREFIXES = ("decoder.layers.1.final_layer_norm.", "decoder.layers.1.fc1.", "decoder.layers.1.fc2.",
-                 "decoder.final_layer_norm.", "score_head.")
-FT = ["--batch", 8, "--seq", 48, "--limit", 160, "--holdout", 40, "--lr", 1e-2, "--warmup", 2, "--log-every", 1,
-      "--quiet", "--scope", "post-vq", "--w-token", 0]
+TAIL_PREFIXES = (
+    "decoder.layers.1.final_layer_norm.",
+    "decoder.layers.1.fc1.",
+    "decoder.layers.1.fc2.",
+    "decoder.final_layer_norm.",
+    "score_head.",
+)
+FT = [
+    "--batch",
+    8,
+    "--seq",
+    48,
+    "--limit",
+    160,
+    "--holdout",
+    40,
+    "--lr",
+    1e-2,
+    "--warmup",
+    2,
+    "--log-every",
+    1,
+    "--quiet",
+    "--scope",
+    "post-vq",
+    "--w-token",
+    0,
+]
 
 
 def test_tail_forward_on_cached_features_matches_the_full_pass(distilled):
@@ -30,7 +54,7 @@ def test_tail_forward_on_cached_features_matches_the_full_pass(distilled):
     with torch.no_grad():
         _, cls_tail = post_vq.tail_forward(net, x)
         for i, n in enumerate([6, 18, 31]):  # each review alone through the full model
-            ref = net(ids[i:i + 1, :n], spread_positions(n, net.config.position_pool)[None]).cls_logits[0]
+            ref = net(ids[i : i + 1, :n], spread_positions(n, net.config.position_pool)[None]).cls_logits[0]
             torch.testing.assert_close(cls_tail[i, :n], ref, atol=2e-3, rtol=2e-3)  # features are float16
 
 
@@ -105,13 +129,19 @@ def test_cached_features_are_not_reused_for_another_model(tmp_path, distilled):
 
 def test_post_vq_augmented_finetune_records_its_mix_and_trains(tmp_path, data_dir, distilled):
     mix = "original=1,lowercase=1,lower_respaced=1,sentence=1,truncated=1,after_context=2"
-    run_cli("finetune", "--data", data_dir, "--model", distilled, "--out", tmp_path, *FT, "--steps", 20, "--augment", mix)
+    run_cli(
+        "finetune", "--data", data_dir, "--model", distilled, "--out", tmp_path, *FT, "--steps", 20, "--augment", mix
+    )
     card = json.loads((tmp_path / "model" / "card.json").read_text())
     counts = card["finetune"]["augment"]["reviews_per_variant"]
     assert card["finetune"]["augment"]["mix"] == mix and sum(counts.values()) == 160
     assert counts["after_context"] > 20 and counts["sentence"] > 5
-    feats = post_vq.join([post_vq.Features(**{k: v for k, v in torch.load(p).items() if k not in ("key", "seconds")})
-                          for p in sorted((tmp_path / "features").glob("shard_*.pt"))])
+    feats = post_vq.join(
+        [
+            post_vq.Features(**{k: v for k, v in torch.load(p).items() if k not in ("key", "seconds")})
+            for p in sorted((tmp_path / "features").glob("shard_*.pt"))
+        ]
+    )
     assert int((feats.context > 0).sum()) == counts["after_context"]  # their context rows are cached unscored
     logs = read_log(tmp_path, "finetune")
     assert sum(r["cls"] for r in logs[-5:]) < sum(r["cls"] for r in logs[:5])

@@ -28,12 +28,44 @@ from tests.training.conftest import read_log, run_cli
 from training import teacher_pretrained as tp
 
 ROOT = Path(__file__).resolve().parents[2]
-TEXTS = ["It was the best of times, it was the worst of times.",
-         "The film, however, was great!\n\nI'd watch it again: naïve, warm, and 3.14 times too long.",
-         "Call me Ishmael. Some years ago - never mind how long precisely - having little or no money"]
-TINY_STUDENT = ["--d", 32, "--layers", 2, "--heads", 2, "--ffn", 64, "--vq-heads", 2, "--window", 64, "--seq", 32,
-                "--batch", 2, "--tokens", 20_000, "--scale", 1 / 16, "--lr", 3e-3, "--warmup", 1, "--log-every", 1,
-                "--kmeans-batches", 2, "--top-k", 16, "--quiet"]
+TEXTS = [
+    "It was the best of times, it was the worst of times.",
+    "The film, however, was great!\n\nI'd watch it again: naïve, warm, and 3.14 times too long.",
+    "Call me Ishmael. Some years ago - never mind how long precisely - having little or no money",
+]
+TINY_STUDENT = [
+    "--d",
+    32,
+    "--layers",
+    2,
+    "--heads",
+    2,
+    "--ffn",
+    64,
+    "--vq-heads",
+    2,
+    "--window",
+    64,
+    "--seq",
+    32,
+    "--batch",
+    2,
+    "--tokens",
+    20_000,
+    "--scale",
+    1 / 16,
+    "--lr",
+    3e-3,
+    "--warmup",
+    1,
+    "--log-every",
+    1,
+    "--kmeans-batches",
+    2,
+    "--top-k",
+    16,
+    "--quiet",
+]
 
 
 @pytest.fixture(scope="module")
@@ -55,14 +87,18 @@ def gguf_tensors() -> tuple[dict, dict[str, torch.Tensor]]:
 
     reader = gguf.GGUFReader(str(tp.smollm2_gguf()))
     meta = {k: f.contents() for k, f in reader.fields.items() if k.startswith("llama.")}
-    return meta, {t.name: torch.from_numpy(gguf.quants.dequantize(t.data, t.tensor_type).copy()).double()
-                  for t in reader.tensors}
+    return meta, {
+        t.name: torch.from_numpy(gguf.quants.dequantize(t.data, t.tensor_type).copy()).double() for t in reader.tensors
+    }
 
 
 def gguf_llama_logits(meta: dict, w: dict[str, torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
     """Logits (T, V) of one sequence through a Llama forward written from the GGUF's layout."""
-    heads, kv_heads, eps = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"], \
-        meta["llama.attention.layer_norm_rms_epsilon"]
+    heads, kv_heads, eps = (
+        meta["llama.attention.head_count"],
+        meta["llama.attention.head_count_kv"],
+        meta["llama.attention.layer_norm_rms_epsilon"],
+    )
     d = meta["llama.embedding_length"]
     hd, t = d // heads, ids.shape[0]
     inv_freq = meta["llama.rope.freq_base"] ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)  # (hd/2,)
@@ -190,28 +226,45 @@ def test_cpu_recipe_at_toy_sizes_exports_an_exact_model(tmp_path, extracted, dat
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     launcher = bin_dir / "vq-train"
-    launcher.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                        "from training.cli import main\nsys.exit(main())\n")
+    launcher.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+        "from training.cli import main\nsys.exit(main())\n"
+    )
     launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
     toy = {
         "SMOLLM2_DISTILL": "--d 32 --layers 2 --heads 2 --ffn 64 --vq-heads 2 --window 64 --seq 32 --batch 2 "
-                           "--tokens 20000 --scale 0.0625 --lr 3e-3 --warmup 1 --steps 4 --vq-start 2 --top-k 16 "
-                           "--kmeans-batches 2 --edit-batch 1 --ckpt-every 2",
+        "--tokens 20000 --scale 0.0625 --lr 3e-3 --warmup 1 --steps 4 --vq-start 2 --top-k 16 "
+        "--kmeans-batches 2 --edit-batch 1 --ckpt-every 2",
         "SMOLLM2_FINETUNE": "--scope post-vq --seq 48 --holdout 40 --limit 80 --steps 6 --batch 8 --crop 24 "
-                            "--lr 3e-3 --w-token 0 --head-lr-mult 1 --warmup 1 --ckpt-every 3",
+        "--lr 3e-3 --w-token 0 --head-lr-mult 1 --warmup 1 --ckpt-every 3",
         "SMOLLM2_EVAL": "--test-limit 20 --max-tokens 40 --lm-batches 1 --lm-seq 48 --edit-docs 2 --edit-seq 60 "
-                        "--robust-reviews 8 --context-reviews 4 --holdout 40",
+        "--robust-reviews 8 --context-reviews 4 --holdout 40",
         "EVAL_THREADS": "1",
     }
-    env = {**os.environ, **toy, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VQ_LSP_DATA": str(data_dir),
-           "RUN": str(run), "EXPORT_TO": str(tmp_path / "export"), "RECIPE": "gpu-smollm2", "OMP_NUM_THREADS": "1"}
-    res = subprocess.run(["bash", str(ROOT / "training" / "reproduce_default_model.sh")], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=1200)
+    env = {
+        **os.environ,
+        **toy,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "VQ_LSP_DATA": str(data_dir),
+        "RUN": str(run),
+        "EXPORT_TO": str(tmp_path / "export"),
+        "RECIPE": "gpu-smollm2",
+        "OMP_NUM_THREADS": "1",
+    }
+    res = subprocess.run(
+        ["bash", str(ROOT / "training" / "reproduce_default_model.sh")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     model = inference.load_model(tmp_path / "export", device="cpu")
     assert model.config.vocab_size == 49152
     assert model.card["evaluation"]["imdb_test"]["vq"]["n"] == 20 and all(
-        model.card["evaluation"]["engine"]["verify_codes_equal"])
+        model.card["evaluation"]["engine"]["verify_codes_equal"]
+    )
     ids = model.tokenizer.encode(TEXTS[1])
     doc = inference.IncrementalDocument(model, ids)
     doc.apply([inference.Splice(3, 4, ids[6:8])])

@@ -30,8 +30,14 @@ def run_script(tmp_path: Path, **env) -> tuple[subprocess.CompletedProcess, list
     fake = bin_dir / "vq-train"
     fake.write_text(FAKE.format(python=sys.executable, root=str(ROOT), log=str(log)))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    full_env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VQ_LSP_DATA": str(tmp_path),
-                "RUN": str(tmp_path / "run"), "EXPORT_TO": str(tmp_path / "export"), **env}
+    full_env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "VQ_LSP_DATA": str(tmp_path),
+        "RUN": str(tmp_path / "run"),
+        "EXPORT_TO": str(tmp_path / "export"),
+        **env,
+    }
     res = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=300)
     calls = [line.split() for line in log.read_text().splitlines()] if log.is_file() else []
     return res, calls
@@ -48,8 +54,9 @@ def test_gpu_recipe_runs_every_stage_resumable_on_cuda(tmp_path):
     assert "--dense" in finetunes[1] and "--eval-every" in finetunes[0]
     evaluate = calls[4]
     assert "--robust-reviews" in evaluate and evaluate[evaluate.index("--test-limit") + 1] == "5000"
-    assert (tmp_path / "run" / "tokenizer" / "tokenizer.json").read_bytes() == \
-        (ROOT / "inference" / "default_model" / "tokenizer.json").read_bytes()
+    assert (tmp_path / "run" / "tokenizer" / "tokenizer.json").read_bytes() == (
+        ROOT / "inference" / "default_model" / "tokenizer.json"
+    ).read_bytes()
 
 
 def test_smollm2_recipe_extracts_the_teacher_then_runs_every_stage_resumable(tmp_path):

@@ -24,11 +24,23 @@ def _run(tmp_path, start=0, **kw):
         x = torch.full((1, 2), float(step))
         return {"loss": (net(x) ** 2).mean(), "extra": torch.tensor(1.0)}, 5
 
-    end = common.train_steps(args, opt, net.parameters(), start, bar, batch_terms, save=saved.append,
-                             log_record=lambda step, shown: dict(stage="t", step=step, **shown),
-                             probe=(lambda n: probes.append(n) or 0.5) if args.eval_every else None, net=net)
-    logs = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()] \
-        if (tmp_path / "log.jsonl").exists() else []
+    end = common.train_steps(
+        args,
+        opt,
+        net.parameters(),
+        start,
+        bar,
+        batch_terms,
+        save=saved.append,
+        log_record=lambda step, shown: dict(stage="t", step=step, **shown),
+        probe=(lambda n: probes.append(n) or 0.5) if args.eval_every else None,
+        net=net,
+    )
+    logs = (
+        [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+        if (tmp_path / "log.jsonl").exists()
+        else []
+    )
     return end, saved, lrs, logs, probes, args
 
 

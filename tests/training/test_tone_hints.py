@@ -65,8 +65,9 @@ def test_expected_calibration_error_is_zero_when_confidence_matches_accuracy():
     over = probs_of([0.999] * 10)
     assert expected_calibration_error(over, torch.tensor([1] * 5 + [0] * 5)) == pytest.approx(0.499, abs=1e-4)
     mixed = torch.cat([probs, over])
-    assert expected_calibration_error(mixed, torch.cat([labels, torch.tensor([1] * 5 + [0] * 5)])) == \
-        pytest.approx(0.2495, abs=1e-4)  # bins weighted by their share of texts
+    assert expected_calibration_error(mixed, torch.cat([labels, torch.tensor([1] * 5 + [0] * 5)])) == pytest.approx(
+        0.2495, abs=1e-4
+    )  # bins weighted by their share of texts
 
 
 def test_word_count_is_the_servers_tone_gate_count():

@@ -11,9 +11,20 @@ from training.vq import TrainQuantizer, distances, kmeans
 
 def tiny_net(heads=2) -> VQOPT:
     torch.manual_seed(0)
-    cfg = VQOPTConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, ffn_dim=32,
-                      max_position_embeddings=32, position_pool=3200, position_repeat=100, window_tokens=32,
-                      attention_scale=1 / 16, vq_heads=heads, vq_codes=8)
+    cfg = VQOPTConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        ffn_dim=32,
+        max_position_embeddings=32,
+        position_pool=3200,
+        position_repeat=100,
+        window_tokens=32,
+        attention_scale=1 / 16,
+        vq_heads=heads,
+        vq_codes=8,
+    )
     return VQOPT(cfg)
 
 

@@ -50,12 +50,23 @@ def test_delete_at_the_end_and_of_everything():
 
 def test_several_ops_in_one_event_apply_in_order():
     text = "one two three\nfour\n"
-    ops = [{"retain": 4}, {"delete": 3}, {"insert": "2"}, {"retain": 6}, {"insert": "!"}, {"retain": 1},
-           {"delete": 4}, {"insert": "4"}]
+    ops = [
+        {"retain": 4},
+        {"delete": 3},
+        {"insert": "2"},
+        {"retain": 6},
+        {"insert": "!"},
+        {"retain": 1},
+        {"delete": 4},
+        {"insert": "4"},
+    ]
     changes, new = check(text, ops)
     assert new == "one 2 three!\n4\n"
     assert [c["range"]["start"] for c in changes] == [{"line": 0, "character": 4}] * 2 + [
-        {"line": 0, "character": 11}, {"line": 1, "character": 0}, {"line": 1, "character": 0}]
+        {"line": 0, "character": 11},
+        {"line": 1, "character": 0},
+        {"line": 1, "character": 0},
+    ]
 
 
 def test_non_bmp_characters_count_two_units():

@@ -6,8 +6,8 @@ them, in order and batched, to `Documents.process` (store.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Union
 
 from .textsync import Change
 
@@ -52,7 +52,7 @@ class SettingsChanged:
     """The settings changed: re-choose hints, from the hint material where it is current."""
 
 
-Event = Union[Opened, Edited, Closed, ChangeLost, Refresh, SettingsChanged]
+Event = Opened | Edited | Closed | ChangeLost | Refresh | SettingsChanged
 
 
 def merge_edits(events: Iterable[Event]) -> list[Event]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .state import DocumentState
 
@@ -36,8 +37,13 @@ def _never(uri: str) -> bool:
     return False
 
 
-def touch(states: OrderedDict[str, DocumentState], st: DocumentState, budget_bytes: float,
-          save: Callable[[DocumentState], None], in_use: InUse = _never) -> None:
+def touch(
+    states: OrderedDict[str, DocumentState],
+    st: DocumentState,
+    budget_bytes: float,
+    save: Callable[[DocumentState], None],
+    in_use: InUse = _never,
+) -> None:
     """`st` was just used: it becomes the most recently used, and others make room for it."""
     st.last_touch = time.monotonic()
     states.move_to_end(st.uri)
@@ -49,9 +55,14 @@ def spared(st: DocumentState, in_use: InUse, now: float) -> bool:
     return in_use(st.uri) or now - st.last_edit < RECENT_EDIT_S
 
 
-def evict_over_budget(states: OrderedDict[str, DocumentState], budget_bytes: float,
-                      save: Callable[[DocumentState], None], keep: DocumentState | None = None,
-                      in_use: InUse = _never, need_bytes: float = 0.0) -> None:
+def evict_over_budget(
+    states: OrderedDict[str, DocumentState],
+    budget_bytes: float,
+    save: Callable[[DocumentState], None],
+    keep: DocumentState | None = None,
+    in_use: InUse = _never,
+    need_bytes: float = 0.0,
+) -> None:
     """Drop least recently used states (never `keep`, never one in use) until the rest, plus
     `need_bytes` about to be allocated, fit the budget; `save` leaves each dropped state in the
     snapshot cache first."""
@@ -74,7 +85,10 @@ def evict_over_budget(states: OrderedDict[str, DocumentState], budget_bytes: flo
 
 def report(states: OrderedDict[str, DocumentState], budget_bytes: float, snapshots: dict) -> dict[str, Any]:
     """What the scores request says about memory: state bytes against the budget, and the snapshot cache."""
-    return {"bytes": sum(s.bytes() for s in states.values()),
-            "budget_bytes": int(budget_bytes),
-            "live_states": sum(s.doc is not None for s in states.values()),
-            "open_documents": len(states), "snapshots": snapshots}
+    return {
+        "bytes": sum(s.bytes() for s in states.values()),
+        "budget_bytes": int(budget_bytes),
+        "live_states": sum(s.doc is not None for s in states.values()),
+        "open_documents": len(states),
+        "snapshots": snapshots,
+    }

@@ -56,20 +56,29 @@ def text_problem(text: str) -> Problem | None:
     return None
 
 
-def describe(problem: Problem, ids: list[int] | None, model: inference.LoadedModel | None,
-             settings: Settings, counted: tuple[int, bool] | None = None) -> str:
+def describe(
+    problem: Problem,
+    ids: list[int] | None,
+    model: inference.LoadedModel | None,
+    settings: Settings,
+    counted: tuple[int, bool] | None = None,
+) -> str:
     """The problem as the user reads it, with the numbers that explain it and what to change
     (`ids`: the document's tokens, None when it is not tokenized; `counted`: for a text too
     long to keep its tokens, (tokens counted, whether that is all of them))."""
     n = len(ids) if ids else 0
     if problem.reason is Reason.TOO_LONG:
         if counted is not None:
-            return (f"{'' if counted[1] else 'over '}{counted[0]} tokens, more than maxDocumentTokens = "
-                    f"{settings.max_document_tokens}")
+            return (
+                f"{'' if counted[1] else 'over '}{counted[0]} tokens, more than maxDocumentTokens = "
+                f"{settings.max_document_tokens}"
+            )
         return f"{n if ids is not None else '?'} tokens, more than maxDocumentTokens = {settings.max_document_tokens}"
     if problem.reason is Reason.OVER_BUDGET:
         need = inference.estimate_state_bytes(model, ids if ids is not None else n) / 2**20
-        return (f"{n} tokens, whose engine state would take about {need:,.0f} MiB, more than the whole memory "
-                f"budget (memoryBudgetMb = {settings.memory_budget_mb:g}); raise memoryBudgetMb above "
-                f"{math.ceil(need)} to get hints for it")
+        return (
+            f"{n} tokens, whose engine state would take about {need:,.0f} MiB, more than the whole memory "
+            f"budget (memoryBudgetMb = {settings.memory_budget_mb:g}); raise memoryBudgetMb above "
+            f"{math.ceil(need)} to get hints for it"
+        )
     return str(problem)

@@ -9,8 +9,8 @@ the paragraph (its paragraph is still the same paragraph). Pure code: text and o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from ..hints.lsp import Hint
 from .textsync import Change, apply_changes
@@ -25,7 +25,7 @@ def move(text: str, starts: list[int], hints: Sequence[Hint], changes: Sequence[
     if any(c.range is None for c in changes):
         return None
     alive, prev = list(hints), text
-    for text, starts, a, b, e in apply_changes(text, changes, starts):
+    for text, starts, a, b, e in apply_changes(text, changes, starts):  # noqa: B007, B020 (a running fold)
         delta = e - b
         # a line break inserted or removed may split or join paragraphs: no stretching then
         breaks = any(ch in "\r\n" for ch in text[a:e]) or any(ch in "\r\n" for ch in prev[a:b])
@@ -33,7 +33,7 @@ def move(text: str, starts: list[int], hints: Sequence[Hint], changes: Sequence[
         for h in alive:
             stretch = h.code in STRETCHES and not breaks
             if stretch and h.start < a and b <= h.end:
-                kept = text[h.start:h.end + delta].rstrip()  # typing inside or at the end of the paragraph
+                kept = text[h.start : h.end + delta].rstrip()  # typing inside or at the end of the paragraph
                 if all(line.strip() for line in kept.split("\n")):  # not emptied, and no line of it blanked
                     moved.append(replace(h, end=h.start + len(kept)))
             elif h.end <= a:

@@ -30,8 +30,10 @@ def scores(docs: Documents, uri: str) -> dict:
         "scores": st.doc.scores,
         "tokens": st.doc.n_tokens,
         "windows": st.doc.window_count,
-        "paragraphs": [{"range": hint_lsp.lsp_range(st.tracked, a, b), "tokens": [ta, tb], "scores": sc}
-                       for a, b, ta, tb, sc in paragraphs],
+        "paragraphs": [
+            {"range": hint_lsp.lsp_range(st.tracked, a, b), "tokens": [ta, tb], "scores": sc}
+            for a, b, ta, tb, sc in paragraphs
+        ],
         "cost": st.last_cost,
         "updates": st.updates,
         "rebuilds": st.rebuilds,
@@ -48,10 +50,17 @@ def verify(docs: Documents, uri: str) -> dict:
     t0 = time.perf_counter()
     check = st.doc.verify()
     tokens_ok = st.doc.token_ids == docs.model.tokenizer.encode(st.text)
-    result = {"uri": uri, "version": st.version, "codesEqual": check.codes_equal,
-              "maxAbsDiff": check.max_abs_diff, "mismatchedCodes": check.mismatched_codes,
-              "windows": check.windows, "tokensMatchText": tokens_ok,
-              "seconds": time.perf_counter() - t0, "rebuilt": False}
+    result = {
+        "uri": uri,
+        "version": st.version,
+        "codesEqual": check.codes_equal,
+        "maxAbsDiff": check.max_abs_diff,
+        "mismatchedCodes": check.mismatched_codes,
+        "windows": check.windows,
+        "tokensMatchText": tokens_ok,
+        "seconds": time.perf_counter() - t0,
+        "rebuilt": False,
+    }
     if not (check.codes_equal and result["tokensMatchText"]):
         st.doc, st.tracked, st.in_doubt = None, None, True
         st.rebuilds += 1
@@ -63,8 +72,9 @@ def verify(docs: Documents, uri: str) -> dict:
 
 def hover(docs: Documents, uri: str, line: int, character: int) -> str:
     st = docs.ready(uri)
-    return hint_lsp.hover_text(st.tracked, st.doc, st.tracked.offset(line, character), st.language_id,
-                               docs.settings.diagnostics)
+    return hint_lsp.hover_text(
+        st.tracked, st.doc, st.tracked.offset(line, character), st.language_id, docs.settings.diagnostics
+    )
 
 
 def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Range, Found]]:
@@ -75,6 +85,5 @@ def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Ra
     for l0, c0, l1, c1 in ranges:
         a, b = st.tracked.offset(l0, c0), st.tracked.offset(l1, c1)
         found = material.quick_fixes(st.tracked, st.doc, a, b, st.language_id, docs.settings.diagnostics)
-        out.append(((l0, c0, l1, c1), [(f, st.tracked.position(f.start), st.tracked.position(f.end))
-                                       for f in found]))
+        out.append(((l0, c0, l1, c1), [(f, st.tracked.position(f.start), st.tracked.position(f.end)) for f in found]))
     return out

@@ -23,8 +23,8 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import inference
 
@@ -194,9 +194,17 @@ class SnapshotStore:
 
     def stats(self) -> dict:
         entries = [e for e in self._entries() if e[2].name.endswith(SUFFIX)]
-        return {"folder": str(self.folder), "files": len(entries), "bytes": sum(s for _, s, _ in entries),
-                "saved": self.saved, "restored": self.restored, "rejected": self.rejected, "misses": self.misses,
-                "evicted": self.evicted, "pending": len(self._pending)}
+        return {
+            "folder": str(self.folder),
+            "files": len(entries),
+            "bytes": sum(s for _, s, _ in entries),
+            "saved": self.saved,
+            "restored": self.restored,
+            "rejected": self.rejected,
+            "misses": self.misses,
+            "evicted": self.evicted,
+            "pending": len(self._pending),
+        }
 
 
 def save_state(store: SnapshotStore, st: DocumentState, settings: Settings) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -35,8 +35,7 @@ from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, Settings
 from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, text_problem
 from .snapshots import SnapshotStore, restore_state, save_state
 from .state import DocumentState, Message, Outcome
-from .textsync import (Change, TextSyncError, TrackedText, apply_changes, count_tokens, position_at,
-                       tokens_lost_at_most)
+from .textsync import Change, TextSyncError, TrackedText, apply_changes, count_tokens, position_at, tokens_lost_at_most
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +63,9 @@ class Documents:
         s = self.settings
         torch.set_num_threads(s.threads)
         try:
-            self.model = inference.load_model(s.model_path, device=s.device, dtype=s.precision, context=s.context,
-                                              layout=s.state_layout)
+            self.model = inference.load_model(
+                s.model_path, device=s.device, dtype=s.precision, context=s.context, layout=s.state_layout
+            )
         except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
             self.model, self.model_error = None, f"cannot load the model: {e}"
             raise inference.ModelLoadError(self.model_error) from None
@@ -75,8 +75,10 @@ class Documents:
         for st in self.states.values():
             st.forget_state()
         cfg = self.model.config
-        return (f"loaded {self.model.path} ({cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
-                f"{cfg.window_tokens}-token windows, {s.context} context) on {self.model.device} in {s.precision}")
+        return (
+            f"loaded {self.model.path} ({cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
+            f"{cfg.window_tokens}-token windows, {s.context} context) on {self.model.device} in {s.precision}"
+        )
 
     # ----------------------------------------------------------------- events
     def process(self, uri: str, events: Sequence[Event]) -> Outcome:
@@ -90,8 +92,7 @@ class Documents:
         eager = False
         for ev in merge_edits(events):
             if isinstance(ev, Opened):
-                self.states[uri] = DocumentState(uri, ev.language_id, ev.version, ev.text,
-                                                 last_touch=time.monotonic())
+                self.states[uri] = DocumentState(uri, ev.language_id, ev.version, ev.text, last_touch=time.monotonic())
                 eager = True
             elif isinstance(ev, Closed):
                 closed = self.states.pop(uri, None)
@@ -160,8 +161,9 @@ class Documents:
             st.material = HintMaterial.of(st.tracked, st.doc, st.version, st.language_id, self.settings.diagnostics)
         elif not (self._material_current(st) and st.tracked is not None):
             return out
-        chosen = conventions.choose(st.tracked, st.material, self.settings.diagnostics, self.conventions,
-                                    st.language_id)
+        chosen = conventions.choose(
+            st.tracked, st.material, self.settings.diagnostics, self.conventions, st.language_id
+        )
         if not pending:
             out.diagnostics = [h.lsp(st.tracked.position, st.version) for h in chosen]
             return out
@@ -201,8 +203,9 @@ class Documents:
         if st.builder is None or st.builder.model is not self.model:
             # room for the whole state before its first window: half-built states count too
             need = inference.estimate_state_bytes(self.model, st.tracked.ids)
-            memory.evict_over_budget(self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use,
-                                     need_bytes=need)
+            memory.evict_over_budget(
+                self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
+            )
             self._report_thrashing(st)
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
@@ -227,9 +230,15 @@ class Documents:
         """Say once that the budget keeps dropping a document that is then rebuilt."""
         if st.evictions >= THRASH_EVICTIONS and not st.thrash_reported:
             st.thrash_reported = True
-            self.notices.append(Message("warning", (
-                f"vq-lsp: {st.uri} was dropped for the memory budget and rebuilt {st.evictions} times; raise "
-                f"memoryBudgetMb (now {self.settings.memory_budget_mb:g}) to keep the open documents' states")))
+            self.notices.append(
+                Message(
+                    "warning",
+                    (
+                        f"vq-lsp: {st.uri} was dropped for the memory budget and rebuilt {st.evictions} times; raise "
+                        f"memoryBudgetMb (now {self.settings.memory_budget_mb:g}) to keep the open documents' states"
+                    ),
+                )
+            )
 
     # ----------------------------------------------------------------- edits
     def _change(self, st: DocumentState, version: int | None, changes: list[Change], out: Outcome) -> None:
@@ -251,7 +260,7 @@ class Documents:
                     self._engine_apply(st, res.splices, out)
             else:  # no tokens kept (too long, or none yet): the text alone, with its line starts
                 text, lines = st.text, st.text_lines
-                for text, lines, a, b, _ in apply_changes(text, changes, lines):
+                for text, lines, a, b, _ in apply_changes(text, changes, lines):  # noqa: B007, B020 (a fold)
                     if st.tokens_at_least is not None:
                         st.tokens_at_least -= tokens_lost_at_most(b - a)
                 st.text, st.text_lines = text, lines
@@ -265,9 +274,16 @@ class Documents:
         """A change was lost: ignore incremental changes until the editor sends the full text."""
         st.out_of_sync, st.in_doubt = what, True
         st.tracked, st.doc, st.problem, st.material = None, None, None, None
-        out.messages.append(Message("error", (
-            f"vq-lsp: rejected a change to {st.uri} (version {st.version}): {what}. Hints for this document are "
-            "paused until the editor sends its full text (close and reopen it).")))
+        out.messages.append(
+            Message(
+                "error",
+                (
+                    f"vq-lsp: rejected a change to {st.uri} (version {st.version}): {what}. "
+                    "Hints for this document are "
+                    "paused until the editor sends its full text (close and reopen it)."
+                ),
+            )
+        )
 
     def _engine_apply(self, st: DocumentState, splices: list[inference.Splice], out: Outcome | None = None) -> None:
         try:
@@ -279,8 +295,13 @@ class Documents:
         except Exception as e:  # a state in doubt is rebuilt from its text
             log.warning("rebuilding %s: %s", st.uri, e)
             if out is not None:  # recovered, but the user should know why an update was slow
-                out.messages.append(Message("warning", f"vq-lsp: the engine could not update {st.uri} "
-                                            f"({type(e).__name__}: {e}); rebuilt its state from the text"))
+                out.messages.append(
+                    Message(
+                        "warning",
+                        f"vq-lsp: the engine could not update {st.uri} "
+                        f"({type(e).__name__}: {e}); rebuilt its state from the text",
+                    )
+                )
             st.doc, st.in_doubt = None, True
             st.rebuilds += 1
 
@@ -294,8 +315,9 @@ class Documents:
         st.doc = inference.IncrementalDocument(self.model, st.tracked.ids)
         macs = st.doc.dense_macs()
         rows = [st.doc.n_tokens + st.doc.window_count] * self.model.config.num_hidden_layers  # BOS row per window
-        cost = inference.Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=rows,
-                              seconds=time.perf_counter() - t0)
+        cost = inference.Cost(
+            incremental_macs=macs, dense_macs=macs, dirty_per_layer=rows, seconds=time.perf_counter() - t0
+        )
         return inference.EditResult(scores=st.doc.scores, cost=cost)
 
     # ----------------------------------------------------------------- problems
@@ -373,8 +395,10 @@ class Documents:
         if st is None or st.doc is not None:
             return None
         if st.out_of_sync:
-            return (f"hints for this document are paused: {st.out_of_sync}. They resume when the editor "
-                    "sends its full text (close and reopen it)")
+            return (
+                f"hints for this document are paused: {st.out_of_sync}. They resume when the editor "
+                "sends its full text (close and reopen it)"
+            )
         if self.model is None:
             return self.model_error or "no model"
         if not self.settings.wants(st.language_id):

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -244,7 +245,7 @@ class TrackedText:
         old, text = self.text, self.text
         lo, hi, full = None, None, any(ch.range is None for ch in changes)  # edited region [lo, hi) in the current text
         starts = self.lines
-        for text, starts, a, b, e in apply_changes(text, changes, starts):
+        for text, starts, a, b, e in apply_changes(text, changes, starts):  # noqa: B007, B020 (a running fold)
             if lo is None:
                 lo, hi = a, e
             else:
@@ -263,7 +264,9 @@ class TrackedText:
         b = safe_right(text, hi)
         i, j = int(np.searchsorted(self.token_starts, a)), int(np.searchsorted(self.token_starts, b - delta))
         mid_ids, mid_off = self.tokenizer.encode_with_offsets(text[a : b + 1] if b < len(text) else text[a:])
-        keep = len(mid_ids) if b >= len(text) else next((k for k, o in enumerate(mid_off) if o[0] >= b - a), len(mid_ids))
+        keep = (
+            len(mid_ids) if b >= len(text) else next((k for k, o in enumerate(mid_off) if o[0] >= b - a), len(mid_ids))
+        )
         mid_ids = list(mid_ids[:keep])
         mid_starts = np.asarray([o[0] + a for o in mid_off[:keep]], dtype=np.int64)
         splices = [inference.Splice(s.start + i, s.end + i, s.new_ids) for s in inference.diff(self.ids[i:j], mid_ids)]

@@ -19,8 +19,12 @@ from . import excludes, grammar, ignores, lsp, markup
 from .dictionary import Dictionary
 from .material import HintMaterial, TokenizedText, layout_for
 
-SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
-            "information": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
+SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
 
 
 @dataclass(frozen=True)
@@ -40,21 +44,25 @@ def markup_kind(language_id: str, cfg: DiagnosticSettings) -> str:
     return markup.markup_of(language_id, source_hints="comments" if cfg.source_comments else "off")
 
 
-def allowed_material(text: str, material: HintMaterial, words: Dictionary,
-                     silenced: ignores.Ignores) -> HintMaterial:
+def allowed_material(text: str, material: HintMaterial, words: Dictionary, silenced: ignores.Ignores) -> HintMaterial:
     """The material without what the dictionary or the ignore comments rule out."""
     if not words.words and not silenced.regions:
         return material
-    findings = [f for f in material.findings
-                if f.word not in words and not silenced.silences("typo", f.start, f.end)]
-    unlikely = [w for w in material.words
-                if text[w[0]:w[1]] not in words and not silenced.silences("surprise", w[0], w[1])]
+    findings = [f for f in material.findings if f.word not in words and not silenced.silences("typo", f.start, f.end)]
+    unlikely = [
+        w for w in material.words if text[w[0] : w[1]] not in words and not silenced.silences("surprise", w[0], w[1])
+    ]
     tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p[0], p[1])]
     return dataclasses.replace(material, findings=findings, words=unlikely, paragraphs=tones)
 
 
-def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings, conventions: Conventions,
-           language_id: str = "plaintext") -> list[lsp.Hint]:
+def choose(
+    tt: TokenizedText,
+    material: HintMaterial,
+    cfg: DiagnosticSettings,
+    conventions: Conventions,
+    language_id: str = "plaintext",
+) -> list[lsp.Hint]:
     """The hints of a text under the writer's conventions, each with its kind's severity."""
     silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
     words = conventions.dictionary.union(silenced.words)
@@ -64,24 +72,26 @@ def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings, c
     return [dataclasses.replace(h, severity=severity_of(h.code, cfg)) for h in picked]
 
 
-def grammar_lints(text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary
-                  ) -> list[grammar.GrammarLint]:
+def grammar_lints(text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary) -> list[grammar.GrammarLint]:
     """Harper's lints of the document's prose, with the writer's words."""
     return grammar.checker().lints(text, layout_for(text, language_id, cfg), words.words)
 
 
-def grammar_hints(text: str, lints: list[grammar.GrammarLint], word_hints: list[lsp.Hint],
-                  silenced: ignores.Ignores) -> list[lsp.Hint]:
+def grammar_hints(
+    text: str, lints: list[grammar.GrammarLint], word_hints: list[lsp.Hint], silenced: ignores.Ignores
+) -> list[lsp.Hint]:
     """Harper's lints as hints: none where the model already flags a word (one hint per span) or
     an ignore comment silences grammar."""
     taken = [(h.start, h.end) for h in word_hints if h.code != "sentiment"]
     out = []
     for lint in lints:
-        if any(a < lint.end and lint.start < b for a, b in taken) or silenced.silences("grammar", lint.start,
-                                                                                       lint.end):
+        if any(a < lint.end and lint.start < b for a, b in taken) or silenced.silences("grammar", lint.start, lint.end):
             continue
-        out.append(lsp.Hint(lint.start, lint.end, f"{lint.message} (harper: {lint.kind})",
-                            types.DiagnosticSeverity.Hint, "grammar"))
+        out.append(
+            lsp.Hint(
+                lint.start, lint.end, f"{lint.message} (harper: {lint.kind})", types.DiagnosticSeverity.Hint, "grammar"
+            )
+        )
     return out
 
 

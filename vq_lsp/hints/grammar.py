@@ -58,8 +58,13 @@ class GrammarLint:
     fixes: tuple[Replacement, ...]  # best first
 
     def shifted(self, by: int) -> GrammarLint:
-        return GrammarLint(self.start + by, self.end + by, self.kind, self.message,
-                           tuple(Replacement(r.start + by, r.end + by, r.text) for r in self.fixes))
+        return GrammarLint(
+            self.start + by,
+            self.end + by,
+            self.kind,
+            self.message,
+            tuple(Replacement(r.start + by, r.end + by, r.text) for r in self.fixes),
+        )
 
 
 def masked(text: str, prose: tuple[tuple[int, int], ...]) -> str:

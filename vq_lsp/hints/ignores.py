@@ -29,7 +29,8 @@ WORDS_DIRECTIVE = "vq-lsp-words:"
 _DIRECTIVE = re.compile(
     r"vq-lsp-(?P<what>disable-next-line|disable|enable)(?P<kinds>(?:[ \t]+(?:[a-z]+))*)(?![\w-])"
     r"|vq-lsp-words:(?P<words>[^\n]*)"
-    r"|(?P<ignore>vq-lsp:[ \t]*ignore)\b")
+    r"|(?P<ignore>vq-lsp:[ \t]*ignore)\b"
+)
 _WORD = re.compile(r"[A-Za-z][\w'’-]*[\w]|[A-Za-z]")
 _MD_COMMENT = re.compile(r"<!--([\s\S]*?)-->")
 _RST_COMMENT = re.compile(r"^[ \t]*\.\.[ \t]+(?=vq-lsp)([^\n]*)$", re.MULTILINE)
@@ -72,7 +73,7 @@ def _line_bounds(text: str, offset: int) -> tuple[int, int]:
 def _next_line(text: str, offset: int) -> tuple[int, int] | None:
     """The next non-blank line after the line holding `offset`."""
     _, end = _line_bounds(text, offset)
-    for m in re.finditer(r"[^\n]*", text[end + 1:] if end < len(text) else ""):
+    for m in re.finditer(r"[^\n]*", text[end + 1 :] if end < len(text) else ""):
         if m.group().strip():
             return end + 1 + m.start(), end + 1 + m.end()
     return None

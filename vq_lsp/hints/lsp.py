@@ -12,8 +12,8 @@ LSP ranges (UTF-16 columns) computed from the token start offsets that text sync
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from lsprotocol import types
 
@@ -49,20 +49,37 @@ class Hint:
     def lsp(self, position: Position, computed_for: int | None) -> types.Diagnostic:
         """As an LSP diagnostic; `data.version` names the version whose state chose it."""
         (l0, c0), (l1, c1) = position(self.start), position(self.end)
-        return types.Diagnostic(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
-                                message=self.message, severity=self.severity, source=SOURCE, code=self.code,
-                                data={"version": computed_for})
+        return types.Diagnostic(
+            range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
+            message=self.message,
+            severity=self.severity,
+            source=SOURCE,
+            code=self.code,
+            data={"version": computed_for},
+        )
 
 
 def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -> list[Hint]:
     """The hints `selection.select` picks, worded as diagnostics: tones, then typos, then unlikely words."""
     picked = selection.select(material, cfg)
-    out = [Hint(t.start, t.end, f"{t.label} tone ({t.probability:.2f})", types.DiagnosticSeverity.Information,
-                "sentiment") for t in picked.tones]
-    out += [Hint(f.start, f.end, f"possible typo: {f.explain()}", types.DiagnosticSeverity.Hint, "typo")
-            for f in picked.typos]
-    out += [Hint(s.start, s.end, f"unexpected {tt.text[s.start:s.end]!r} (surprise {s.surprise:.1f}): possible "
-                 "typo or awkward wording", types.DiagnosticSeverity.Hint, "surprise") for s in picked.surprises]
+    out = [
+        Hint(t.start, t.end, f"{t.label} tone ({t.probability:.2f})", types.DiagnosticSeverity.Information, "sentiment")
+        for t in picked.tones
+    ]
+    out += [
+        Hint(f.start, f.end, f"possible typo: {f.explain()}", types.DiagnosticSeverity.Hint, "typo")
+        for f in picked.typos
+    ]
+    out += [
+        Hint(
+            s.start,
+            s.end,
+            f"unexpected {tt.text[s.start : s.end]!r} (surprise {s.surprise:.1f}): possible typo or awkward wording",
+            types.DiagnosticSeverity.Hint,
+            "surprise",
+        )
+        for s in picked.surprises
+    ]
     return out
 
 
@@ -70,8 +87,13 @@ def diagnostics(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettin
     return [h.lsp(tt.position, material.version) for h in choose(tt, material, cfg)]
 
 
-def hover_text(tt: TokenizedText, doc: inference.IncrementalDocument, offset: int, language_id: str = "plaintext",
-               cfg: DiagnosticSettings | None = None) -> str:
+def hover_text(
+    tt: TokenizedText,
+    doc: inference.IncrementalDocument,
+    offset: int,
+    language_id: str = "plaintext",
+    cfg: DiagnosticSettings | None = None,
+) -> str:
     label, p = selection.top_label(doc.scores)
     lines = [f"**vq-lsp** document: {label} {p:.2f} ({doc.n_tokens} tokens)"]
     lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
@@ -94,8 +116,10 @@ def code_lens(uri: str, doc: inference.IncrementalDocument) -> types.CodeLens:
     label, p = selection.top_label(doc.scores)
     return types.CodeLens(
         range=types.Range(types.Position(0, 0), types.Position(0, 0)),
-        command=types.Command(title=f"vq-lsp: {label} {p:.2f} (document) · verify", command=VERIFY_COMMAND,
-                              arguments=[uri]))
+        command=types.Command(
+            title=f"vq-lsp: {label} {p:.2f} (document) · verify", command=VERIFY_COMMAND, arguments=[uri]
+        ),
+    )
 
 
 def _pos(p: types.Position) -> tuple[int, int]:
@@ -107,8 +131,10 @@ def meeting(diagnostics: list[types.Diagnostic], at: types.Range) -> list[types.
     nearest to its start first: what a code-action request at a cursor or selection is about."""
     a, b = _pos(at.start), _pos(at.end)
     met = [d for d in diagnostics if _pos(d.range.start) <= b and a <= _pos(d.range.end)]
-    return sorted(met, key=lambda d: (_pos(d.range.start) > a, abs(d.range.start.line - a[0]),
-                                      abs(d.range.start.character - a[1])))
+    return sorted(
+        met,
+        key=lambda d: (_pos(d.range.start) > a, abs(d.range.start.line - a[0]), abs(d.range.start.character - a[1])),
+    )
 
 
 def fixable(diagnostics: list[types.Diagnostic], at: types.Range | None = None) -> list[types.Diagnostic]:
@@ -122,9 +148,11 @@ def diagnostic_range(d: types.Diagnostic) -> Range:
     return d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character
 
 
-def quick_fix_actions(uri: str, diagnostics: list[types.Diagnostic],
-                      found: list[tuple[Range, list[tuple[typos.WordFinding, tuple[int, int], tuple[int, int]]]]]
-                      ) -> list[types.CodeAction]:
+def quick_fix_actions(
+    uri: str,
+    diagnostics: list[types.Diagnostic],
+    found: list[tuple[Range, list[tuple[typos.WordFinding, tuple[int, int], tuple[int, int]]]]],
+) -> list[types.CodeAction]:
     """Code actions replacing each diagnostic's words with their likeliest fixes, best first (the
     first fix of each diagnostic is the preferred one; a word's fixes are those its hint
     names, see material.quick_fixes). `found` pairs with `diagnostics`, as the
@@ -134,10 +162,14 @@ def quick_fix_actions(uri: str, diagnostics: list[types.Diagnostic],
         first = len(actions)
         for f, (l0, c0), (l1, c1) in findings:
             for word, logp in f.fixes:
-                edit = types.TextEdit(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
-                                      new_text=word)
-                actions.append(types.CodeAction(
-                    title=f"Replace {f.word!r} with {word!r} (p = {math.exp(logp):.2g} here)",
-                    kind=types.CodeActionKind.QuickFix, diagnostics=[d], is_preferred=len(actions) == first,
-                    edit=types.WorkspaceEdit(changes={uri: [edit]})))
+                edit = types.TextEdit(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), new_text=word)
+                actions.append(
+                    types.CodeAction(
+                        title=f"Replace {f.word!r} with {word!r} (p = {math.exp(logp):.2g} here)",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[d],
+                        is_preferred=len(actions) == first,
+                        edit=types.WorkspaceEdit(changes={uri: [edit]}),
+                    )
+                )
     return actions

@@ -25,38 +25,123 @@ MARKDOWN, RST, PLAIN, SOURCE, NONE = "markdown", "rst", "plain", "source", "none
 
 _LANGUAGE_MARKUP = {"markdown": MARKDOWN, "mdx": MARKDOWN, "restructuredtext": RST, "rst": RST}
 # languageId -> comment syntax family, for source files
-_HASH = ("python", "shellscript", "sh", "bash", "ruby", "perl", "r", "yaml", "toml", "makefile", "dockerfile",
-         "powershell", "julia", "elixir", "coffeescript", "cmake", "nim")
-_SLASH = ("c", "cpp", "csharp", "java", "javascript", "javascriptreact", "typescript", "typescriptreact", "go",
-          "rust", "swift", "kotlin", "scala", "dart", "php", "objective-c", "objective-cpp", "groovy", "zig", "css",
-          "scss", "less", "jsonc", "proto")
+_HASH = (
+    "python",
+    "shellscript",
+    "sh",
+    "bash",
+    "ruby",
+    "perl",
+    "r",
+    "yaml",
+    "toml",
+    "makefile",
+    "dockerfile",
+    "powershell",
+    "julia",
+    "elixir",
+    "coffeescript",
+    "cmake",
+    "nim",
+)
+_SLASH = (
+    "c",
+    "cpp",
+    "csharp",
+    "java",
+    "javascript",
+    "javascriptreact",
+    "typescript",
+    "typescriptreact",
+    "go",
+    "rust",
+    "swift",
+    "kotlin",
+    "scala",
+    "dart",
+    "php",
+    "objective-c",
+    "objective-cpp",
+    "groovy",
+    "zig",
+    "css",
+    "scss",
+    "less",
+    "jsonc",
+    "proto",
+)
 _DASH = ("lua", "sql", "haskell", "elm", "ada")
 _SOURCE = {**{k: "hash" for k in _HASH}, **{k: "slash" for k in _SLASH}, **{k: "dash" for k in _DASH}}
-_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst", ".txt": "plaintext",
-           ".py": "python", ".sh": "shellscript", ".rb": "ruby", ".pl": "perl", ".r": "r", ".yaml": "yaml",
-           ".yml": "yaml", ".toml": "toml", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
-           ".cs": "csharp", ".java": "java", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust",
-           ".swift": "swift", ".kt": "kotlin", ".scala": "scala", ".lua": "lua", ".sql": "sql", ".hs": "haskell",
-           ".css": "css", ".php": "php"}
+_SUFFIX = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".rst": "rst",
+    ".txt": "plaintext",
+    ".py": "python",
+    ".sh": "shellscript",
+    ".rb": "ruby",
+    ".pl": "perl",
+    ".r": "r",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cs": "csharp",
+    ".java": "java",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".go": "go",
+    ".rs": "rust",
+    ".swift": "swift",
+    ".kt": "kotlin",
+    ".scala": "scala",
+    ".lua": "lua",
+    ".sql": "sql",
+    ".hs": "haskell",
+    ".css": "css",
+    ".php": "php",
+}
 
 WORD = re.compile(r"(?<![\w@/\\'’-])[A-Za-z]+(?:['’][A-Za-z]+)*(?![\w@/\\]|['’]\w|\.\w)")
 
 # Inline things inside prose that are not prose
 _URL = r"(?:[a-z][a-z0-9+.-]*://|www\.|mailto:)[^\s<>()\[\]`]*[^\s<>()\[\]`.,;:!?'\"]"
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
-_MD_INLINE = re.compile("|".join([
-    r"(`+)[\s\S]*?\1",  # code span
-    r"\]\([^)\n]*\)", r"\]\[[^\]\n]*\]",  # link targets: [text](target), [text][ref]
-    r"^\s*\[[^\]\n]+\]:.*$",  # a reference definition line
-    r"<[a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>", r"<[^\s<>@]+@[^\s<>]+>",  # autolinks
-    r"</?[a-zA-Z][^<>\n]*>", r"<!--[\s\S]*?-->",  # inline HTML
-    _URL, _EMAIL]), re.MULTILINE | re.IGNORECASE)
-_RST_INLINE = re.compile("|".join([
-    r"``[\s\S]+?``",  # inline literal
-    r":[\w.+-]+:`[^`]*`",  # a role: :ref:`target`
-    r"<[^<>\s]+>`_{1,2}",  # hyperlink target inside a reference
-    r"\|[^|\s][^|\n]*\|_{0,2}",  # substitution reference
-    _URL, _EMAIL]), re.IGNORECASE)
+_MD_INLINE = re.compile(
+    "|".join(
+        [
+            r"(`+)[\s\S]*?\1",  # code span
+            r"\]\([^)\n]*\)",
+            r"\]\[[^\]\n]*\]",  # link targets: [text](target), [text][ref]
+            r"^\s*\[[^\]\n]+\]:.*$",  # a reference definition line
+            r"<[a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>",
+            r"<[^\s<>@]+@[^\s<>]+>",  # autolinks
+            r"</?[a-zA-Z][^<>\n]*>",
+            r"<!--[\s\S]*?-->",  # inline HTML
+            _URL,
+            _EMAIL,
+        ]
+    ),
+    re.MULTILINE | re.IGNORECASE,
+)
+_RST_INLINE = re.compile(
+    "|".join(
+        [
+            r"``[\s\S]+?``",  # inline literal
+            r":[\w.+-]+:`[^`]*`",  # a role: :ref:`target`
+            r"<[^<>\s]+>`_{1,2}",  # hyperlink target inside a reference
+            r"\|[^|\s][^|\n]*\|_{0,2}",  # substitution reference
+            _URL,
+            _EMAIL,
+        ]
+    ),
+    re.IGNORECASE,
+)
 _PLAIN_INLINE = re.compile("|".join([r"`[^`\n]+`", _URL, _EMAIL]), re.IGNORECASE)
 
 
@@ -118,8 +203,10 @@ def layout(text: str, markup: str, language_id: str = "") -> Layout:
         blocks = _rst_blocks(text)
         inline = _RST_INLINE
     elif markup == SOURCE:
-        blocks = [(a, b, False) for a, b in _comment_spans(text, _SOURCE.get(language_id.lower(), "hash"),
-                                                           language_id.lower() == "python")]
+        blocks = [
+            (a, b, False)
+            for a, b in _comment_spans(text, _SOURCE.get(language_id.lower(), "hash"), language_id.lower() == "python")
+        ]
         inline = _PLAIN_INLINE
     else:
         blocks = [(m.start(), m.end(), True) for m in _PLAIN_PARAGRAPH.finditer(text)]
@@ -146,9 +233,11 @@ def _masked(text: str, blocks, inline: re.Pattern) -> tuple[tuple, tuple]:
 # HTML comment or a raw HTML block (<pre>, <script>, <style>, <textarea>), which may hold blank lines.
 _CHUNK_BREAK = re.compile(r"\n[ \t]*\n(?=\S)")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
-_SPANNING = re.compile(r"<!--[\s\S]*?(?:-->|$(?![\s\S]))"
-                       r"|^<(pre|script|style|textarea)[\s>][\s\S]*?(?:</\1>|$(?![\s\S]))",
-                       re.MULTILINE | re.IGNORECASE)
+_SPANNING = re.compile(
+    r"<!--[\s\S]*?(?:-->|$(?![\s\S]))"
+    r"|^<(pre|script|style|textarea)[\s>][\s\S]*?(?:</\1>|$(?![\s\S]))",
+    re.MULTILINE | re.IGNORECASE,
+)
 _FRONT_MATTER = re.compile(r"---[ \t]*\n[\s\S]*?(?:^(?:---|\.\.\.)[ \t]*$|\Z)", re.MULTILINE)
 
 
@@ -243,8 +332,8 @@ def _markdown_blocks(text: str, front_matter: bool = True) -> list[tuple[int, in
 _RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.(?:\s|$)")
 _RST_ADMONITION = re.compile(
-    r"^\s*\.\.\s+(note|warning|tip|important|attention|caution|danger|error|hint|seealso|admonition)::",
-    re.IGNORECASE)
+    r"^\s*\.\.\s+(note|warning|tip|important|attention|caution|danger|error|hint|seealso|admonition)::", re.IGNORECASE
+)
 _RST_TABLE = re.compile(r"^\s*(?:\+[-=+]+\+\s*|=+(?:\s+=+)+\s*)$")
 
 

@@ -28,7 +28,6 @@ from . import markup, reuse, typos
 from .paragraphs import paragraphs
 
 
-
 class TokenizedText(Protocol):
     """A text with the char offset where each of its tokens starts (documents/textsync.py's TrackedText)."""
 
@@ -62,19 +61,19 @@ def continuation(doc: inference.IncrementalDocument):
         seqs = []
         for i, pieces in jobs:
             w0 = window_starts[bisect.bisect_right(window_starts, i) - 1]
-            context = ids[max(w0, i - CONTINUATION_CONTEXT):i]
+            context = ids[max(w0, i - CONTINUATION_CONTEXT) : i]
             seqs.append(([cfg.bos_token_id] + context + list(pieces), 1 + len(context), len(pieces)))
         out: list[float] = []
         for at in range(0, len(seqs), CONTINUATION_BATCH):
-            batch = seqs[at:at + CONTINUATION_BATCH]
+            batch = seqs[at : at + CONTINUATION_BATCH]
             width = max(len(s) for s, _, _ in batch)
             tok = torch.full((len(batch), width), cfg.pad_token_id, dtype=torch.long)
             pos = torch.zeros((len(batch), width), dtype=torch.long)
             valid = torch.zeros((len(batch), width), dtype=torch.bool)
             for b, (s, _, _) in enumerate(batch):
-                tok[b, :len(s)] = torch.tensor(s)
-                pos[b, :len(s)] = torch.arange(len(s)) * cfg.position_pool // len(s)
-                valid[b, :len(s)] = True
+                tok[b, : len(s)] = torch.tensor(s)
+                pos[b, : len(s)] = torch.arange(len(s)) * cfg.position_pool // len(s)
+                valid[b, : len(s)] = True
             rows, targets = [], []
             for b, (s, first, count) in enumerate(batch):
                 rows += [(b, first + k - 1) for k in range(1, count)]
@@ -86,7 +85,7 @@ def continuation(doc: inference.IncrementalDocument):
                 got = logp[torch.arange(len(targets)), torch.tensor(targets)].cpu().tolist()
             k = 0
             for _, _, count in batch:
-                out.append(float(sum(got[k:k + count - 1])))
+                out.append(float(sum(got[k : k + count - 1])))
                 k += count - 1
         return out
 
@@ -99,19 +98,22 @@ def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
     return [(a, b, float(cumulative[j] - cumulative[i])) for a, b, i, j in spans]
 
 
-def text_material(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
-                  lay: markup.Layout, tolerance: float = 0.0) -> reuse.DocumentMaterial:
+def text_material(
+    text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout, tolerance: float = 0.0
+) -> reuse.DocumentMaterial:
     """The text's material paragraph by paragraph (reuse.py), with the findings the document's
     evidence excuses left out."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
-    got = reuse.document_material(text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc),
-                                  tolerance)
+    got = reuse.document_material(
+        text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc), tolerance
+    )
     findings = [f for f in typos.excused(got.findings, got.evidence, text) if not f.excused]
     return replace(got, findings=findings)
 
 
-def analyse(text: str, starts: np.ndarray, doc: inference.IncrementalDocument,
-            lay: markup.Layout) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
+def analyse(
+    text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout
+) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
     got = text_material(text, starts, doc, lay)
@@ -159,14 +161,27 @@ class HintMaterial:
     findings: list  # typos.WordFinding, every suspect word nothing excuses (the thresholds choose among them)
 
     @classmethod
-    def of(cls, tt: TokenizedText, doc: inference.IncrementalDocument, version: int | None,
-           language_id: str = "plaintext", cfg: DiagnosticSettings | None = None) -> "HintMaterial":
+    def of(
+        cls,
+        tt: TokenizedText,
+        doc: inference.IncrementalDocument,
+        version: int | None,
+        language_id: str = "plaintext",
+        cfg: DiagnosticSettings | None = None,
+    ) -> HintMaterial:
         lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
         return cls.with_layout(tt.text, tt.token_starts, doc, version, lay, reuse.REUSE_TOLERANCE_NATS)
 
     @classmethod
-    def with_layout(cls, text: str, starts: np.ndarray, doc: inference.IncrementalDocument, version: int | None,
-                    lay: markup.Layout, tolerance: float = 0.0) -> "HintMaterial":
+    def with_layout(
+        cls,
+        text: str,
+        starts: np.ndarray,
+        doc: inference.IncrementalDocument,
+        version: int | None,
+        lay: markup.Layout,
+        tolerance: float = 0.0,
+    ) -> HintMaterial:
         """The material of a text whose prose is `lay` (`vq-lsp score` finds it from a file name).
         `tolerance`: see reuse.document_material (the server's edits may reuse paragraphs whose
         scores moved a little; a batch run's results depend on the text alone)."""
@@ -182,28 +197,42 @@ def word_at(text: str, lay: markup.Layout, offset: int) -> tuple[int, int] | Non
     return None
 
 
-def explain_words(tt: TokenizedText, doc: inference.IncrementalDocument, spans, language_id: str = "plaintext",
-                  cfg: DiagnosticSettings | None = None) -> list[typos.WordFinding]:
+def explain_words(
+    tt: TokenizedText,
+    doc: inference.IncrementalDocument,
+    spans,
+    language_id: str = "plaintext",
+    cfg: DiagnosticSettings | None = None,
+) -> list[typos.WordFinding]:
     """The detector's view of words (char spans), flagged or not, as the hints see them: a
     suspect word's finding is the one its hint was chosen from (same fixes, same excuse), any
     other word gets its surprise and closest dictionary words (hover, quick fixes)."""
     lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
     surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64)
     starts = np.asarray(tt.token_starts)
-    found = detector(doc).examine(tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True,
-                                  continuation=continuation(doc))
-    return typos.excused(found, reuse.document_material(tt.text, starts, surprise, lay, doc, detector(doc)).evidence,
-                         tt.text)
+    found = detector(doc).examine(
+        tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True, continuation=continuation(doc)
+    )
+    return typos.excused(
+        found, reuse.document_material(tt.text, starts, surprise, lay, doc, detector(doc)).evidence, tt.text
+    )
 
 
-def quick_fixes(tt: TokenizedText, doc: inference.IncrementalDocument, a: int, b: int,
-                language_id: str = "plaintext", cfg: DiagnosticSettings | None = None) -> list[typos.WordFinding]:
+def quick_fixes(
+    tt: TokenizedText,
+    doc: inference.IncrementalDocument,
+    a: int,
+    b: int,
+    language_id: str = "plaintext",
+    cfg: DiagnosticSettings | None = None,
+) -> list[typos.WordFinding]:
     """The detector's view of every prose word overlapping chars [a, b] (each with its fixes),
     words a hint is shown for first (best evidence first), then the others in text order."""
     cfg = cfg or DiagnosticSettings()
     lay = layout_for(tt.text, language_id, cfg)
     spans = [(p, q) for p, q in lay.words(tt.text) if p <= b and a <= q]
     found = [f for f in explain_words(tt, doc, spans[:20], language_id, cfg) if f.fixes]
-    shown = sorted((f for f in found if typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)),
-                   key=lambda f: -f.gain)
+    shown = sorted(
+        (f for f in found if typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)), key=lambda f: -f.gain
+    )
     return shown + [f for f in found if f not in shown]

@@ -74,8 +74,10 @@ class ParagraphCache:
     def get(self, key: Key, surprise: np.ndarray, tolerance: float) -> ParagraphMaterial | None:
         for hit in self._entries.get(key, ()):
             if len(hit.surprise) == len(surprise) and (
-                    np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
-                    or tolerance > 0 and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance):
+                np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
+                or tolerance > 0
+                and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance
+            ):
                 self._entries.move_to_end(key)
                 return hit
         return None
@@ -104,9 +106,16 @@ def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:
     return tuple(out)
 
 
-def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: markup.Layout,
-                      doc: inference.IncrementalDocument, detector: typos.Detector,
-                      continuation=None, tolerance: float = 0.0) -> DocumentMaterial:
+def document_material(
+    text: str,
+    starts: np.ndarray,
+    surprise: np.ndarray,
+    lay: markup.Layout,
+    doc: inference.IncrementalDocument,
+    detector: typos.Detector,
+    continuation=None,
+    tolerance: float = 0.0,
+) -> DocumentMaterial:
     """Every paragraph's material, reused from the cache where it is current, computed where not
     (the missing paragraphs' suspect words in one batched LM-head call). With `tolerance` 0 (what
     `vq-lsp score` uses) a paragraph is reused only when its tokens' surprise is exactly the
@@ -127,8 +136,9 @@ def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: 
     tone_lo, tone_hi = np.searchsorted(tone_starts, bounds[:, 0]), np.searchsorted(tone_starts, bounds[:, 1])
     parts: list[tuple[int, int, ParagraphMaterial | None, Key]] = []
     missing = []
-    for (pa, pb), ta, tb, plo, t0, t1 in zip(paras, first.tolist(), last.tolist(), prose_lo.tolist(),
-                                            tone_lo.tolist(), tone_hi.tolist()):
+    for (pa, pb), ta, tb, plo, t0, t1 in zip(
+        paras, first.tolist(), last.tolist(), prose_lo.tolist(), tone_lo.tolist(), tone_hi.tolist()
+    ):
         prose = _clipped(lay.prose, plo, pa, pb)
         tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1])
         key = (text[pa:pb], (starts[ta:tb] - pa).tobytes(), prose, tone)
@@ -155,12 +165,17 @@ def document_material(text: str, starts: np.ndarray, surprise: np.ndarray, lay: 
         technical = technical or m.has_code
     rows = np.concatenate(words) if words else np.zeros((0, 4), dtype=np.int64)
     word_surprise = (cumulative[rows[:, 3]] - cumulative[rows[:, 2]]).tolist()
-    return DocumentMaterial(list(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), word_surprise)), findings, tones,
-                            typos.Evidence(dict(uses), frozenset(code), technical))
+    return DocumentMaterial(
+        list(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), word_surprise)),
+        findings,
+        tones,
+        typos.Evidence(dict(uses), frozenset(code), technical),
+    )
 
 
-def _placed(findings: Sequence[typos.WordFinding], tokens: Sequence[tuple[int, int]], pa: int, ta: int,
-            cumulative: np.ndarray) -> list[typos.WordFinding]:
+def _placed(
+    findings: Sequence[typos.WordFinding], tokens: Sequence[tuple[int, int]], pa: int, ta: int, cumulative: np.ndarray
+) -> list[typos.WordFinding]:
     """A paragraph's findings at its place now, their surprise (and so gain) read from the current scores."""
     out = []
     for f, (i, j) in zip(findings, tokens):
@@ -178,12 +193,17 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
         ta, tb = int(first[k]), int(last[k])
         _, _, _, key = parts[k]
         prose = [(a + pa, b + pa) for a, b in key[2]]
-        spans = typos.word_tokens(text, starts, len(surprise),
-                                  [(m.start(), m.end()) for a, b in prose for m in markup.WORD.finditer(text, a, b)])
+        spans = typos.word_tokens(
+            text,
+            starts,
+            len(surprise),
+            [(m.start(), m.end()) for a, b in prose for m in markup.WORD.finditer(text, a, b)],
+        )
         per_para.append((k, pa, pb, ta, tb, prose, spans))
         all_spans.extend(spans)
-    found = detector.examine(text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True,
-                             continuation=continuation)
+    found = detector.examine(
+        text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True, continuation=continuation
+    )
     found.sort(key=lambda f: f.start)
     para_starts = [pa for _, pa, *_ in per_para]
     by_para: list[list[typos.WordFinding]] = [[] for _ in per_para]
@@ -205,9 +225,15 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
             ba, bb = int(np.searchsorted(starts, a + pa, "left")), int(np.searchsorted(starts, b + pa, "left"))
             if ba < bb:
                 tones.append((a, b, ba - ta, bb - ta, doc.span_scores(ba, bb), w))
-        value = ParagraphMaterial(surprise[ta:tb].copy(), words,
-                                  tuple(replace(f, start=f.start - pa, end=f.end - pa) for f in fs),
-                                  tuple(token_of[f.start] for f in fs), uses, frozenset(code), has_code,
-                                  tuple(tones))
+        value = ParagraphMaterial(
+            surprise[ta:tb].copy(),
+            words,
+            tuple(replace(f, start=f.start - pa, end=f.end - pa) for f in fs),
+            tuple(token_of[f.start] for f in fs),
+            uses,
+            frozenset(code),
+            has_code,
+            tuple(tones),
+        )
         cache.put(parts[k][3], value)
         parts[k] = (pa, ta, value, parts[k][3])

@@ -28,9 +28,9 @@ and its hover name the same words.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from spellchecker import SpellChecker
@@ -49,17 +49,49 @@ TWO_EDIT_MIN_LETTERS = 5  # shorter words have too many dictionary words two edi
 EXTRA_PIECE_NATS = 2.0
 
 CONFUSION_SETS: tuple[tuple[str, ...], ...] = (
-    ("their", "there", "they're"), ("your", "you're"), ("its", "it's"), ("then", "than"), ("lose", "loose"),
-    ("form", "from"), ("affect", "effect"), ("were", "where", "we're"), ("whether", "weather"), ("quite", "quiet"),
-    ("accept", "except"), ("advice", "advise"), ("breath", "breathe"), ("principal", "principle"),
-    ("passed", "past"), ("whose", "who's"), ("chose", "choose"), ("later", "latter"), ("of", "off"),
-    ("peace", "piece"), ("hear", "here"), ("brake", "break"), ("weak", "week"), ("whole", "hole"),
-    ("though", "through", "thought"), ("lead", "led"), ("desert", "dessert"), ("sight", "site"), ("now", "know"),
-    ("new", "knew"), ("right", "write"), ("which", "witch"), ("dose", "does"), ("wander", "wonder"),
-    ("cloth", "clothe"), ("tale", "tail"), ("plain", "plane"), ("role", "roll"), ("bare", "bear"),
+    ("their", "there", "they're"),
+    ("your", "you're"),
+    ("its", "it's"),
+    ("then", "than"),
+    ("lose", "loose"),
+    ("form", "from"),
+    ("affect", "effect"),
+    ("were", "where", "we're"),
+    ("whether", "weather"),
+    ("quite", "quiet"),
+    ("accept", "except"),
+    ("advice", "advise"),
+    ("breath", "breathe"),
+    ("principal", "principle"),
+    ("passed", "past"),
+    ("whose", "who's"),
+    ("chose", "choose"),
+    ("later", "latter"),
+    ("of", "off"),
+    ("peace", "piece"),
+    ("hear", "here"),
+    ("brake", "break"),
+    ("weak", "week"),
+    ("whole", "hole"),
+    ("though", "through", "thought"),
+    ("lead", "led"),
+    ("desert", "dessert"),
+    ("sight", "site"),
+    ("now", "know"),
+    ("new", "knew"),
+    ("right", "write"),
+    ("which", "witch"),
+    ("dose", "does"),
+    ("wander", "wonder"),
+    ("cloth", "clothe"),
+    ("tale", "tail"),
+    ("plain", "plane"),
+    ("role", "roll"),
+    ("bare", "bear"),
 )
-CONFUSABLE: dict[str, tuple[str, ...]] = {w: tuple(o for o in group if o != w) for group in CONFUSION_SETS
-                                          for w in group}
+CONFUSABLE: dict[str, tuple[str, ...]] = {
+    w: tuple(o for o in group if o != w) for group in CONFUSION_SETS for w in group
+}
 
 
 @dataclass(frozen=True)
@@ -81,8 +113,10 @@ class WordFinding:
     def explain(self) -> str:
         """The hint's message: a non-word is unlikely here; a real-word error is a confusable of its partner."""
         if self.kind == "real-word" and self.fixes:
-            return (f"{self.word!r} may be a confusable of {self.fixes[0][0]!r} here ({self.gain:.1f} nats likelier: "
-                    f"{self.surprise:.1f} nats for {self.word!r}); likely: {self.likely()}")
+            return (
+                f"{self.word!r} may be a confusable of {self.fixes[0][0]!r} here ({self.gain:.1f} nats likelier: "
+                f"{self.surprise:.1f} nats for {self.word!r}); likely: {self.likely()}"
+            )
         return f"{self.word!r} is unlikely here: {self.surprise:.1f} nats; likely: {self.likely()}"
 
     def describe(self) -> str:
@@ -98,9 +132,14 @@ def dictionary() -> SpellChecker:
     return SpellChecker(language="en", distance=1)
 
 
-_BRITISH = ((re.compile(r"our"), "or"), (re.compile(r"is(e|ed|es|ing|ation|ations)$"), r"iz\1"),
-            (re.compile(r"ence$"), "ense"), (re.compile(r"tre(s?)$"), r"ter\1"),
-            (re.compile(r"ll(ed|ing|er|ers)$"), r"l\1"), (re.compile(r"ogue(s?)$"), r"og\1"))
+_BRITISH = (
+    (re.compile(r"our"), "or"),
+    (re.compile(r"is(e|ed|es|ing|ation|ations)$"), r"iz\1"),
+    (re.compile(r"ence$"), "ense"),
+    (re.compile(r"tre(s?)$"), r"ter\1"),
+    (re.compile(r"ll(ed|ing|er|ers)$"), r"l\1"),
+    (re.compile(r"ogue(s?)$"), r"og\1"),
+)
 
 
 @lru_cache(maxsize=65536)
@@ -170,7 +209,7 @@ class Evidence:
         if not self.technical:
             return ""
         lower = f.word.lower()
-        if text[f.start - 1:f.start] == "." or text[f.end:f.end + 1] in ("(", "_"):
+        if text[f.start - 1 : f.start] == "." or text[f.end : f.end + 1] in ("(", "_"):
             return "code-like"
         if not any(c in "aeiouy" for c in lower):
             return "code-like: no vowel"
@@ -240,7 +279,7 @@ def _one_delete_index() -> dict[str, tuple[str, ...]]:
     index: dict[str, set[str]] = {}
     for w, count in dictionary().word_frequency.items():
         if count >= MIN_FIX_FREQUENCY and w.isalpha():
-            for key in {w} | {w[:i] + w[i + 1:] for i in range(len(w))}:
+            for key in {w} | {w[:i] + w[i + 1 :] for i in range(len(w))}:
                 index.setdefault(key, set()).add(w)
     return {k: tuple(v) for k, v in index.items()}
 
@@ -252,7 +291,7 @@ def _two_edits(lower: str) -> set[str]:
     for e in dictionary().edit_distance_1(lower):
         found.update(index.get(e, ()))
         for i in range(len(e)):
-            found.update(index.get(e[:i] + e[i + 1:], ()))
+            found.update(index.get(e[:i] + e[i + 1 :], ()))
     return {w for w in found if _edit_distance(lower, w) <= 2}
 
 
@@ -292,7 +331,7 @@ def word_tokens(text: str, starts: np.ndarray, n_tokens: int, words: Sequence[tu
     out = []
     for k in np.flatnonzero(ok).tolist():
         a, b, ti = int(ab[k, 0]), int(ab[k, 1]), int(i[k])
-        if not text[int(starts[ti]):a].strip():
+        if not text[int(starts[ti]) : a].strip():
             out.append((a, b, ti, int(j[k])))
     return out
 
@@ -318,9 +357,17 @@ class Detector:
             return [match_case(word, c) for c in CONFUSABLE.get(word.lower(), ())]
         return fix_candidates(word)
 
-    def examine(self, text: str, starts: Sequence[int], surprise: np.ndarray, words: Iterable[tuple[int, int]],
-                logprobs: Callable, force: bool = False, resolved: bool = False,
-                continuation: Callable | None = None) -> list[WordFinding]:
+    def examine(
+        self,
+        text: str,
+        starts: Sequence[int],
+        surprise: np.ndarray,
+        words: Iterable[tuple[int, int]],
+        logprobs: Callable,
+        force: bool = False,
+        resolved: bool = False,
+        continuation: Callable | None = None,
+    ) -> list[WordFinding]:
         """Findings for the suspect words among `words` ((start, end) character spans): every
         non-word with a close dictionary word and every lower-case confusable word; what the
         document excuses is decided later (`Evidence`), from the whole document.
@@ -341,9 +388,10 @@ class Detector:
             suspect = not known or (word.islower() and word in CONFUSABLE)
             if not suspect and not force:
                 continue
-            cands = self.candidates(word, known) if suspect else _unique(self.candidates(word, known)
-                                                                         + close_words(word))
-            lead = text[int(starts[i]):a]
+            cands = (
+                self.candidates(word, known) if suspect else _unique(self.candidates(word, known) + close_words(word))
+            )
+            lead = text[int(starts[i]) : a]
             pieces = [(c, *self._first(lead, c)) for c in cands]
             if known:  # a multi-piece confusable: its first piece alone would overstate it
                 confusable = CONFUSABLE.get(word.lower(), ())
@@ -359,8 +407,13 @@ class Detector:
         rest = self._further_pieces(todo, firsts, continuation)
         out = []
         for n, ((a, b, word, _, s, kind, pieces, _), lp) in enumerate(zip(todo, firsts)):
-            scored = sorted(((c, float(lp[k]) + rest.get((n, k), -EXTRA_PIECE_NATS * (count - 1)))
-                             for k, (c, _, count) in enumerate(pieces)), key=lambda t: -t[1])
+            scored = sorted(
+                (
+                    (c, float(lp[k]) + rest.get((n, k), -EXTRA_PIECE_NATS * (count - 1)))
+                    for k, (c, _, count) in enumerate(pieces)
+                ),
+                key=lambda t: -t[1],
+            )
             gain = (scored[0][1] + s) if scored else float("-inf")
             out.append(WordFinding(a, b, word, s, kind, gain, tuple(scored[:MAX_FIXES])))
         return out

@@ -43,9 +43,12 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
 _GITHUB_LEVEL = {"error": "error", "warning": "warning", "information": "notice", "hint": "notice"}
 _SEVERITY_NAME = {int(v): k for k, v in conventions.SEVERITY.items()}
-_RULES = {"typo": "A likely typo: a word the model reads as a close dictionary word, or a confused word.",
-          "sentiment": "The tone of a prose paragraph.", "surprise": "A word the model finds very unlikely here.",
-          "grammar": "A grammar or word-choice lint."}
+_RULES = {
+    "typo": "A likely typo: a word the model reads as a close dictionary word, or a confused word.",
+    "sentiment": "The tone of a prose paragraph.",
+    "surprise": "A word the model finds very unlikely here.",
+    "grammar": "A grammar or word-choice lint.",
+}
 
 
 @dataclass(frozen=True)
@@ -76,18 +79,33 @@ class FileText:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="vq-lsp check", description=(
-        "Print the hints of files and folders (typos, tone, unlikely words) as the language server would "
-        "show them, honouring vq-lsp.toml, the dictionaries and ignore comments. Exit status 1 when a hint "
-        "at or above --fail-on exists."))
+    ap = argparse.ArgumentParser(
+        prog="vq-lsp check",
+        description=(
+            "Print the hints of files and folders (typos, tone, unlikely words) as the language server would "
+            "show them, honouring vq-lsp.toml, the dictionaries and ignore comments. Exit status 1 when a hint "
+            "at or above --fail-on exists."
+        ),
+    )
     ap.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to check")
-    ap.add_argument("--format", choices=FORMATS, default="text",
-                    help="text (default: path:line:col: severity kind message), json, sarif or github")
-    ap.add_argument("--fail-on", choices=FAIL_ON, default="warning",
-                    help="exit 1 when a hint of this severity or a more severe one exists (default warning: typos "
-                         "are warnings, tone information, unlikely words hints); never: always 0")
-    ap.add_argument("--model", metavar="DIR|NAME", help="model folder or installed name (default: the "
-                    "configuration file's modelPath, else the bundled model)")
+    ap.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (default: path:line:col: severity kind message), json, sarif or github",
+    )
+    ap.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="warning",
+        help="exit 1 when a hint of this severity or a more severe one exists (default warning: typos "
+        "are warnings, tone information, unlikely words hints); never: always 0",
+    )
+    ap.add_argument(
+        "--model",
+        metavar="DIR|NAME",
+        help="model folder or installed name (default: the configuration file's modelPath, else the bundled model)",
+    )
     ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: cpu)")
     ap.add_argument("--threads", type=argtypes.threads, default=1, help="CPU threads for torch (default 1)")
     return ap
@@ -106,9 +124,11 @@ def _relative(path: Path, root: Path) -> str:
 
 def files_to_check(paths: list[Path], settings: Settings, root: Path) -> Iterator[Path]:
     """The files named, and the prose and source files under the folders named, minus excludes."""
+
     def wanted(path: Path) -> bool:
         return settings.wants(markup.language_of(path.name)) and not excludes.excluded(
-            os.path.abspath(path), os.path.abspath(root), settings.exclude)
+            os.path.abspath(path), os.path.abspath(root), settings.exclude
+        )
 
     for path in paths:
         if path.is_dir():
@@ -136,8 +156,9 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
         return None, f"not UTF-8 text ({e.reason} at byte {e.start})"
 
 
-def check_text(model: inference.LoadedModel, text: str, name: str, settings: Settings,
-               conv: conventions.Conventions) -> list[Finding]:
+def check_text(
+    model: inference.LoadedModel, text: str, name: str, settings: Settings, conv: conventions.Conventions
+) -> list[Finding]:
     """The hints of one text as the server would publish them, scored with one dense pass; ValueError
     for a text longer than maxDocumentTokens (the server gives it no hints either)."""
     ids, offsets = model.tokenizer.encode_with_offsets(text)
@@ -154,8 +175,19 @@ def check_text(model: inference.LoadedModel, text: str, name: str, settings: Set
     out = []
     for h in conventions.choose(tt, material, cfg, conv, language):
         (l0, c0), (l1, c1) = tt.position(h.start), tt.position(h.end)
-        out.append(Finding(name, l0 + 1, c0 + 1, l1 + 1, c1 + 1, _SEVERITY_NAME[int(h.severity)], h.code,
-                           h.message, fixes.get((h.start, h.end), ()) if h.code == "typo" else ()))
+        out.append(
+            Finding(
+                name,
+                l0 + 1,
+                c0 + 1,
+                l1 + 1,
+                c1 + 1,
+                _SEVERITY_NAME[int(h.severity)],
+                h.code,
+                h.message,
+                fixes.get((h.start, h.end), ()) if h.code == "typo" else (),
+            )
+        )
     return sorted(out, key=lambda f: (f.line, f.column, f.kind))
 
 
@@ -167,16 +199,33 @@ def _github_escape(text: str, property_value: bool = False) -> str:
 def sarif(findings: list[Finding]) -> dict:
     """A SARIF 2.1.0 log of the findings (one run, one rule per hint kind)."""
     kinds = sorted({f.kind for f in findings} | {"typo"})
-    results = [{
-        "ruleId": f.kind, "level": _SARIF_LEVEL[f.severity], "message": {"text": f.message},
-        "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": f.path},
-            "region": {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line,
-                       "endColumn": f.end_column}}}],
-    } for f in findings]
+    results = [
+        {
+            "ruleId": f.kind,
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": f.path},
+                        "region": {
+                            "startLine": f.line,
+                            "startColumn": f.column,
+                            "endLine": f.end_line,
+                            "endColumn": f.end_column,
+                        },
+                    }
+                }
+            ],
+        }
+        for f in findings
+    ]
     rules = [{"id": k, "shortDescription": {"text": _RULES.get(k, k)}} for k in kinds]
-    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{
-        "tool": {"driver": {"name": "vq-lsp", "version": __version__, "rules": rules}}, "results": results}]}
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "vq-lsp", "version": __version__, "rules": rules}}, "results": results}],
+    }
 
 
 def write(findings: list[Finding], fmt: str, out) -> None:
@@ -188,9 +237,17 @@ def write(findings: list[Finding], fmt: str, out) -> None:
         out.write("\n")
     elif fmt == "github":
         for f in findings:
-            props = ",".join(f"{k}={_github_escape(str(v), True)}" for k, v in (
-                ("file", f.path), ("line", f.line), ("col", f.column), ("endLine", f.end_line),
-                ("endColumn", f.end_column), ("title", f"vq-lsp {f.kind}")))
+            props = ",".join(
+                f"{k}={_github_escape(str(v), True)}"
+                for k, v in (
+                    ("file", f.path),
+                    ("line", f.line),
+                    ("col", f.column),
+                    ("endLine", f.end_line),
+                    ("endColumn", f.end_column),
+                    ("title", f"vq-lsp {f.kind}"),
+                )
+            )
             out.write(f"::{_GITHUB_LEVEL[f.severity]} {props}::{_github_escape(f.message)}\n")
     else:
         for f in findings:
@@ -204,8 +261,7 @@ def fails(findings: list[Finding], fail_on: str) -> bool:
     return any(SEVERITIES.index(f.severity) <= limit for f in findings)
 
 
-def main(argv: list[str] | None = None, root: Path | None = None,
-         warn: Callable[[str], None] | None = None) -> int:
+def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable[[str], None] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warn = warn or (lambda message: print(message, file=sys.stderr))
     root = root or Path.cwd()
@@ -226,8 +282,12 @@ def main(argv: list[str] | None = None, root: Path | None = None,
 
     torch.set_num_threads(args.threads)
     try:
-        model = inference.load_model(args.model or settings.model_path, device=args.device or "cpu",
-                                     dtype=settings.precision, context=settings.context)
+        model = inference.load_model(
+            args.model or settings.model_path,
+            device=args.device or "cpu",
+            dtype=settings.precision,
+            context=settings.context,
+        )
     except (ValueError, OSError, RuntimeError) as e:  # ModelLoadError is a ValueError
         print(f"vq-lsp check: error: {e}", file=sys.stderr)
         return 2

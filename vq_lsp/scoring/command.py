@@ -13,8 +13,8 @@ import argparse
 import os
 import sys
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import torch
 from tqdm import tqdm
@@ -33,63 +33,121 @@ from .scorer import BatchScorer, Summary
 def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description="Score every revision of a document incrementally.")
     ap.add_argument("path", nargs="?", help="a folder of revision files, or a JSONL(.gz) revision file")
-    ap.add_argument("--git", metavar="FILE",
-                    help="score FILE's git history, oldest commit first: every commit that changed its content is "
-                         "a revision, followed across renames; a commit that only renames it is not (default: "
-                         "none, PATH is scored)")
-    ap.add_argument("--git-merges", choices=GIT_MERGES, default="first-parent",
-                    help="first-parent (default): the main line only, a merge is one revision compared with its "
-                         "first parent; all: also the commits of merged branches, in topological order")
-    ap.add_argument("--order", choices=["name", "mtime"], default="name",
-                    help="order of files in a folder (default: %(default)s)")
-    ap.add_argument("--format", choices=["jsonl", "csv", "text"], default="jsonl",
-                    help="jsonl and csv: a row per revision; text: the hints, as a writer would read them; with "
-                         "--git, each commit's date, short hash and subject, the change of the document score and "
-                         "the hints new (+) or gone (-, at their line in the previous revision) since the previous "
-                         "commit (default: %(default)s)")
-    ap.add_argument("--all-hints", action="store_true",
-                    help="text output of --git lists every hint of every revision, not only the new and gone ones "
-                         "(default: off)")
-    ap.add_argument("--sentiment-threshold", type=argtypes.probability,
-                    default=DiagnosticSettings().sentiment_threshold,
-                    help="paragraph tone shown in text output at this probability (0 to 1) or above "
-                         "(default: %(default)s)")
-    ap.add_argument("--surprise-threshold", type=argtypes.non_negative_float,
-                    help="list words at least this surprising (whole-word -log p, nats, >= 0) as unlikely "
-                         "words (default: not listed)")
-    ap.add_argument("--tone-min-words", type=argtypes.non_negative_int,
-                    default=DiagnosticSettings().tone_min_words,
-                    help="text output shows a tone only for prose paragraphs of at least this many words "
-                         "(default: %(default)s)")
-    ap.add_argument("--markup", choices=[markup.MARKDOWN, markup.RST, markup.PLAIN, markup.SOURCE, markup.NONE],
-                    help="read every revision as this markup (default: from the file name's extension)")
+    ap.add_argument(
+        "--git",
+        metavar="FILE",
+        help="score FILE's git history, oldest commit first: every commit that changed its content is "
+        "a revision, followed across renames; a commit that only renames it is not (default: "
+        "none, PATH is scored)",
+    )
+    ap.add_argument(
+        "--git-merges",
+        choices=GIT_MERGES,
+        default="first-parent",
+        help="first-parent (default): the main line only, a merge is one revision compared with its "
+        "first parent; all: also the commits of merged branches, in topological order",
+    )
+    ap.add_argument(
+        "--order", choices=["name", "mtime"], default="name", help="order of files in a folder (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--format",
+        choices=["jsonl", "csv", "text"],
+        default="jsonl",
+        help="jsonl and csv: a row per revision; text: the hints, as a writer would read them; with "
+        "--git, each commit's date, short hash and subject, the change of the document score and "
+        "the hints new (+) or gone (-, at their line in the previous revision) since the previous "
+        "commit (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--all-hints",
+        action="store_true",
+        help="text output of --git lists every hint of every revision, not only the new and gone ones (default: off)",
+    )
+    ap.add_argument(
+        "--sentiment-threshold",
+        type=argtypes.probability,
+        default=DiagnosticSettings().sentiment_threshold,
+        help="paragraph tone shown in text output at this probability (0 to 1) or above (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--surprise-threshold",
+        type=argtypes.non_negative_float,
+        help="list words at least this surprising (whole-word -log p, nats, >= 0) as unlikely "
+        "words (default: not listed)",
+    )
+    ap.add_argument(
+        "--tone-min-words",
+        type=argtypes.non_negative_int,
+        default=DiagnosticSettings().tone_min_words,
+        help="text output shows a tone only for prose paragraphs of at least this many words (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--markup",
+        choices=[markup.MARKDOWN, markup.RST, markup.PLAIN, markup.SOURCE, markup.NONE],
+        help="read every revision as this markup (default: from the file name's extension)",
+    )
     ap.add_argument("--output", "-o", metavar="FILE", help="write rows here (default: stdout)")
-    ap.add_argument("--verify", action="store_true",
-                    help="check every revision against a full dense pass (default: off)")
-    ap.add_argument("--model", metavar="DIR|NAME", help="model folder, or the name of a model installed with "
-                    "vq-train export --install NAME (default: the bundled model)")
+    ap.add_argument(
+        "--verify", action="store_true", help="check every revision against a full dense pass (default: off)"
+    )
+    ap.add_argument(
+        "--model",
+        metavar="DIR|NAME",
+        help="model folder, or the name of a model installed with "
+        "vq-train export --install NAME (default: the bundled model)",
+    )
     ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
-    ap.add_argument("--threads", type=argtypes.threads,
-                    help="CPU threads for torch, 1 to 1024 (with --ray: per worker) (default: torch's own choice, "
-                         "usually one per CPU core)")
-    ap.add_argument("--dense", choices=("torch", "onnx", "auto"), default="torch",
-                    help="backend of the full passes (first revision, --verify): torch (default), onnx (ONNX Runtime, "
-                         "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)")
-    ap.add_argument("--precision", choices=("float64", "float32"), default="float64",
-                    help="engine dtype: float64 (default: verification grade) or float32 (half the memory and time)")
-    ap.add_argument("--context", choices=inference.CONTEXTS, default="window",
-                    help="what a token sees: window (default: the text before it in its window, up to "
-                         "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
-                         "on the text before it)")
-    ap.add_argument("--state-layout", choices=inference.LAYOUTS, default="full",
-                    help="what a document's state keeps: full (default: every layer's output, faster edits) or lean "
-                         "(layer outputs recomputed from the codes when an edit needs them: about a fifth less memory)")
-    ap.add_argument("--ray", nargs="?", const="local", type=ray_address, metavar="ADDRESS",
-                    help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
-                         "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
-                         "ray://HOST:PORT; needs the [cluster] extra (default: off, scored in this process)")
-    ap.add_argument("--ray-workers", type=argtypes.positive_int, metavar="N",
-                    help="Ray workers (actors, each loads the model once); default: the cluster's CPUs / --threads")
+    ap.add_argument(
+        "--threads",
+        type=argtypes.threads,
+        help="CPU threads for torch, 1 to 1024 (with --ray: per worker) (default: torch's own choice, "
+        "usually one per CPU core)",
+    )
+    ap.add_argument(
+        "--dense",
+        choices=("torch", "onnx", "auto"),
+        default="torch",
+        help="backend of the full passes (first revision, --verify): torch (default), onnx (ONNX Runtime, "
+        "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)",
+    )
+    ap.add_argument(
+        "--precision",
+        choices=("float64", "float32"),
+        default="float64",
+        help="engine dtype: float64 (default: verification grade) or float32 (half the memory and time)",
+    )
+    ap.add_argument(
+        "--context",
+        choices=inference.CONTEXTS,
+        default="window",
+        help="what a token sees: window (default: the text before it in its window, up to "
+        "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
+        "on the text before it)",
+    )
+    ap.add_argument(
+        "--state-layout",
+        choices=inference.LAYOUTS,
+        default="full",
+        help="what a document's state keeps: full (default: every layer's output, faster edits) or lean "
+        "(layer outputs recomputed from the codes when an edit needs them: about a fifth less memory)",
+    )
+    ap.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        type=ray_address,
+        metavar="ADDRESS",
+        help="score on a Ray cluster, each document's revisions on one worker: a local cluster when no "
+        "ADDRESS is given (write PATH first: `vq-lsp score DIR --ray`), else auto, HOST:PORT or "
+        "ray://HOST:PORT; needs the [cluster] extra (default: off, scored in this process)",
+    )
+    ap.add_argument(
+        "--ray-workers",
+        type=argtypes.positive_int,
+        metavar="N",
+        help="Ray workers (actors, each loads the model once); default: the cluster's CPUs / --threads",
+    )
     return ap
 
 
@@ -164,22 +222,44 @@ def main(argv: list[str] | None = None) -> int:
         revisions = remembering(source.revisions, texts) if changes_only else source.revisions
         load = dict(dtype=args.precision, dense=args.dense, context=args.context, layout=args.state_layout)
         model = inference.load_model(args.model, device=args.device, **load)
-        surprise = {} if args.surprise_threshold is None else {"surprise": True,
-                                                                "surprise_threshold": args.surprise_threshold}
+        surprise = (
+            {} if args.surprise_threshold is None else {"surprise": True, "surprise_threshold": args.surprise_threshold}
+        )
         hints = DiagnosticSettings(**surprise)
         if args.ray:
             folder = model.path if args.model else None  # None: each node's own bundled model
-            scorer = RayScorer(args.ray, args.ray_workers, folder, args.threads, load,
-                               verify=args.verify, hints=hints, markup=args.markup)
+            scorer = RayScorer(
+                args.ray,
+                args.ray_workers,
+                folder,
+                args.threads,
+                load,
+                verify=args.verify,
+                hints=hints,
+                markup=args.markup,
+            )
         else:
             scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
         summary_holder.append(scorer.summary)
         out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
         try:
-            writer = RowWriter(out, args.format, model.config.labels, args.sentiment_threshold, args.tone_min_words,
-                               commits=source.commits, changes_only=changes_only)
-            bar = tqdm(scorer.score(revisions), total=source.expected, unit="rev", disable=not sys.stderr.isatty(),
-                       file=sys.stderr, **progress_screen())
+            writer = RowWriter(
+                out,
+                args.format,
+                model.config.labels,
+                args.sentiment_threshold,
+                args.tone_min_words,
+                commits=source.commits,
+                changes_only=changes_only,
+            )
+            bar = tqdm(
+                scorer.score(revisions),
+                total=source.expected,
+                unit="rev",
+                disable=not sys.stderr.isatty(),
+                file=sys.stderr,
+                **progress_screen(),
+            )
             writer.bar = bar if out is sys.stdout else None
             with bar:
                 for row in bar:
@@ -198,11 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     if s.revisions == 0:
         print("vq-lsp score: error: no revision could be scored", file=sys.stderr)
         return 2
-    print(f"{s.revisions} revisions of {s.documents} documents, {s.tokens} tokens, {s.seconds:.2f} s; "
-          f"incremental {s.incremental_macs / 1e9:.2f} GMACs vs scoring each from scratch "
-          f"{s.dense_macs / 1e9:.2f} GMACs: {s.speedup:.1f}x fewer"
-          + (f"; verified {s.verified}, failures {s.verify_failures}" if args.verify else "")
-          + (f"; {s.warnings} warnings" if s.warnings else ""), file=sys.stderr)
+    print(
+        f"{s.revisions} revisions of {s.documents} documents, {s.tokens} tokens, {s.seconds:.2f} s; "
+        f"incremental {s.incremental_macs / 1e9:.2f} GMACs vs scoring each from scratch "
+        f"{s.dense_macs / 1e9:.2f} GMACs: {s.speedup:.1f}x fewer"
+        + (f"; verified {s.verified}, failures {s.verify_failures}" if args.verify else "")
+        + (f"; {s.warnings} warnings" if s.warnings else ""),
+        file=sys.stderr,
+    )
     return 1 if s.verify_failures else 0
 
 

@@ -36,9 +36,16 @@ class _Previous:
 class RowWriter:
     """JSONL (every row as is), CSV (scores flattened, paragraphs as a JSON column) or readable text."""
 
-    def __init__(self, out: TextIO, fmt: str, labels: tuple[str, ...], sentiment_threshold: float = 0.75,
-                 tone_min_words: int = 0, commits: Mapping[str, CommitHeader] | None = None,
-                 changes_only: bool = False) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        fmt: str,
+        labels: tuple[str, ...],
+        sentiment_threshold: float = 0.75,
+        tone_min_words: int = 0,
+        commits: Mapping[str, CommitHeader] | None = None,
+        changes_only: bool = False,
+    ) -> None:
         """`commits`: the commit behind each revision label (a git history), named in text headers;
         `changes_only`: text lists the hints new or gone since the previous revision (needs `row`'s text)."""
         self.out, self.fmt, self.labels, self.sentiment_threshold = out, fmt, labels, sentiment_threshold
@@ -50,9 +57,21 @@ class RowWriter:
         self.bar: tqdm | None = None  # a progress bar drawn on the same terminal: rows are written around it
         if fmt == "csv":
             self.csv = csv.writer(out)
-            self.csv.writerow(["doc", "revision", "index", "tokens", "changed_tokens",
-                               *[f"score_{lab}" for lab in labels], "paragraphs", "incremental_macs",
-                               "dense_macs", "seconds", "verified"])
+            self.csv.writerow(
+                [
+                    "doc",
+                    "revision",
+                    "index",
+                    "tokens",
+                    "changed_tokens",
+                    *[f"score_{lab}" for lab in labels],
+                    "paragraphs",
+                    "incremental_macs",
+                    "dense_macs",
+                    "seconds",
+                    "verified",
+                ]
+            )
 
     def row(self, r: dict, text: str | None = None) -> None:
         """Write one revision's row; `text` is the revision's text (the changes listing maps lines with it)."""
@@ -63,9 +82,21 @@ class RowWriter:
             self._write(json.dumps(r) + "\n")
             return
         scores = r["scores"] or {}
-        self.csv.writerow([r["doc"], r["revision"], r["index"], r["tokens"], r["changed_tokens"],
-                           *[scores.get(lab, "") for lab in self.labels], json.dumps(r["paragraphs"]),
-                           r["incremental_macs"], r["dense_macs"], r["seconds"], r.get("verified", "")])
+        self.csv.writerow(
+            [
+                r["doc"],
+                r["revision"],
+                r["index"],
+                r["tokens"],
+                r["changed_tokens"],
+                *[scores.get(lab, "") for lab in self.labels],
+                json.dumps(r["paragraphs"]),
+                r["incremental_macs"],
+                r["dense_macs"],
+                r["seconds"],
+                r.get("verified", ""),
+            ]
+        )
 
     def _write(self, chunk: str) -> None:
         """Write a row; with a live progress bar, clear it first and redraw it after, so that a row
@@ -94,24 +125,30 @@ class RowWriter:
         score = f"{label} {r['scores'][label]:.2f}"
         if before.scores is not None and label in before.scores:
             score += f" ({r['scores'][label] - before.scores[label]:+.2f})"
-        status = (f"  {score}; {r['changed_tokens']} of {r['tokens']} tokens changed, "
-                  f"{r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs than scoring from scratch; "
-                  f"{len(hints)} hints")
+        status = (
+            f"  {score}; {r['changed_tokens']} of {r['tokens']} tokens changed, "
+            f"{r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs than scoring from scratch; "
+            f"{len(hints)} hints"
+        )
         if not self.changes_only:
             return "\n".join([head, status, *(f"  {h.text}" for h in hints)]) + "\n"
         diff = changes(before.hints, hints, before.text, text)
         status += f": {len(diff.new)} new, {len(diff.gone)} gone"
-        return "\n".join([head, status, *(f"  + {h.text}" for h in diff.new),
-                          *(f"  - {h.text}" for h in diff.gone)]) + "\n"
+        return (
+            "\n".join([head, status, *(f"  + {h.text}" for h in diff.new), *(f"  - {h.text}" for h in diff.gone)])
+            + "\n"
+        )
 
     def _plain_text(self, r: dict) -> str:
         """A revision of a folder or a revision file: `doc/revision:`, the tone, every hint."""
         if r["scores"] is None:
             return f"{r['doc']}/{r['revision']}: empty\n"
         label = max(r["scores"], key=r["scores"].get)
-        lines = [f"{r['doc']}/{r['revision']}: {label} {r['scores'][label]:.2f}  ({r['changed_tokens']} of "
-                 f"{r['tokens']} tokens changed, {r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs "
-                 f"than scoring from scratch)"]
+        lines = [
+            f"{r['doc']}/{r['revision']}: {label} {r['scores'][label]:.2f}  ({r['changed_tokens']} of "
+            f"{r['tokens']} tokens changed, {r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs "
+            f"than scoring from scratch)"
+        ]
         lines += [f"  {h.text}" for h in self._hints(r)]
         return "\n".join(lines) + "\n"
 
@@ -121,17 +158,32 @@ class RowWriter:
         for p in r["paragraphs"]:
             shown = shown_tone(p["scores"], p["words"], self.tone)  # the server's rule for a shown tone
             if shown is not None:
-                hints.append(ListedHint(("tone", shown[0]), p["line"], False,
-                                        f"line {p['line'] + 1}: {shown[0]} tone ({shown[1]:.2f})"))
+                hints.append(
+                    ListedHint(
+                        ("tone", shown[0]), p["line"], False, f"line {p['line'] + 1}: {shown[0]} tone ({shown[1]:.2f})"
+                    )
+                )
         for h in r["typos"]:
             fixes = ", ".join(repr(w) for w in h["fixes"])
-            hints.append(ListedHint((f"typo {h['kind']}", h["text"]), h["line"], True,
-                                    f"line {h['line'] + 1}:{h['column'] + 1}: possible typo {h['text']!r} "
-                                    f"({h['kind']}, {h['surprise']:.1f} nats; likely: {fixes})"))
+            hints.append(
+                ListedHint(
+                    (f"typo {h['kind']}", h["text"]),
+                    h["line"],
+                    True,
+                    f"line {h['line'] + 1}:{h['column'] + 1}: possible typo {h['text']!r} "
+                    f"({h['kind']}, {h['surprise']:.1f} nats; likely: {fixes})",
+                )
+            )
         for h in r["surprises"]:
-            hints.append(ListedHint(("unexpected", h["text"]), h["line"], True,
-                                    f"line {h['line'] + 1}:{h['column'] + 1}: unexpected {h['text']!r} "
-                                    f"(surprise {h['surprise']:.1f}): possible typo or awkward wording"))
+            hints.append(
+                ListedHint(
+                    ("unexpected", h["text"]),
+                    h["line"],
+                    True,
+                    f"line {h['line'] + 1}:{h['column'] + 1}: unexpected {h['text']!r} "
+                    f"(surprise {h['surprise']:.1f}): possible typo or awkward wording",
+                )
+            )
         return hints
 
     def summary(self, s: Summary) -> None:

@@ -20,7 +20,7 @@ import os
 import socket
 import time
 from collections import deque
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import torch
 
@@ -47,14 +47,16 @@ def ray_address(text: str) -> str:
     value = text.strip()
     if value.lower() in ("local", "auto"):
         return value.lower()
-    rest = value[len("ray://"):] if value.startswith("ray://") else value
+    rest = value[len("ray://") :] if value.startswith("ray://") else value
     host, colon, port = rest.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1]:6379
     ok_host = bool(host) and all(c.isascii() and (c.isalnum() or c in ".-_:") for c in host)
     if colon and ok_host and port.isascii() and port.isdigit() and 1 <= int(port) <= 65535:
         return value
-    raise argparse.ArgumentTypeError(f"must be a Ray address ({RAY_ADDRESS_FORMS}), got {text!r}; to score a "
-                                     f"folder on a local cluster write PATH before --ray, or --ray=local")
+    raise argparse.ArgumentTypeError(
+        f"must be a Ray address ({RAY_ADDRESS_FORMS}), got {text!r}; to score a "
+        f"folder on a local cluster write PATH before --ray, or --ray=local"
+    )
 
 
 def ray_installed() -> bool:
@@ -94,8 +96,15 @@ class ScoringWorker:
 class RayScorer:
     """Same interface as BatchScorer (`score(revisions)` yields rows, `summary`), on Ray actors."""
 
-    def __init__(self, address: str, workers: int | None, model_path: str | os.PathLike | None,
-                 threads: int | None = None, load: dict | None = None, **scorer_options) -> None:
+    def __init__(
+        self,
+        address: str,
+        workers: int | None,
+        model_path: str | os.PathLike | None,
+        threads: int | None = None,
+        load: dict | None = None,
+        **scorer_options,
+    ) -> None:
         """load: load_model's options for every worker (dtype, dense, context; default float64, torch,
         window); scorer_options: BatchScorer's own (verify, hints, markup), passed to every worker's scorer."""
         self.ray = require_ray()
@@ -165,8 +174,9 @@ def probe(address: str, seconds: float = PROBE_SECONDS) -> None:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=seconds):
             pass
     except OSError as e:
-        raise RayUnavailable(f"nothing answers at {address} ({e.strerror or e}); is a Ray head node running "
-                             f"there?") from None
+        raise RayUnavailable(
+            f"nothing answers at {address} ({e.strerror or e}); is a Ray head node running there?"
+        ) from None
 
 
 def connect(ray, address: str, workers: int | None, threads: int) -> bool:

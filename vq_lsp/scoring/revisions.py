@@ -14,9 +14,9 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 Revision = tuple[str, str, str]  # (document, revision label, text)
 Warn = Callable[[str], None]
@@ -114,8 +114,9 @@ def _git(cwd: Path, *args: str) -> bytes:
         raise ValueError("--git needs the `git` program, which is not installed or not on PATH") from None
     if proc.returncode:
         message = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise subprocess.CalledProcessError(proc.returncode, ["git", *args], proc.stdout,
-                                            message[-1] if message else "")
+        raise subprocess.CalledProcessError(
+            proc.returncode, ["git", *args], proc.stdout, message[-1] if message else ""
+        )
     return proc.stdout
 
 
@@ -149,12 +150,13 @@ def parse_raw_log(out: bytes) -> list[GitRevision]:
             parts = meta.lstrip(":").split()
             status = parts[-1]
             npaths = 2 if status[:1] in ("R", "C") else 1
-            paths = [f.decode("utf-8", errors="surrogateescape") for f in fields[i + 1:i + 1 + npaths]]
+            paths = [f.decode("utf-8", errors="surrogateescape") for f in fields[i + 1 : i + 1 + npaths]]
             i += 1 + npaths
             parents = len(meta) - len(meta.lstrip(":"))
             blob, mode = parts[-2], parts[parents]
-            entries.append(GitRevision(commit, paths[-1], None if set(blob) <= _NO_BLOB else blob, mode, status,
-                                       date, subject))
+            entries.append(
+                GitRevision(commit, paths[-1], None if set(blob) <= _NO_BLOB else blob, mode, status, date, subject)
+            )
         if entries:
             # a commit that deletes one path and adds the followed one lists both: the one with content wins
             revs.append(next((e for e in entries if e.blob is not None), entries[-1]))
@@ -198,7 +200,9 @@ def git_history(file: Path, merges: str = "first-parent") -> tuple[Path, list[Gi
         raise ValueError(f"{file}: git cannot read its history ({e.stderr})") from None
     if not revs:
         tracked = _git(top, "ls-files", "--", rel).strip()
-        why = "it is staged but not committed yet" if tracked else "git does not know this path (untracked or misspelt?)"
+        why = (
+            "it is staged but not committed yet" if tracked else "git does not know this path (untracked or misspelt?)"
+        )
         raise ValueError(f"{file}: no commit touches this file: {why}")
     return top, revs[::-1]
 

@@ -10,8 +10,8 @@ seconds; `Summary` adds the rows up (the same totals for the Ray scorer, ray.py)
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -22,7 +22,6 @@ from ..hints.material import HintMaterial
 from ..hints.selection import select
 from ..settings import DiagnosticSettings
 from .revisions import Revision
-
 
 
 @dataclass
@@ -69,8 +68,13 @@ class Chain:
 class BatchScorer:
     """Turns (document, revision, text) triples into result rows, one chain per document."""
 
-    def __init__(self, model: inference.LoadedModel, verify: bool = False,
-                 hints: DiagnosticSettings | None = None, markup: str | None = None) -> None:
+    def __init__(
+        self,
+        model: inference.LoadedModel,
+        verify: bool = False,
+        hints: DiagnosticSettings | None = None,
+        markup: str | None = None,
+    ) -> None:
         self.model, self.verify, self.markup = model, verify, markup
         self.hints = hints or DiagnosticSettings()
         self.chains: dict[str, Chain | None] = {}
@@ -94,8 +98,17 @@ class BatchScorer:
         t0 = time.perf_counter()
         if not ids:  # an empty revision: nothing to score; the next one opens afresh
             self.chains[name] = None
-            return {**row, "changed_tokens": 0, "scores": None, "paragraphs": [], "surprises": [], "typos": [],
-                    "incremental_macs": 0, "dense_macs": 0, "seconds": 0.0}
+            return {
+                **row,
+                "changed_tokens": 0,
+                "scores": None,
+                "paragraphs": [],
+                "surprises": [],
+                "typos": [],
+                "incremental_macs": 0,
+                "dense_macs": 0,
+                "seconds": 0.0,
+            }
         if chain is None:
             doc = inference.IncrementalDocument(self.model, ids)
             changed, macs = len(ids), doc.dense_macs()
@@ -109,8 +122,16 @@ class BatchScorer:
         dense = doc.dense_macs()
         paras, surprises, typo_rows = self._hints(doc, name, label, text, offsets)
         seconds = time.perf_counter() - t0
-        row.update(changed_tokens=changed, scores=_rounded(doc.scores), paragraphs=paras, surprises=surprises,
-                   typos=typo_rows, incremental_macs=macs, dense_macs=dense, seconds=round(seconds, 6))
+        row.update(
+            changed_tokens=changed,
+            scores=_rounded(doc.scores),
+            paragraphs=paras,
+            surprises=surprises,
+            typos=typo_rows,
+            incremental_macs=macs,
+            dense_macs=dense,
+            seconds=round(seconds, 6),
+        )
         if self.verify:
             check = doc.verify()
             row["verified"] = check.codes_equal and check.max_abs_diff < self.model.verify_tolerance
@@ -123,14 +144,26 @@ class BatchScorer:
         lay = markup.layout(text, kind, markup.language_of(label if "." in label else name))
         starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
         material = HintMaterial.with_layout(text, starts, doc, None, lay)
-        paras = [{"line": text.count("\n", 0, a), "tokens": tb - ta, "words": n_words,
-                  "scores": _rounded(scores)} for a, _, ta, tb, scores, n_words in material.paragraphs]
+        paras = [
+            {"line": text.count("\n", 0, a), "tokens": tb - ta, "words": n_words, "scores": _rounded(scores)}
+            for a, _, ta, tb, scores, n_words in material.paragraphs
+        ]
         picked = select(material, self.hints)
-        surprises = [{**_where(text, s.start), "text": text[s.start:s.end], "surprise": round(s.surprise, 2)}
-                     for s in sorted(picked.surprises, key=lambda s: (s.start, s.end, s.surprise))]
-        typo_rows = [{**_where(text, f.start), "text": f.word, "kind": f.kind, "surprise": round(f.surprise, 2),
-                      "gain": round(f.gain, 2), "fixes": [w for w, _ in f.fixes]}
-                     for f in sorted(picked.typos, key=lambda f: f.start)]
+        surprises = [
+            {**_where(text, s.start), "text": text[s.start : s.end], "surprise": round(s.surprise, 2)}
+            for s in sorted(picked.surprises, key=lambda s: (s.start, s.end, s.surprise))
+        ]
+        typo_rows = [
+            {
+                **_where(text, f.start),
+                "text": f.word,
+                "kind": f.kind,
+                "surprise": round(f.surprise, 2),
+                "gain": round(f.gain, 2),
+                "fixes": [w for w, _ in f.fixes],
+            }
+            for f in sorted(picked.typos, key=lambda f: f.start)
+        ]
         return paras, surprises, typo_rows
 
 

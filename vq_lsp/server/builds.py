@@ -25,8 +25,8 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,16 @@ class Wanted:
 
 
 class BuildQueue:
-    def __init__(self, step: Step, urgent: Callable[[str], bool], last_use: Callable[[str], float],
-                 last_urgent_job: Callable[[], float], before_new_build: Callable[[], Awaitable[None]],
-                 on_progress: Callable[[str, int, int], None], on_end: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        step: Step,
+        urgent: Callable[[str], bool],
+        last_use: Callable[[str], float],
+        last_urgent_job: Callable[[], float],
+        before_new_build: Callable[[], Awaitable[None]],
+        on_progress: Callable[[str, int, int], None],
+        on_end: Callable[[str], None],
+    ) -> None:
         self.step = step
         self.urgent = urgent
         self.last_use = last_use
@@ -90,8 +97,9 @@ class BuildQueue:
     def pick(self) -> Wanted | None:
         if not self.wanted:
             return None
-        return min(self.wanted.values(), key=lambda w: (not self.urgent(w.uri), not w.started,
-                                                      -self.last_use(w.uri), w.order))
+        return min(
+            self.wanted.values(), key=lambda w: (not self.urgent(w.uri), not w.started, -self.last_use(w.uri), w.order)
+        )
 
     def _finish(self, w: Wanted, built: bool) -> None:
         if w.started:

@@ -45,7 +45,7 @@ def lsp_offset(text: str, line: int, character: int) -> int:
 
 def lsp_position(text: str, offset: int) -> types.Position:
     line = text.count("\n", 0, offset)
-    column = text[text.rfind("\n", 0, offset) + 1:offset]
+    column = text[text.rfind("\n", 0, offset) + 1 : offset]
     return types.Position(line, len(column.encode("utf-16-le")) // 2)
 
 
@@ -56,10 +56,14 @@ def _file_edit(path: Path, word: str, can_create: bool) -> types.WorkspaceEdit |
     at = types.Position(add.line, add.character)
     edit = types.TextEdit(range=types.Range(at, at), new_text=add.text)
     if can_create:
-        return types.WorkspaceEdit(document_changes=[
-            types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)),
-            types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
-                                   edits=[edit])])
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)),
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit]
+                ),
+            ]
+        )
     return types.WorkspaceEdit(changes={uri: [edit]}) if add.exists else None
 
 
@@ -68,8 +72,9 @@ def _can_create(ls: VQServer) -> bool:
     `documentChanges`, so announcing `create` implies them (Neovim announces no documentChanges flag)."""
     caps = ls.client_capabilities.workspace
     edit = caps.workspace_edit if caps is not None else None
-    return bool(edit is not None and edit.resource_operations
-                and types.ResourceOperationKind.Create in edit.resource_operations)
+    return bool(
+        edit is not None and edit.resource_operations and types.ResourceOperationKind.Create in edit.resource_operations
+    )
 
 
 def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
@@ -93,17 +98,30 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
         own = ignores.find(text, markup.markup_of(st.language_id), st.language_id).words
         for near in ls.docs.conventions.dictionary.union(own).near(word):
             replace = types.TextEdit(range=d.range, new_text=near)
-            out.append(types.CodeAction(
-                title=f"Replace {word!r} with {near!r} (a dictionary word)", kind=types.CodeActionKind.QuickFix,
-                diagnostics=[d], edit=types.WorkspaceEdit(changes={uri: [replace]})))
+            out.append(
+                types.CodeAction(
+                    title=f"Replace {word!r} with {near!r} (a dictionary word)",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[d],
+                    edit=types.WorkspaceEdit(changes={uri: [replace]}),
+                )
+            )
         for where, path in lists:
             edit = _file_edit(path, word, can_create)
             if edit is not None:
-                out.append(types.CodeAction(title=f"Add {word!r} to {where}", kind=types.CodeActionKind.QuickFix,
-                                            diagnostics=[d], edit=edit))
+                out.append(
+                    types.CodeAction(
+                        title=f"Add {word!r} to {where}", kind=types.CodeActionKind.QuickFix, diagnostics=[d], edit=edit
+                    )
+                )
         at, insert = ignores.document_words_insert(text, st.language_id, word)
         pos = lsp_position(text, at)
-        out.append(types.CodeAction(
-            title=f"Ignore {word!r} in this document", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
-            edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=types.Range(pos, pos), new_text=insert)]})))
+        out.append(
+            types.CodeAction(
+                title=f"Ignore {word!r} in this document",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[d],
+                edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=types.Range(pos, pos), new_text=insert)]}),
+            )
+        )
     return out

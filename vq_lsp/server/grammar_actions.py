@@ -39,11 +39,19 @@ async def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -
         b = lsp_offset(text, d.range.end.line, d.range.end.character)
         for lint in (lint for lint in lints if (lint.start, lint.end) == (a, b)):
             for i, fix in enumerate(lint.fixes):
-                edit = types.TextEdit(range=types.Range(lsp_position(text, fix.start), lsp_position(text, fix.end)),
-                                      new_text=fix.text)
+                edit = types.TextEdit(
+                    range=types.Range(lsp_position(text, fix.start), lsp_position(text, fix.end)), new_text=fix.text
+                )
                 shown = f"{fix.text!r}" if fix.text else "nothing"
-                out.append(types.CodeAction(
-                    title=f"Replace {text[fix.start:fix.end]!r} with {shown}" if fix.start < fix.end
-                    else f"Insert {fix.text!r}", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
-                    is_preferred=i == 0, edit=types.WorkspaceEdit(changes={uri: [edit]})))
+                out.append(
+                    types.CodeAction(
+                        title=f"Replace {text[fix.start : fix.end]!r} with {shown}"
+                        if fix.start < fix.end
+                        else f"Insert {fix.text!r}",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[d],
+                        is_preferred=i == 0,
+                        edit=types.WorkspaceEdit(changes={uri: [edit]}),
+                    )
+                )
     return out

@@ -29,6 +29,7 @@ VERIFY = hint_lsp.VERIFY_COMMAND
 def _uri_of(params: Any) -> str:
     """The uri of {"uri": ...} or {"textDocument": {"uri": ...}}, as a dict or as pygls' objects;
     anything else is invalid params (a list where an object belongs was an internal error)."""
+
     def get(obj: Any, key: str) -> Any:
         return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
@@ -46,8 +47,9 @@ def changes_of(params: types.DidChangeTextDocumentParams) -> list[Change]:
     changes = []
     for c in params.content_changes:
         r = getattr(c, "range", None)
-        changes.append(Change(c.text, None if r is None else (r.start.line, r.start.character, r.end.line,
-                                                               r.end.character)))
+        changes.append(
+            Change(c.text, None if r is None else (r.start.line, r.start.character, r.end.line, r.end.character))
+        )
     return changes
 
 
@@ -101,7 +103,8 @@ def build(defaults: Settings | None = None) -> VQServer:
             caps = ls.client_capabilities.workspace
             if caps is not None and caps.configuration:
                 result = await ls.workspace_configuration_async(
-                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                )
                 data = result[0] if result else None
         await ls.apply_settings(data)
 
@@ -110,16 +113,18 @@ def build(defaults: Settings | None = None) -> VQServer:
         if not ls.docs.settings.hover:
             return None
         try:
-            text = await ls.ready(params.text_document.uri, requests.hover, params.position.line,
-                                  params.position.character)
+            text = await ls.ready(
+                params.text_document.uri, requests.hover, params.position.line, params.position.character
+            )
         except DocumentPaused as e:  # the user should know why hints stopped
             text = f"vq-lsp: {e.message.split(': ', 1)[-1]}"
         except RequestFailed:
             return None  # no state (no model, empty, ...): nothing to show
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
 
-    @ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    @ls.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix])
+    )
     async def code_action(ls: VQServer, params: types.CodeActionParams):
         """Quick fixes for our typo and surprise hints: the dictionary words one edit away (two for
         a non-word with nothing closer) that the LM head finds likeliest there, best first."""
@@ -134,8 +139,7 @@ def build(defaults: Settings | None = None) -> VQServer:
         except RequestFailed as e:
             log.info("no quick fixes: %s", e.message)
             return grammar_fixes
-        return (hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours)
-                + grammar_fixes)
+        return hint_lsp.quick_fix_actions(uri, ours, found) + dictionary_actions.actions(ls, uri, ours) + grammar_fixes
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: VQServer, params: types.CodeLensParams):

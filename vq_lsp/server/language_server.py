@@ -33,7 +33,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from lsprotocol import types
@@ -76,8 +77,9 @@ class VQServer(LanguageServer):
     """The server's state and the steps the LSP handlers (handlers.py) run."""
 
     def __init__(self, defaults: Settings | None = None) -> None:
-        super().__init__("vq-lsp", __version__, protocol_cls=Protocol,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "vq-lsp", __version__, protocol_cls=Protocol, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
         self.defaults = defaults or Settings()  # from the command line
         self.base = self.defaults  # defaults plus initializationOptions
         self.docs = Documents(self.defaults)
@@ -97,9 +99,14 @@ class VQServer(LanguageServer):
         self.docs.in_use = lambda uri: self.waiting.get(uri, 0) > 0  # read on the engine thread
         self._progress: dict[str, BuildProgress] = {}
         self.builds = BuildQueue(
-            self._build_step, urgent=self.docs.in_use, last_use=self._last_use,
-            last_urgent_job=lambda: self.engine.last_urgent_done, before_new_build=self._before_new_build,
-            on_progress=self._build_progress, on_end=self._build_ended)
+            self._build_step,
+            urgent=self.docs.in_use,
+            last_use=self._last_use,
+            last_urgent_job=lambda: self.engine.last_urgent_done,
+            before_new_build=self._before_new_build,
+            on_progress=self._build_progress,
+            on_end=self._build_ended,
+        )
 
     # ----------------------------------------------------------------- stdio
     def start_io(self, stdin=None, stdout=None) -> int:
@@ -185,8 +192,12 @@ class VQServer(LanguageServer):
             version = doc.get("version") if lsp_integer(doc.get("version")) else None
             self.coalescer.submit(uri, ChangeLost(version, f"a malformed didChange ({detail})"))
         else:
-            self.window_log_message(types.LogMessageParams(
-                type=types.MessageType.Warning, message=f"vq-lsp: ignored a malformed {method} notification: {detail}"))
+            self.window_log_message(
+                types.LogMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"vq-lsp: ignored a malformed {method} notification: {detail}",
+                )
+            )
 
     def say(self, level: Level, text: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=_LEVELS[level], message=text))
@@ -235,8 +246,9 @@ class VQServer(LanguageServer):
         self.failing.pop(uri, None)
         if out.diagnostics is not None:
             self._last_publish[uri] = time.monotonic()
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri, version=out.version, diagnostics=out.diagnostics))
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, version=out.version, diagnostics=out.diagnostics)
+            )
 
     def _closing(self, uri: str) -> bool:
         """Whether a close of `uri` waits to be processed: then nothing is built for it."""
@@ -313,9 +325,14 @@ class VQServer(LanguageServer):
         if caps is not None and caps.work_done_progress:
             try:
                 await self.work_done_progress.create_async(token)
-                self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                    title="vq-lsp: loading model", message=str(self.docs.settings.model_path or "bundled default"),
-                    percentage=0))
+                self.work_done_progress.begin(
+                    token,
+                    types.WorkDoneProgressBegin(
+                        title="vq-lsp: loading model",
+                        message=str(self.docs.settings.model_path or "bundled default"),
+                        percentage=0,
+                    ),
+                )
                 progress = True
             except Exception as e:  # a client that refuses progress still gets the model
                 log.info("no progress: %s", e)
@@ -343,7 +360,12 @@ class VQServer(LanguageServer):
             await self.on_engine(torch.set_num_threads, new.threads)
         if not initial:
             if (new.model_path, new.device, new.precision, new.context, new.state_layout) != (
-                    old.model_path, old.device, old.precision, old.context, old.state_layout):
+                old.model_path,
+                old.device,
+                old.precision,
+                old.context,
+                old.state_layout,
+            ):
                 await self.load_model()
             elif new != old:
                 self.refresh_all(SettingsChanged())

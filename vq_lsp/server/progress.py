@@ -20,8 +20,7 @@ class BuildProgress:
         self.server, self.total, self.begun, self.ended = server, total, False, False
         self.token = token
         caps = server.client_capabilities.window
-        self.task = (asyncio.ensure_future(self._begin(uri)) if caps is not None and caps.work_done_progress
-                     else None)
+        self.task = asyncio.ensure_future(self._begin(uri)) if caps is not None and caps.work_done_progress else None
 
     async def _begin(self, uri: str) -> None:
         try:
@@ -30,14 +29,22 @@ class BuildProgress:
             log.info("no progress: %s", e)
             return
         if not self.ended:
-            self.server.work_done_progress.begin(self.token, types.WorkDoneProgressBegin(
-                title="vq-lsp: building hints", message=f"{uri}: {self.total} windows", percentage=0))
+            self.server.work_done_progress.begin(
+                self.token,
+                types.WorkDoneProgressBegin(
+                    title="vq-lsp: building hints", message=f"{uri}: {self.total} windows", percentage=0
+                ),
+            )
             self.begun = True
 
     def report(self, done: int) -> None:
         if self.begun:
-            self.server.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-                message=f"{done} of {self.total} windows", percentage=int(100 * done / self.total)))
+            self.server.work_done_progress.report(
+                self.token,
+                types.WorkDoneProgressReport(
+                    message=f"{done} of {self.total} windows", percentage=int(100 * done / self.total)
+                ),
+            )
 
     def end(self) -> None:
         self.ended = True

@@ -17,8 +17,13 @@ import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.json_rpc import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage,
-                                     ResponseErrorMessage, RPCRequest)
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    ResponseErrorMessage,
+    RPCRequest,
+)
 from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
@@ -39,7 +44,7 @@ class DocumentPaused(RequestFailed):
     """RequestFailed for a document whose text is in doubt (a change was lost): a hover says so."""
 
 
-INT_MIN, INT_MAX = -2**31, 2**31 - 1  # LSP's `integer`
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # LSP's `integer`
 
 
 def lsp_integer(value: Any) -> bool:
@@ -92,8 +97,13 @@ class Protocol(LanguageServerProtocol):
         id_ok = isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool)
         bad_method = "method" in data and not isinstance(method, str)  # null included
         if data.get("jsonrpc") != "2.0" or (has_id and not id_ok) or bad_method:
-            what = ('"jsonrpc" must be "2.0"' if data.get("jsonrpc") != "2.0" else
-                    "the id must be a string or an integer" if has_id and not id_ok else "the method must be a string")
+            what = (
+                '"jsonrpc" must be "2.0"'
+                if data.get("jsonrpc") != "2.0"
+                else "the id must be a string or an integer"
+                if has_id and not id_ok
+                else "the method must be a string"
+            )
             if has_id or method is None:
                 return self.reply_error(msg_id if id_ok else None, INVALID_REQUEST, f"invalid message: {what}")
             return log.warning("ignored a malformed %r notification: %s", method, what)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +55,11 @@ class Coalescer:
     async def idle(self, key: Hashable | None = None) -> None:
         """Wait until the key (or every key) has no queued or running work."""
         while True:
-            tasks = [self.tasks[key]] if key is not None and key in self.tasks else (
-                list(self.tasks.values()) if key is None else [])
+            tasks = (
+                [self.tasks[key]]
+                if key is not None and key in self.tasks
+                else (list(self.tasks.values()) if key is None else [])
+            )
             if not tasks:
                 return
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 MAX_HEADER_LINE = 8 * 1024
 MAX_BODY = 64 * 2**20  # a 50,000-token document is about 250 kB of JSON

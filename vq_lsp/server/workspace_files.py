@@ -121,10 +121,18 @@ async def register_watchers(ls: VQServer) -> None:
     user = dictionaries.user_dictionary_path()
     globs.append(str(user))
     options = types.DidChangeWatchedFilesRegistrationOptions(
-        watchers=[types.FileSystemWatcher(glob_pattern=g) for g in globs])
+        watchers=[types.FileSystemWatcher(glob_pattern=g) for g in globs]
+    )
     try:
-        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
-            id=WATCH_REGISTRATION, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)]))
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id=WATCH_REGISTRATION, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
+                    )
+                ]
+            )
+        )
     except Exception as e:  # a client that refuses: the files are still read again when saved
         log.info("could not register file watchers: %s", e)
 

@@ -45,8 +45,9 @@ def read_words(path: Path) -> tuple[list[str], str | None]:
         return [], f"{path}: cannot read this word list ({e}); its words are not used"
 
 
-def load(root: Path | None, config_words: Iterable[str] = (),
-         buffers: Mapping[Path, str] | None = None) -> tuple[Dictionary, list[str]]:
+def load(
+    root: Path | None, config_words: Iterable[str] = (), buffers: Mapping[Path, str] | None = None
+) -> tuple[Dictionary, list[str]]:
     """The workspace's, the user's and the configuration file's words together, and the problems met.
     `buffers`: the text of word lists open in an editor, read instead of their files."""
     lists, problems = [list(config_words)], []
