@@ -2,10 +2,10 @@
 paragraph of the opposite tone) must not flip its label. Checked on the bundled model through the
 engine's own paragraph score (``span_scores`` over the paragraph's tokens).
 
-The model bundled before v2 (fine-tuned without context-prefixed reviews) already calls the
-positive paragraphs below negative on their own, so for it the check is an expected failure
-(strict: if it starts passing, the marker must go); a model whose card says it was fine-tuned with
-``after_context`` examples must pass."""
+A model fine-tuned without context-prefixed reviews may call the positive paragraphs below
+negative even on their own, so for such a model the check is an expected failure (strict: if it
+starts passing, the marker must go); a model whose card says it was fine-tuned with
+``after_context`` examples, as the bundled one was, must pass."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ MODEL = inference.load_model(device="cpu")
 @pytest.mark.xfail(
     not _trained_with_context(MODEL),
     strict=True,
-    reason="the bundled model predates context-prefixed fine-tuning (issue 16)",
+    reason="a model fine-tuned without context-prefixed reviews",
 )
 def test_paragraph_label_survives_unrelated_text_before_it():
     wrong = []
