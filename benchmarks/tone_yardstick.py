@@ -155,7 +155,6 @@ def run(args) -> dict:
     names = args.name or [Path(m).name for m in args.model]
     if len(names) != len(args.model):
         raise SystemExit("give one --name per --model")
-    labels = dict(zip(args.model, names))
     models = []
     for path, name in zip(args.model, names):
         model = inference.load_model(path, device="cpu", dtype=PRECISION)
@@ -163,7 +162,7 @@ def run(args) -> dict:
         models.append({"name": name, "sets": [asdict(f) for f in figures]})
         print(f"{name}: done", file=sys.stderr)
     return {
-        "command": "python -m benchmarks.tone_yardstick " + shlex.join(shown_argv(args.argv, labels)),
+        "command": "python -m benchmarks.tone_yardstick " + shlex.join(shown_argv(args.argv, names)),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
                     f"({platform.machine()}, shared with other jobs), {PRECISION}",
         "rule": {"sentiment_threshold": cfg.sentiment_threshold, "tone_min_words": cfg.tone_min_words},
@@ -172,13 +171,17 @@ def run(args) -> dict:
     }
 
 
-def shown_argv(argv: list[str], names: dict[str, str]) -> list[str]:
+def shown_argv(argv: list[str], names: list[str]) -> list[str]:
     """The arguments as the report shows them: a model folder outside the repository appears as
-    <its label>, since a path on one machine means nothing to a reader."""
-    out = []
+    <its label> (the n-th --model gets the n-th name), since a path on one machine means nothing to a reader."""
+    out, models = [], 0
     for i, arg in enumerate(argv):
-        outside = i > 0 and argv[i - 1] == "--model" and not Path(arg).resolve().is_relative_to(REPO)
-        out.append(f"<{names[arg]}>" if outside else arg)
+        if i > 0 and argv[i - 1] == "--model":
+            outside = not Path(arg).resolve().is_relative_to(REPO)
+            out.append(f"<{names[models]}>" if outside else arg)
+            models += 1
+        else:
+            out.append(arg)
     return out
 
 
