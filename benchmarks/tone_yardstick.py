@@ -11,7 +11,7 @@ tone hints generalise. Three sets, each a seeded random sample:
 - PEP paragraphs: prose paragraphs of the latest revision of each Python Enhancement Proposal, read as
   reStructuredText by the server's own markup rules (`vq_lsp.hints.markup`: no literal blocks, directives,
   tables or titles) and kept when they have at least `toneMinWords` words, i.e. the paragraphs the server
-  could give a tone; their right answer is "no tone".
+  could give a tone, less the header fields at the top of each PEP; their right answer is "no tone".
 
 Each text is scored alone by a fresh `IncrementalDocument` (a dense pass; its score is the mean of the
 per-token class scores, what the server shows for a one-paragraph text or with `context: paragraph`), at the
@@ -28,6 +28,7 @@ import gzip
 import json
 import platform
 import random
+import re
 import shlex
 import sys
 import time
@@ -44,6 +45,7 @@ from vq_lsp.settings import DiagnosticSettings
 
 NAME = "tone_yardstick"
 PRECISION = "float32"  # the server's default `precision`
+PREAMBLE = re.compile(r"PEP: *\d+\s*\n")  # a PEP's header fields (Title:, Author:, ...): metadata, not prose
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def pep_paragraphs(folder: Path, n: int, seed: int, min_words: int) -> list[Text
         for line in f:
             text = json.loads(line)["revisions"][-1]["text"]
             for a, b, words in markup.layout(text, markup.RST).tone:
-                if words >= min_words:
+                if words >= min_words and not PREAMBLE.match(text, a):
                     pool.append(Text(text[a:b], None, words))
     return random.Random(f"{seed}-peps").sample(pool, min(n, len(pool)))
 
@@ -200,9 +202,11 @@ def report(results: dict) -> str:
         "",
         "Seeded random samples: Pang and Lee film reviews (full length, lowercased and tokenized, balanced), "
         "their sentence polarity snippets (balanced), and prose paragraphs of the latest revision of each PEP "
-        "(reStructuredText read by the server's markup rules, paragraphs of at least "
+        "(reStructuredText read by the server's markup rules, header fields left out, paragraphs of at least "
         f"{rule['tone_min_words']} words; a tone hint on them is wrong). Each text is scored alone by a dense "
-        "pass (a fresh IncrementalDocument: the mean of the per-token class scores). A tone hint is shown where the "
+        "pass (a fresh IncrementalDocument: the mean of the per-token class scores), which is the server's tone "
+        "score for a one-paragraph text (reviews and snippets are one paragraph each) and, for a PEP paragraph, "
+        "its score with the `context: paragraph` setting. A tone hint is shown where the "
         f"server's rule shows one: top class at least {rule['sentiment_threshold']} and at least "
         f"{rule['tone_min_words']} words.",
         "",
