@@ -210,7 +210,7 @@ def report(results: dict) -> str:
         f"server's rule shows one: top class at least {rule['sentiment_threshold']} and at least "
         f"{rule['tone_min_words']} words.",
         "",
-        f"Command: `{results['command']}`",
+        f"Command: `{results['command']}` (a model folder outside the repository appears by its label in <>).",
         "",
         f"Hardware: {results['hardware']}.",
         "",
