@@ -136,11 +136,15 @@ def score(model, texts: list[Text], label: str, cfg: DiagnosticSettings) -> SetF
             shown += 1
             right_shown += t.label is not None and hint[0] == t.label
     opinion = texts[0].label is not None if texts else False
-    return SetFigures(set=label, texts=scored, accuracy=correct / scored if opinion and scored else None,
-                      positive_rate=positive / scored if scored else 0.0,
-                      shown_share=shown / scored if scored else 0.0,
-                      shown_right=right_shown / shown if opinion and shown else None,
-                      seconds=round(time.perf_counter() - t0, 1))
+    return SetFigures(
+        set=label,
+        texts=scored,
+        accuracy=correct / scored if opinion and scored else None,
+        positive_rate=positive / scored if scored else 0.0,
+        shown_share=shown / scored if scored else 0.0,
+        shown_right=right_shown / shown if opinion and shown else None,
+        seconds=round(time.perf_counter() - t0, 1),
+    )
 
 
 def run(args) -> dict:
@@ -166,7 +170,7 @@ def run(args) -> dict:
     return {
         "command": "python -m benchmarks.tone_yardstick " + shlex.join(shown_argv(args.argv, names)),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
-                    f"({platform.machine()}, shared with other jobs), {PRECISION}",
+        f"({platform.machine()}, shared with other jobs), {PRECISION}",
         "rule": {"sentiment_threshold": cfg.sentiment_threshold, "tone_min_words": cfg.tone_min_words},
         "seed": args.seed,
         "models": models,
@@ -194,29 +198,42 @@ def percent(x: float | None) -> str:
 def report(results: dict) -> str:
     rule = results["rule"]
     header = ["set", "model", "texts", "accuracy", "positive rate", "tone hint shown on", "shown hints that are right"]
-    rows = [[s["set"], m["name"], str(s["texts"]), percent(s["accuracy"]), percent(s["positive_rate"]),
-             percent(s["shown_share"]), percent(s["shown_right"])]
-            for i in range(len(results["models"][0]["sets"])) for m in results["models"] for s in [m["sets"][i]]]
-    return "\n".join([
-        "# Tone hints on the yardstick (`$VQ_LSP_DATA/eval/`, never read by training or tuning)",
-        "",
-        "Seeded random samples: Pang and Lee film reviews (full length, lowercased and tokenized, balanced), "
-        "their sentence polarity snippets (balanced), and prose paragraphs of the latest revision of each PEP "
-        "(reStructuredText read by the server's markup rules, header fields left out, paragraphs of at least "
-        f"{rule['tone_min_words']} words; a tone hint on them is wrong). Each text is scored alone by a dense "
-        "pass (a fresh IncrementalDocument: the mean of the per-token class scores), which is the server's tone "
-        "score for a one-paragraph text (reviews and snippets are one paragraph each) and, for a PEP paragraph, "
-        "its score with the `context: paragraph` setting. A tone hint is shown where the "
-        f"server's rule shows one: top class at least {rule['sentiment_threshold']} and at least "
-        f"{rule['tone_min_words']} words.",
-        "",
-        f"Command: `{results['command']}` (a model folder outside the repository appears by its label in <>).",
-        "",
-        f"Hardware: {results['hardware']}.",
-        "",
-        markdown_table(header, rows),
-        "",
-    ])
+    rows = [
+        [
+            s["set"],
+            m["name"],
+            str(s["texts"]),
+            percent(s["accuracy"]),
+            percent(s["positive_rate"]),
+            percent(s["shown_share"]),
+            percent(s["shown_right"]),
+        ]
+        for i in range(len(results["models"][0]["sets"]))
+        for m in results["models"]
+        for s in [m["sets"][i]]
+    ]
+    return "\n".join(
+        [
+            "# Tone hints on the yardstick (`$VQ_LSP_DATA/eval/`, never read by training or tuning)",
+            "",
+            "Seeded random samples: Pang and Lee film reviews (full length, lowercased and tokenized, balanced), "
+            "their sentence polarity snippets (balanced), and prose paragraphs of the latest revision of each PEP "
+            "(reStructuredText read by the server's markup rules, header fields left out, paragraphs of at least "
+            f"{rule['tone_min_words']} words; a tone hint on them is wrong). Each text is scored alone by a dense "
+            "pass (a fresh IncrementalDocument: the mean of the per-token class scores), which is the server's tone "
+            "score for a one-paragraph text (reviews and snippets are one paragraph each) and, for a PEP paragraph, "
+            "its score with the `context: paragraph` setting. A tone hint is shown where the "
+            f"server's rule shows one: top class at least {rule['sentiment_threshold']} and at least "
+            f"{rule['tone_min_words']} words.",
+            "",
+            f"Command: `{results['command']}` (a model folder outside the repository appears by its label in <>).",
+            "",
+            f"Hardware: {results['hardware']}.",
+            "",
+            markdown_table(header, rows),
+            "",
+        ]
+    )
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

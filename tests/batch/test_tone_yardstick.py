@@ -22,9 +22,28 @@ def percent_or_dash(cell: str) -> float | None:
 
 
 def test_tiny_run_writes_a_table_of_shares(tiny_model_dir, data_dir, tmp_path, capsys):
-    code = tone_yardstick.main(["--model", str(tiny_model_dir), "--name", "tiny", "--model", str(tiny_model_dir),
-                                "--name", "tiny again", "--reviews", "2", "--sentences", "4", "--paragraphs", "3",
-                                "--data", str(data_dir), "--out", str(tmp_path)])
+    code = tone_yardstick.main(
+        [
+            "--model",
+            str(tiny_model_dir),
+            "--name",
+            "tiny",
+            "--model",
+            str(tiny_model_dir),
+            "--name",
+            "tiny again",
+            "--reviews",
+            "2",
+            "--sentences",
+            "4",
+            "--paragraphs",
+            "3",
+            "--data",
+            str(data_dir),
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     capsys.readouterr()
     results = json.loads((tmp_path / "tone_yardstick.json").read_text())
@@ -37,15 +56,16 @@ def test_tiny_run_writes_a_table_of_shares(tiny_model_dir, data_dir, tmp_path, c
                 assert s[key] is None or 0.0 <= s[key] <= 1.0, (s["set"], key, s[key])
             assert (s["accuracy"] is None) == (s["set"] == SETS[2])  # neutral prose has no accuracy
             assert s["shown_share"] == 0.0 or s["set"] == SETS[2] or s["shown_right"] is not None
-    assert results["models"][0]["sets"] == [dict(s, seconds=t["seconds"]) for s, t in
-                                            zip(results["models"][1]["sets"], results["models"][0]["sets"])]
+    assert results["models"][0]["sets"] == [
+        dict(s, seconds=t["seconds"]) for s, t in zip(results["models"][1]["sets"], results["models"][0]["sets"])
+    ]
 
     text = (tmp_path / "tone_yardstick.md").read_text()
     assert "Command: `python -m benchmarks.tone_yardstick --model" in text and "one CPU core" in text
     assert str(tiny_model_dir) not in text  # a model outside the repository is shown by its label
     lines = text.splitlines()
     start = lines.index(HEADER)
-    rows = [line.strip("|").split(" | ") for line in lines[start + 2:] if line.startswith("|")]
+    rows = [line.strip("|").split(" | ") for line in lines[start + 2 :] if line.startswith("|")]
     assert [(r[0].strip(), r[1]) for r in rows] == [(s, m) for s in SETS for m in ("tiny", "tiny again")]
     for row in rows:
         assert int(row[2]) > 0
