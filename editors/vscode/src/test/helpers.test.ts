@@ -56,7 +56,13 @@ test("serverSettings nests, drops client-only settings and maps empty strings to
     maxTypoHints: 50,
     toneMinWords: 12,
     sourceComments: true,
+    grammar: true,
+    sentimentSeverity: "information",
+    typoSeverity: "warning",
+    surpriseSeverity: "hint",
+    grammarSeverity: "hint",
   });
+  assert.deepEqual(s.exclude, []);
   assert.ok(Array.isArray(s.fileTypes) && (s.fileTypes as string[]).includes("markdown"));
   assert.equal("diagnostics.sentiment" in s, false);
 });
