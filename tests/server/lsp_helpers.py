@@ -32,9 +32,13 @@ def make_client() -> LanguageClient:
     def show(client: LanguageClient, params: types.ShowMessageParams):
         client.messages.append(params)
 
+    def accept_registration(client: LanguageClient, params: types.RegistrationParams) -> None:
+        return None
+
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
     features[types.WINDOW_SHOW_MESSAGE] = show
+    features[types.CLIENT_REGISTER_CAPABILITY] = accept_registration  # as editors accept file watchers
     register_lsp_features(client, {method: _ticking(fn) for method, fn in features.items()})
     return client
 
