@@ -682,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
         "--start",
         choices=["first", "random"],
         default="first",
-        help="where the --max-events window starts: the session's first event or a seeded random one",
+        help="where the --max-events window starts: the recording's first event or a seeded random one",
     )
     ap.add_argument("--pause-cap", type=float, default=2.0, help="recorded gaps longer than this (s) are cut to it")
     ap.add_argument("--threads", type=int, default=1, help="the server's torch threads")
