@@ -45,6 +45,16 @@ def set_threads(n: int | None) -> None:
         os.environ.setdefault("RAYON_NUM_THREADS", str(n))
 
 
+def start_run(args) -> Path:
+    """What every training stage does first: its thread count and seeds from the command line, and
+    its output folder (`args.out`, made if missing), returned."""
+    set_threads(args.threads)
+    seed_everything(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def warmup_cosine(step: int, total: int, warmup: int, floor: float = 0.1) -> float:
     """LR multiplier: linear warm-up to 1, then cosine decay to ``floor``."""
     if step < warmup:

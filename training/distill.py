@@ -158,10 +158,7 @@ def train_distill(args) -> Path:
 
     from .teacher_pretrained import is_pretrained_source
 
-    common.set_threads(args.threads)
-    common.seed_everything(args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = common.start_run(args)
     # The VQ student stays in fp32 even on CUDA: its code choices must match the fp32/fp64 engine.
     device = common.pick_device(args.device)
     pretrained = is_pretrained_source(args.teacher)

@@ -194,10 +194,7 @@ def run_evaluate(args) -> Path:
     from inference import load_model_folder
     from inference.positions import spread_positions
 
-    common.set_threads(args.threads)
-    common.seed_everything(args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = common.start_run(args)
     t0 = time.time()
     net, card = load_model_folder(args.model)
     tok_path = Path(args.model) / "tokenizer.json"

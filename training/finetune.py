@@ -218,10 +218,7 @@ def train_finetune(args) -> Path:
     from inference import Tokenizer, save_model_folder
     from inference.positions import spread_positions
 
-    common.set_threads(args.threads)
-    common.seed_everything(args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = common.start_run(args)
     device = common.pick_device(args.device)
     net, tok_path, is_vq = load_for_finetune(args)
     net = net.to(device)  # fp32 (codes must match the engine); see distill.py

@@ -134,11 +134,8 @@ def _logged_seconds(log: Path) -> float:
 
 def train_teacher(args) -> Path:
     """Run (or resume) teacher pre-training; returns the saved HF folder."""
-    common.set_threads(args.threads)
-    common.seed_everything(args.seed)
+    out = common.start_run(args)
     device = common.pick_device(args.device)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     tok = load_tokenizer(args.tokenizer)
     train_tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed)
     valid_tokens = load_or_collect_tokens(

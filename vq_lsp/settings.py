@@ -16,7 +16,7 @@ from typing import Any, get_type_hints
 SECTION = "vqLsp"
 # Typo thresholds (nats of gain, see typos.py), chosen on the tuning split of benchmarks/typo_detection.py
 NON_WORD_THRESHOLD = 1.76
-REAL_WORD_THRESHOLD = 6.39
+REAL_WORD_THRESHOLD = 4.43
 SEVERITIES = ("error", "warning", "information", "hint")  # LSP's DiagnosticSeverity, most severe first
 
 
