@@ -96,8 +96,8 @@ class LoadedModel:
         """A value derived from this model, made on first use and kept with it (a detector, a hash):
         one per model and name, for callers that would otherwise hang attributes on the model."""
         store = self.__dict__.setdefault("_derived", {})
-        if name not in store:
-            store[name] = make()
+        if name not in store:  # two threads asking at once may both make it: the first one made is kept
+            store.setdefault(name, make())
         return store[name]
 
     def use_dense(self, backend: str, threads: int | None = None) -> None:

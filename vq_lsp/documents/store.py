@@ -22,6 +22,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -41,6 +42,15 @@ log = logging.getLogger(__name__)
 
 THRASH_EVICTIONS = 3  # a document dropped for the budget this often, then rebuilt, is reported (once)
 COUNT_UP_TO = 3  # a text over the token limit is counted up to this many times the limit, then "over N"
+
+
+@dataclass(frozen=True)
+class HintInputs:
+    """A document's text and tokens as a finished build saw them, for the build worker's first hints."""
+
+    tracked: TrackedText  # a copy: the engine thread's edits do not reach it
+    version: int | None
+    language_id: str
 
 
 class Documents:
@@ -210,6 +220,26 @@ class Documents:
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
         return st.builder
+
+    def hint_inputs(self, uri: str, b: inference.DocumentBuilder) -> HintInputs | None:
+        """What `warm_hints` needs of a document `b` has just finished, copied on the engine thread
+        (edits change the tracked text in place there); None when it was closed, dropped or edited
+        meanwhile (the engine thread then chooses its hints as usual)."""
+        st = self.states.get(uri)
+        if st is None or st.builder is not b or not b.done or st.tracked is None or st.tracked.ids != b.ids:
+            return None
+        return HintInputs(st.tracked.copy(), st.version, st.language_id)
+
+    def warm_hints(self, inputs: HintInputs, b: inference.DocumentBuilder) -> None:
+        """Work out the first hints of the state `b` has just finished, before it is handed over: the
+        server runs this on its build worker, so the paragraph caches (typo material, Harper's lints)
+        are full when the engine thread chooses the hints. Done on the engine thread, the first hints
+        of a long document (tens of seconds for a book) held every other document's edits and
+        requests. Reads only the finished builder and `inputs`; writes only those caches (both
+        thread-safe)."""
+        cfg = self.settings.diagnostics
+        material = HintMaterial.of(inputs.tracked, b.document(), inputs.version, inputs.language_id, cfg)
+        conventions.choose(inputs.tracked, material, cfg, self.conventions, inputs.language_id)
 
     def finish_window(self, uri: str, b: inference.DocumentBuilder) -> tuple[int, int]:
         """After a window of `b` was built: hand the state over when it is complete."""

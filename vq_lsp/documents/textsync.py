@@ -20,6 +20,7 @@ property test in tests/server/test_textsync.py checks it against tokenizing from
 from __future__ import annotations
 
 import bisect
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -220,6 +221,12 @@ class TrackedText:
         ids, offsets = tokenizer.encode_with_offsets(text)
         self.ids: list[int] = list(ids)
         self.token_starts = np.asarray([o[0] for o in offsets], dtype=np.int64)
+
+    def copy(self) -> TrackedText:
+        """A copy that later edits of this text leave alone (`apply` changes `ids` in place)."""
+        twin = copy.copy(self)
+        twin.ids = list(self.ids)
+        return twin
 
     @property
     def lines(self) -> list[int]:

@@ -16,8 +16,10 @@ prose (code, tables, URLs, front matter) blanked to spaces, so offsets stay thos
 Harper's `Linter` takes about two seconds to build and its first lints warm it up: one is built
 per process (the server starts building it while its model loads), and each paragraph's lints are
 cached by the paragraph's text, so a publish after an edit lints only the edited paragraph. A
-`Linter` is not thread-safe: the server calls this module from its engine thread only (the
-building thread hands it over before any call).
+`Linter` is not thread-safe, and two server threads lint: the engine thread (edits and requests)
+and the build worker (the first hints of a freshly built document, Documents.warm_hints). One
+lock guards the linter and the cache, taken per paragraph, so a long document's first lints never
+hold an edited note's lints for more than one paragraph.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .markup import Layout
 log = logging.getLogger(__name__)
 
 SKIPPED_KINDS = frozenset({"Spelling", "Typo"})  # Harper's spelling: the model's typo detector decides
-CACHE_PARAGRAPHS = 4096
+CACHE_PARAGRAPHS = 32768  # a dozen books restored in tabs, so that a state read back needs no lints
 _PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
@@ -87,6 +89,7 @@ class GrammarChecker:
         self._cache: OrderedDict[str, tuple[GrammarLint, ...]] = OrderedDict()
         self.unavailable: str | None = None  # why Harper cannot be used, once that is known
         self._building: threading.Thread | None = None
+        self._lock = threading.RLock()  # the linter, its words and the cache (see the module's docstring)
 
     def prepare(self) -> None:
         """Start building Harper's linter on a thread of its own (the server, while its model loads):
@@ -107,29 +110,35 @@ class GrammarChecker:
         self._linter = linter
 
     def _ready(self, words: frozenset[str]) -> bool:
-        if self._building is not None:
-            self._building.join()
-            self._building = None
-        if self._linter is None and self.unavailable is None:
-            self._build()
-        if self._linter is None:
-            return False
-        if words != self._words:
-            self._linter.clear_words()
-            if words:
-                self._linter.import_words(sorted(words))
-            self._words = words
-            self._cache.clear()
-        return True
+        with self._lock:
+            if self._building is not None:
+                self._building.join()
+                self._building = None
+            if self._linter is None and self.unavailable is None:
+                self._build()
+            if self._linter is None:
+                return False
+            if words != self._words:
+                self._linter.clear_words()
+                if words:
+                    self._linter.import_words(sorted(words))
+                self._words = words
+                self._cache.clear()
+            return True
 
     def linter(self, words: frozenset[str] = frozenset()):
         """Harper's `Linter` itself, with `words` imported (None when harper-py is missing)."""
         return self._linter if self._ready(words) else None
 
     def clear_cache(self) -> None:
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
 
     def _paragraph(self, paragraph: str) -> tuple[GrammarLint, ...]:
+        with self._lock:
+            return self._paragraph_locked(paragraph)
+
+    def _paragraph_locked(self, paragraph: str) -> tuple[GrammarLint, ...]:
         found = self._cache.get(paragraph)
         if found is not None:
             self._cache.move_to_end(paragraph)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -70,23 +71,28 @@ class ParagraphCache:
         self._entries: OrderedDict[Key, list[ParagraphMaterial]] = OrderedDict()
         self.reused = 0
         self.computed = 0
+        # the server's build worker fills the cache for a freshly built document while the engine
+        # thread reads it for another one (Documents.warm_hints)
+        self._lock = threading.Lock()
 
     def get(self, key: Key, surprise: np.ndarray, tolerance: float) -> ParagraphMaterial | None:
-        for hit in self._entries.get(key, ()):
-            if len(hit.surprise) == len(surprise) and (
-                np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
-                or tolerance > 0
-                and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance
-            ):
-                self._entries.move_to_end(key)
-                return hit
-        return None
+        with self._lock:
+            for hit in self._entries.get(key, ()):
+                if len(hit.surprise) == len(surprise) and (
+                    np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
+                    or tolerance > 0
+                    and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance
+                ):
+                    self._entries.move_to_end(key)
+                    return hit
+            return None
 
     def put(self, key: Key, value: ParagraphMaterial) -> None:
-        self._entries[key] = [value] + self._entries.get(key, [])[: self.variants - 1]
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.limit:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = [value] + self._entries.get(key, [])[: self.variants - 1]
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
 
 
 def paragraph_cache(doc: inference.IncrementalDocument) -> ParagraphCache:

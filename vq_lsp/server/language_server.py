@@ -289,6 +289,9 @@ class VQServer(LanguageServer):
             if isinstance(builder, tuple):
                 return builder
             await self.build_worker.submit(builder.step, lane=BUILD)
+            if builder.done and (inputs := await self.on_engine(self.docs.hint_inputs, uri, builder)) is not None:
+                # the first hints' heavy part too, off the engine thread
+                await self.build_worker.submit(self.docs.warm_hints, inputs, builder, lane=BUILD)
             return await self.on_engine(self.docs.finish_window, uri, builder)
         finally:
             while self.docs.notices:

@@ -1,0 +1,92 @@
+"""The first hints of a freshly built state are worked out on the build worker (Documents.warm_hints),
+so that the engine thread, which serves every document's edits and requests, only reuses them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from vq_lsp.documents.events import Opened
+from vq_lsp.documents.store import Documents
+from vq_lsp.documents.textsync import Change
+from vq_lsp.hints import grammar, reuse
+from vq_lsp.settings import Settings
+
+PARAGRAPHS = [
+    "I went to teh store because the milk was gone, and then I walked back home again.",
+    "He go to the market every morning, and they buys bread there.",
+    "They could not recieve the letters, so they wrote to the office from the station.",
+    "The weather was quiet and the streets were empty when we left the house that morning.",
+]
+TEXT = "# Notes\n\n" + "\n\n".join(f"{PARAGRAPHS[k % 4]} Paragraph {k}." for k in range(40))
+
+
+def settings() -> Settings:
+    return dataclasses.replace(Settings(), threads=1, device="cpu")
+
+
+def build(docs: Documents, uri: str, warm: bool) -> None:
+    """Build the document window by window as the server does, warming its hints after the last one."""
+    while not isinstance(b := docs.next_window(uri), tuple):
+        b.step()
+        if warm and b.done:
+            docs.warm_hints(docs.hint_inputs(uri, b), b)
+        docs.finish_window(uri, b)
+
+
+class NoLinting:
+    def lint(self, text):
+        raise AssertionError(f"Harper was asked to lint on the engine thread: {text[:60]!r}")
+
+
+def test_warmed_hints_are_reused_and_equal_to_hints_worked_out_afresh(monkeypatch):
+    fresh = Documents(settings())
+    fresh.load_model()
+    grammar.checker().clear_cache()
+    expected = fresh.process_now("file:///fresh.md", [Opened(1, "markdown", TEXT)]).diagnostics
+
+    docs = Documents(settings())
+    docs.load_model()
+    grammar.checker().clear_cache()
+    uri = "file:///warm.md"
+    docs.process(uri, [Opened(1, "markdown", TEXT)])
+    build(docs, uri, warm=True)
+    cache = reuse.paragraph_cache(docs.states[uri].doc)
+    computed = cache.computed
+    checker = grammar.checker()
+    if checker.unavailable is None:
+        monkeypatch.setattr(checker, "_linter", NoLinting())
+    hinted = docs.hints(uri).diagnostics
+    assert cache.computed == computed, "the engine thread computed paragraph material the build worker had"
+    assert hinted == expected
+    assert any(d.code == "typo" for d in hinted)
+
+
+@pytest.mark.parametrize("change", ["closed", "edited"])
+def test_nothing_is_warmed_for_a_document_closed_or_edited_meanwhile(change):
+    docs = Documents(settings())
+    docs.load_model()
+    uri = "file:///gone.md"
+    docs.process(uri, [Opened(1, "markdown", TEXT)])
+    b = docs.next_window(uri)
+    while not b.done:
+        b.step()
+    st = docs.states[uri]
+    if change == "closed":
+        del docs.states[uri]
+    else:
+        st.tracked.apply([Change("More words. ", (2, 0, 2, 0))])
+    assert docs.hint_inputs(uri, b) is None
+
+
+def test_a_copy_of_the_tracked_text_keeps_its_tokens_when_the_text_is_edited():
+    docs = Documents(settings())
+    docs.load_model()
+    uri = "file:///copy.md"
+    docs.process(uri, [Opened(1, "markdown", TEXT)])
+    tracked = docs.states[uri].tracked
+    twin = tracked.copy()
+    before = list(twin.ids)
+    tracked.apply([Change("Inserted words here. ", (2, 0, 2, 0))])
+    assert twin.ids == before and twin.text == TEXT and tracked.ids != before
