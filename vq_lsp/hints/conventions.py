@@ -9,8 +9,10 @@ and gives each hint its kind's severity from the settings.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from dataclasses import dataclass
+from itertools import accumulate
 
 from lsprotocol import types
 
@@ -68,8 +70,15 @@ def choose(
     words = conventions.dictionary.union(silenced.words)
     picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced), cfg)
     if cfg.grammar:
-        picked += grammar_hints(tt.text, grammar_lints(tt.text, language_id, cfg, words), picked, silenced)
-    return [dataclasses.replace(h, severity=severity_of(h.code, cfg)) for h in picked]
+        lay = layout_for(tt.text, language_id, cfg)
+        placed = grammar.checker().paragraph_lints(tt.text, lay, words.words)
+        picked += _grammar_hints(placed, picked, silenced)
+    severity = {code: severity_of(code, cfg) for code in {h.code for h in picked}}
+    return [h if h.severity == severity[h.code] else _with_severity(h, severity[h.code]) for h in picked]
+
+
+def _with_severity(h: lsp.Hint, severity: types.DiagnosticSeverity) -> lsp.Hint:
+    return lsp.Hint(h.start, h.end, h.message, severity, h.code)
 
 
 def grammar_lints(text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary) -> list[grammar.GrammarLint]:
@@ -82,16 +91,27 @@ def grammar_hints(
 ) -> list[lsp.Hint]:
     """Harper's lints as hints: none where the model already flags a word (one hint per span) or
     an ignore comment silences grammar."""
-    taken = [(h.start, h.end) for h in word_hints if h.code != "sentiment"]
+    return _grammar_hints([(0, tuple(lints))], word_hints, silenced)
+
+
+def _grammar_hints(
+    placed: list[tuple[int, tuple[grammar.GrammarLint, ...]]], word_hints: list[lsp.Hint], silenced: ignores.Ignores
+) -> list[lsp.Hint]:
+    """`grammar_hints` of lints given per paragraph, relative to its start (grammar.paragraph_lints):
+    each kept lint is placed once, as its hint."""
+    taken = sorted((h.start, h.end) for h in word_hints if h.code != "sentiment")
+    taken_starts = [a for a, _ in taken]
+    reach = list(accumulate((b for _, b in taken), max))  # the furthest end of the word hints so far
     out = []
-    for lint in lints:
-        if any(a < lint.end and lint.start < b for a, b in taken) or silenced.silences("grammar", lint.start, lint.end):
-            continue
-        out.append(
-            lsp.Hint(
-                lint.start, lint.end, f"{lint.message} (harper: {lint.kind})", types.DiagnosticSeverity.Hint, "grammar"
+    for at, lints in placed:
+        for lint in lints:
+            start, end = lint.start + at, lint.end + at
+            i = bisect.bisect_left(taken_starts, end)  # the word hints starting before the lint ends
+            if (i and reach[i - 1] > start) or silenced.silences("grammar", start, end):
+                continue
+            out.append(
+                lsp.Hint(start, end, f"{lint.message} (harper: {lint.kind})", types.DiagnosticSeverity.Hint, "grammar")
             )
-        )
     return out
 
 

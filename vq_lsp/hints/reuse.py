@@ -19,7 +19,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -48,6 +47,12 @@ class ParagraphMaterial:
     code_words: frozenset  # lower-cased words outside its prose missing from the dictionary
     has_code: bool  # any word outside its prose
     tones: tuple  # (start, end, token start, token end, scores, words) per tone block
+    finding_index: np.ndarray  # (k, 2) int64: finding_tokens as an array, to read their surprise at once
+    surprise_bytes: bytes = b""  # `surprise` as bytes: the exact comparison a reuse asks first
+
+    def __post_init__(self) -> None:
+        if not self.surprise_bytes:
+            object.__setattr__(self, "surprise_bytes", self.surprise.tobytes())
 
 
 @dataclass(frozen=True)
@@ -72,11 +77,15 @@ class ParagraphCache:
         self.computed = 0
 
     def get(self, key: Key, surprise: np.ndarray, tolerance: float) -> ParagraphMaterial | None:
-        for hit in self._entries.get(key, ()):
-            if len(hit.surprise) == len(surprise) and (
-                np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
-                or tolerance > 0
-                and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance
+        hits = self._entries.get(key)
+        if not hits:
+            return None
+        exact = surprise.tobytes()
+        for hit in hits:
+            if hit.surprise_bytes == exact or (  # the common case: the edit was in another window
+                tolerance > 0
+                and len(hit.surprise) == len(surprise)
+                and float(np.max(np.abs(hit.surprise - surprise), initial=0.0)) <= tolerance
             ):
                 self._entries.move_to_end(key)
                 return hit
@@ -106,6 +115,33 @@ def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class ParagraphSpans:
+    """The paragraphs of one version of a text and the prose in each, relative to its start:
+    what the material (here) and the grammar lints (grammar.py) are keyed and placed by."""
+
+    bounds: list[tuple[int, int]]  # (start, end) of each paragraph
+    prose: list[tuple]  # per paragraph: its part of the layout's prose ranges, relative to its start
+
+
+_spans: OrderedDict[tuple[str, tuple], ParagraphSpans] = OrderedDict()
+
+
+def paragraph_spans(text: str, lay: markup.Layout) -> ParagraphSpans:
+    """The paragraphs of `text` with their prose; the last few are kept, a publish asks twice."""
+    key = (text, lay.prose)
+    got = _spans.get(key)
+    if got is not None:
+        return got
+    bounds = [(m.start(), m.end()) for m in PARAGRAPH.finditer(text)]
+    prose_starts = [a for a, _ in lay.prose]
+    prose = [_clipped(lay.prose, max(bisect.bisect_left(prose_starts, a) - 1, 0), a, b) for a, b in bounds]
+    got = _spans[key] = ParagraphSpans(bounds, prose)
+    while len(_spans) > 4:
+        _spans.popitem(last=False)
+    return got
+
+
 def document_material(
     text: str,
     starts: np.ndarray,
@@ -125,22 +161,21 @@ def document_material(
     starts = np.asarray(starts, dtype=np.int64)
     n = len(surprise)
     starts = starts[:n]
-    paras = [(m.start(), m.end()) for m in PARAGRAPH.finditer(text)]
+    spans = paragraph_spans(text, lay)
+    paras = spans.bounds
     if not paras or not n:
         return DocumentMaterial([], [], [], typos.Evidence({}, frozenset(), False))
     bounds = np.asarray(paras, dtype=np.int64)
     first = np.maximum(np.searchsorted(starts, bounds[:, 0], "right") - 1, 0)
     last = np.searchsorted(starts, bounds[:, 1], "left")
-    prose_lo = np.maximum(np.searchsorted(np.asarray([a for a, _ in lay.prose], dtype=np.int64), bounds[:, 0]) - 1, 0)
     tone_starts = np.asarray([a for a, _, _ in lay.tone], dtype=np.int64)
     tone_lo, tone_hi = np.searchsorted(tone_starts, bounds[:, 0]), np.searchsorted(tone_starts, bounds[:, 1])
     parts: list[tuple[int, int, ParagraphMaterial | None, Key]] = []
     missing = []
-    for (pa, pb), ta, tb, plo, t0, t1 in zip(
-        paras, first.tolist(), last.tolist(), prose_lo.tolist(), tone_lo.tolist(), tone_hi.tolist()
+    for (pa, pb), ta, tb, prose, t0, t1 in zip(
+        paras, first.tolist(), last.tolist(), spans.prose, tone_lo.tolist(), tone_hi.tolist()
     ):
-        prose = _clipped(lay.prose, plo, pa, pb)
-        tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1])
+        tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1]) if t0 < t1 else ()
         key = (text[pa:pb], (starts[ta:tb] - pa).tobytes(), prose, tone)
         hit = cache.get(key, surprise[ta:tb], tolerance)
         parts.append((pa, ta, hit, key))
@@ -152,12 +187,14 @@ def document_material(
         cache.computed += len(missing)
         _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache)
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
-    words, findings, tones, uses, code, technical = [], [], [], Counter(), set(), False
+    words, spots, tones, uses, code, technical = [], [], [], Counter(), set(), False
     for pa, ta, m, _ in parts:
         if len(m.words):
             words.append(m.words + np.array([pa, pa, ta, ta], dtype=np.int64))
-        findings.extend(_placed(m.findings, m.finding_tokens, pa, ta, cumulative))
-        tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
+        if m.findings:
+            spots.append(m.finding_index + ta)
+        if m.tones:
+            tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
         if m.uses:
             uses.update(m.uses)
         if m.code_words:
@@ -167,20 +204,26 @@ def document_material(
     word_surprise = (cumulative[rows[:, 3]] - cumulative[rows[:, 2]]).tolist()
     return DocumentMaterial(
         list(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), word_surprise)),
-        findings,
+        _placed(parts, spots, cumulative),
         tones,
         typos.Evidence(dict(uses), frozenset(code), technical),
     )
 
 
-def _placed(
-    findings: Sequence[typos.WordFinding], tokens: Sequence[tuple[int, int]], pa: int, ta: int, cumulative: np.ndarray
-) -> list[typos.WordFinding]:
-    """A paragraph's findings at its place now, their surprise (and so gain) read from the current scores."""
-    out = []
-    for f, (i, j) in zip(findings, tokens):
-        s = float(cumulative[j + ta] - cumulative[i + ta])
-        out.append(replace(f, start=f.start + pa, end=f.end + pa, surprise=s, gain=f.gain - f.surprise + s))
+def _placed(parts, spots: list[np.ndarray], cumulative: np.ndarray) -> list[typos.WordFinding]:
+    """The paragraphs' findings at their place now, their surprise (and so gain) read from the
+    current scores (all at once: a document holds hundreds of suspect words)."""
+    if not spots:
+        return []
+    index = np.concatenate(spots)
+    now = (cumulative[index[:, 1]] - cumulative[index[:, 0]]).tolist()
+    out, k = [], 0
+    finding = typos.WordFinding
+    for pa, _, m, _ in parts:
+        for f in m.findings:
+            s, k = now[k], k + 1
+            gain = f.gain - f.surprise + s
+            out.append(finding(f.start + pa, f.end + pa, f.word, s, f.kind, gain, f.fixes, f.excused))
     return out
 
 
@@ -234,6 +277,7 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
             frozenset(code),
             has_code,
             tuple(tones),
+            np.asarray([token_of[f.start] for f in fs], dtype=np.int64).reshape(-1, 2),
         )
         cache.put(parts[k][3], value)
         parts[k] = (pa, ta, value, parts[k][3])
