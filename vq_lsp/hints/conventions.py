@@ -46,14 +46,22 @@ def markup_kind(language_id: str, cfg: DiagnosticSettings) -> str:
     return markup.markup_of(language_id, source_hints="comments" if cfg.source_comments else "off")
 
 
-def allowed_material(text: str, material: HintMaterial, words: Dictionary, silenced: ignores.Ignores) -> HintMaterial:
-    """The material without what the dictionary or the ignore comments rule out."""
+def allowed_material(
+    text: str, material: HintMaterial, words: Dictionary, silenced: ignores.Ignores, surprise: bool = True
+) -> HintMaterial:
+    """The material without what the dictionary or the ignore comments rule out; with `surprise`
+    False (no unlikely-word hints asked for) the prose words, which only those hints read, are
+    left as they are."""
     if not words.words and not silenced.regions:
         return material
     findings = [f for f in material.findings if f.word not in words and not silenced.silences("typo", f.start, f.end)]
-    unlikely = [
-        w for w in material.words if text[w[0] : w[1]] not in words and not silenced.silences("surprise", w[0], w[1])
-    ]
+    unlikely = material.words
+    if surprise:
+        unlikely = [
+            w
+            for w in material.words
+            if text[w[0] : w[1]] not in words and not silenced.silences("surprise", w[0], w[1])
+        ]
     tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p[0], p[1])]
     return dataclasses.replace(material, findings=findings, words=unlikely, paragraphs=tones)
 
@@ -68,7 +76,7 @@ def choose(
     """The hints of a text under the writer's conventions, each with its kind's severity."""
     silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
     words = conventions.dictionary.union(silenced.words)
-    picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced), cfg)
+    picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced, cfg.surprise), cfg)
     if cfg.grammar:
         lay = layout_for(tt.text, language_id, cfg)
         placed = grammar.checker().paragraph_lints(tt.text, lay, words.words)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter, OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -55,11 +56,36 @@ class ParagraphMaterial:
             object.__setattr__(self, "surprise_bytes", self.surprise.tobytes())
 
 
+class WordSurprises(Sequence):
+    """(start, end, whole-word surprise) of the prose words, kept as arrays: a long document has
+    10,000s of words, and only unlikely-word hints (off by default) and the writer's dictionary
+    read them one by one, so a publish does not make a tuple per word."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, surprise: np.ndarray) -> None:
+        self.starts, self.ends, self.surprise = starts, ends, surprise
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return int(self.starts[i]), int(self.ends[i]), float(self.surprise[i])
+
+    def __iter__(self):
+        return zip(self.starts.tolist(), self.ends.tolist(), self.surprise.tolist())
+
+    def at_least(self, threshold: float) -> list[tuple[int, int, float]]:
+        """The words whose surprise reaches `threshold`, in text order."""
+        keep = np.flatnonzero(self.surprise >= threshold)
+        return list(zip(self.starts[keep].tolist(), self.ends[keep].tolist(), self.surprise[keep].tolist()))
+
+
 @dataclass(frozen=True)
 class DocumentMaterial:
     """The per-paragraph material of one version of a text, put together (absolute offsets)."""
 
-    words: list  # (start, end, whole-word surprise)
+    words: Sequence  # (start, end, whole-word surprise): a WordSurprises
     findings: list  # typos.WordFinding, in text order, before the document's evidence is applied
     tones: list  # (start, end, token start, token end, scores, words)
     evidence: typos.Evidence
@@ -164,7 +190,8 @@ def document_material(
     spans = paragraph_spans(text, lay)
     paras = spans.bounds
     if not paras or not n:
-        return DocumentMaterial([], [], [], typos.Evidence({}, frozenset(), False))
+        none = WordSurprises(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+        return DocumentMaterial(none, [], [], typos.Evidence({}, frozenset(), False))
     bounds = np.asarray(paras, dtype=np.int64)
     first = np.maximum(np.searchsorted(starts, bounds[:, 0], "right") - 1, 0)
     last = np.searchsorted(starts, bounds[:, 1], "left")
@@ -201,9 +228,8 @@ def document_material(
             code |= m.code_words
         technical = technical or m.has_code
     rows = np.concatenate(words) if words else np.zeros((0, 4), dtype=np.int64)
-    word_surprise = (cumulative[rows[:, 3]] - cumulative[rows[:, 2]]).tolist()
     return DocumentMaterial(
-        list(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), word_surprise)),
+        WordSurprises(rows[:, 0], rows[:, 1], cumulative[rows[:, 3]] - cumulative[rows[:, 2]]),
         _placed(parts, spots, cumulative),
         tones,
         typos.Evidence(dict(uses), frozenset(code), technical),
