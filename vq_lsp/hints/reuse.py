@@ -32,7 +32,8 @@ REUSE_TOLERANCE_NATS = 0.25
 PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 _CODE_WORD = re.compile(r"[A-Za-z]+")
 
-Key = tuple[str, bytes, tuple, tuple]
+# text, its first token's start (relative), its token count, the gaps between their starts, prose, tone blocks
+Key = tuple[str, int, int, bytes, tuple, tuple]
 
 
 @dataclass(frozen=True)
@@ -102,16 +103,22 @@ class ParagraphCache:
         self.reused = 0
         self.computed = 0
 
-    def get(self, key: Key, surprise: np.ndarray, tolerance: float) -> ParagraphMaterial | None:
+    def get(
+        self, key: Key, exact: bytes, surprise: np.ndarray, ta: int, tb: int, tolerance: float
+    ) -> ParagraphMaterial | None:
+        """The entry of `key` computed from surprise[ta:tb] (`exact`: those as bytes), or from
+        scores within `tolerance` of them."""
         hits = self._entries.get(key)
         if not hits:
             return None
-        exact = surprise.tobytes()
         for hit in hits:
-            if hit.surprise_bytes == exact or (  # the common case: the edit was in another window
-                tolerance > 0
-                and len(hit.surprise) == len(surprise)
-                and float(np.max(np.abs(hit.surprise - surprise), initial=0.0)) <= tolerance
+            if (
+                hit.surprise_bytes == exact
+                or (  # the common case: the edit was in another window
+                    tolerance > 0
+                    and len(hit.surprise) == tb - ta
+                    and float(np.max(np.abs(hit.surprise - surprise[ta:tb]), initial=0.0)) <= tolerance
+                )
             ):
                 self._entries.move_to_end(key)
                 return hit
@@ -199,27 +206,35 @@ def document_material(
     tone_lo, tone_hi = np.searchsorted(tone_starts, bounds[:, 0]), np.searchsorted(tone_starts, bounds[:, 1])
     parts: list[tuple[int, int, ParagraphMaterial | None, Key]] = []
     missing = []
-    for (pa, pb), ta, tb, prose, t0, t1 in zip(
-        paras, first.tolist(), last.tolist(), spans.prose, tone_lo.tolist(), tone_hi.tolist()
+    # a paragraph's tokenization as its first token's start and the gaps between starts: bytes
+    # sliced from one array, not an array made per paragraph
+    gaps = np.diff(starts).tobytes()
+    lead = (starts[first] - bounds[:, 0]).tolist()
+    exact = surprise.tobytes()
+    size = surprise.itemsize
+    tone = lay.tone
+    for (pa, pb), ta, tb, prose, t0, t1, lead_k in zip(
+        paras, first.tolist(), last.tolist(), spans.prose, tone_lo.tolist(), tone_hi.tolist(), lead
     ):
-        tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1]) if t0 < t1 else ()
-        key = (text[pa:pb], (starts[ta:tb] - pa).tobytes(), prose, tone)
-        hit = cache.get(key, surprise[ta:tb], tolerance)
+        tones = tuple((a - pa, b - pa, w) for a, b, w in tone[t0:t1]) if t0 < t1 else ()
+        key = (text[pa:pb], lead_k, tb - ta, gaps[ta * 8 : max(ta, tb - 1) * 8], prose, tones)
+        hit = cache.get(key, exact[ta * size : tb * size], surprise, ta, tb, tolerance)
         parts.append((pa, ta, hit, key))
         if hit is None:
             missing.append(len(parts) - 1)
-        else:
-            cache.reused += 1
+    cache.reused += len(parts) - len(missing)
     if missing:
         cache.computed += len(missing)
         _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache)
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
-    words, spots, tones, uses, code, technical = [], [], [], Counter(), set(), False
+    words, word_at, spots, spot_at, tones, uses, code, technical = [], [], [], [], [], Counter(), set(), False
     for pa, ta, m, _ in parts:
         if len(m.words):
-            words.append(m.words + np.array([pa, pa, ta, ta], dtype=np.int64))
+            words.append(m.words)
+            word_at.append((pa, ta, len(m.words)))
         if m.findings:
-            spots.append(m.finding_index + ta)
+            spots.append(m.finding_index)
+            spot_at.append((ta, len(m.findings)))
         if m.tones:
             tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
         if m.uses:
@@ -227,7 +242,15 @@ def document_material(
         if m.code_words:
             code |= m.code_words
         technical = technical or m.has_code
-    rows = np.concatenate(words) if words else np.zeros((0, 4), dtype=np.int64)
+    if words:  # each paragraph's rows moved to its place, all at once
+        rows = np.concatenate(words)
+        at = np.asarray(word_at, dtype=np.int64)
+        rows = rows + np.repeat(at[:, [0, 0, 1, 1]], at[:, 2], axis=0)
+    else:
+        rows = np.zeros((0, 4), dtype=np.int64)
+    if spots:
+        at = np.asarray(spot_at, dtype=np.int64)
+        spots = [np.concatenate(spots) + np.repeat(at[:, 0], at[:, 1])[:, None]]
     return DocumentMaterial(
         WordSurprises(rows[:, 0], rows[:, 1], cumulative[rows[:, 3]] - cumulative[rows[:, 2]]),
         _placed(parts, spots, cumulative),
@@ -261,7 +284,7 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
         pa, pb = paras[k]
         ta, tb = int(first[k]), int(last[k])
         _, _, _, key = parts[k]
-        prose = [(a + pa, b + pa) for a, b in key[2]]
+        prose = [(a + pa, b + pa) for a, b in key[4]]
         spans = typos.word_tokens(
             text,
             starts,
@@ -290,7 +313,7 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
         has_code = bool(code)
         code = {w for w in code if not typos.is_word(w)}
         tones = []
-        for a, b, w in parts[k][3][3]:
+        for a, b, w in parts[k][3][5]:
             ba, bb = int(np.searchsorted(starts, a + pa, "left")), int(np.searchsorted(starts, b + pa, "left"))
             if ba < bb:
                 tones.append((a, b, ba - ta, bb - ta, doc.span_scores(ba, bb), w))
