@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import shutil
 import sys
 import time
@@ -137,6 +138,7 @@ async def run(args) -> dict:
         "max_ms": round(max(warm), 1),
         "engine_update_seconds": (scores.get("cost") or {}).get("seconds"),
         "vq_lsp": str(Path(sys.modules["vq_lsp"].__file__).parent) if "vq_lsp" in sys.modules else None,
+        "server_pythonpath": os.environ.get("PYTHONPATH"),  # where the server's vq_lsp comes from
         "latency_ms": [round(x, 2) for x in latency],
         "args": vars(args),
     }
