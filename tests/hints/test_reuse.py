@@ -95,3 +95,68 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     assert np.allclose([s for _, _, s in reused.words], [s for _, _, s in fresh.words])  # read from current scores
     chosen = [(h.start, h.end, h.code) for h in hints.choose(tt, reused, cfg)]
     assert chosen == [(h.start, h.end, h.code) for h in hints.choose(tt, fresh, cfg)]
+
+
+LONG_MARKDOWN_PARTS = [
+    "# Notes on the trip\n\nI went to teh store because the milk was gone, and then I walked back home again.",
+    "He go to the market every morning, and they buys a example of each fruit there.",
+    "Run `zsh` to start the shell; it reads its settings from a file in your home folder.",
+    "```sh\nls -la ~/.zshrc\n```",
+    "| word | meaning |\n|------|---------|\n| teh | the |\n\n- a list item with recieve in it\n- another item",
+    "They could not recieve the letters, so they wrote to the office form the station.",
+    "Their friends arrived late, and nobody knew whether the train would leave on time.",
+    "The weather was quiet and the streets were empty when we left the house that morning.",
+]
+
+
+def _fresh_caches(model) -> None:
+    """Forget every kept result: the next publish computes everything from the text and state."""
+    from vq_lsp.hints import grammar, material
+
+    model.__dict__.get("_derived", {}).pop("paragraph_material", None)
+    grammar.checker().clear_cache()
+    material._layouts.clear()
+    reuse._spans.clear()
+
+
+def _published(tt, doc, version, cfg, tolerance):
+    from vq_lsp.hints import conventions
+    from vq_lsp.hints.material import layout_for
+
+    lay = layout_for(tt.text, "markdown", cfg)
+    got = HintMaterial.with_layout(tt.text, tt.token_starts, doc, version, lay, tolerance)
+    chosen = conventions.choose(tt, got, cfg, conventions.Conventions(), "markdown")
+    return [h.lsp(tt.position, version) for h in chosen]
+
+
+@pytest.mark.parametrize("tolerance", [0.0, reuse.REUSE_TOLERANCE_NATS])
+def test_random_edits_publish_what_a_fresh_computation_publishes(model, tolerance):
+    """After each random edit to a long Markdown document (typing, deleting, splitting and joining
+    paragraphs, editing inside code and tables) the published diagnostics are those computed
+    from scratch: exactly (messages and all) when only exact scores are reused, and the same hints
+    at the same places with the server's tolerance."""
+    rng = np.random.default_rng(7)
+    text = "\n\n".join(LONG_MARKDOWN_PARTS * 6) + "\n"
+    tt = TrackedText(model.tokenizer, text)
+    doc = inference.IncrementalDocument(model, tt.ids)
+    cfg = DiagnosticSettings(sentiment_threshold=0.0, surprise=True, surprise_threshold=9.0)
+    _fresh_caches(model)
+    _published(tt, doc, 1, cfg, tolerance)
+    inserts = ["e", " ", "teh ", "\n\n", "recieve", "`", "| x |", "\n```\n", "He go there. "]
+    for version in range(2, 14):
+        at = int(rng.integers(0, len(tt.text)))
+        if rng.random() < 0.3:  # a deletion, across a paragraph break now and then
+            end = min(len(tt.text), at + int(rng.integers(1, 12)))
+            change = Change("", (*tt.position(at), *tt.position(end)))
+        else:
+            change = Change(inserts[int(rng.integers(len(inserts)))], (*tt.position(at), *tt.position(at)))
+        res = tt.apply([change])
+        doc.apply(res.splices)
+        reused = _published(tt, doc, version, cfg, tolerance)
+        _fresh_caches(model)
+        fresh = _published(tt, doc, version, cfg, tolerance)
+        assert len(fresh) > 20
+        if tolerance == 0:
+            assert reused == fresh, f"edit {version}: {change}"
+        else:
+            assert [(d.range, d.code, d.severity) for d in reused] == [(d.range, d.code, d.severity) for d in fresh]

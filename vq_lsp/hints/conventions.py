@@ -9,8 +9,10 @@ and gives each hint its kind's severity from the settings.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from dataclasses import dataclass
+from itertools import accumulate
 
 from lsprotocol import types
 
@@ -44,14 +46,22 @@ def markup_kind(language_id: str, cfg: DiagnosticSettings) -> str:
     return markup.markup_of(language_id, source_hints="comments" if cfg.source_comments else "off")
 
 
-def allowed_material(text: str, material: HintMaterial, words: Dictionary, silenced: ignores.Ignores) -> HintMaterial:
-    """The material without what the dictionary or the ignore comments rule out."""
+def allowed_material(
+    text: str, material: HintMaterial, words: Dictionary, silenced: ignores.Ignores, surprise: bool = True
+) -> HintMaterial:
+    """The material without what the dictionary or the ignore comments rule out; with `surprise`
+    False (no unlikely-word hints asked for) the prose words, which only those hints read, are
+    left as they are."""
     if not words.words and not silenced.regions:
         return material
     findings = [f for f in material.findings if f.word not in words and not silenced.silences("typo", f.start, f.end)]
-    unlikely = [
-        w for w in material.words if text[w[0] : w[1]] not in words and not silenced.silences("surprise", w[0], w[1])
-    ]
+    unlikely = material.words
+    if surprise:
+        unlikely = [
+            w
+            for w in material.words
+            if text[w[0] : w[1]] not in words and not silenced.silences("surprise", w[0], w[1])
+        ]
     tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p[0], p[1])]
     return dataclasses.replace(material, findings=findings, words=unlikely, paragraphs=tones)
 
@@ -66,10 +76,17 @@ def choose(
     """The hints of a text under the writer's conventions, each with its kind's severity."""
     silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
     words = conventions.dictionary.union(silenced.words)
-    picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced), cfg)
+    picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced, cfg.surprise), cfg)
     if cfg.grammar:
-        picked += grammar_hints(tt.text, grammar_lints(tt.text, language_id, cfg, words), picked, silenced)
-    return [dataclasses.replace(h, severity=severity_of(h.code, cfg)) for h in picked]
+        lay = layout_for(tt.text, language_id, cfg)
+        placed = grammar.checker().paragraph_lints(tt.text, lay, words.words)
+        picked += _grammar_hints(placed, picked, silenced)
+    severity = {code: severity_of(code, cfg) for code in {h.code for h in picked}}
+    return [h if h.severity == severity[h.code] else _with_severity(h, severity[h.code]) for h in picked]
+
+
+def _with_severity(h: lsp.Hint, severity: types.DiagnosticSeverity) -> lsp.Hint:
+    return lsp.Hint(h.start, h.end, h.message, severity, h.code)
 
 
 def grammar_lints(text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary) -> list[grammar.GrammarLint]:
@@ -82,16 +99,27 @@ def grammar_hints(
 ) -> list[lsp.Hint]:
     """Harper's lints as hints: none where the model already flags a word (one hint per span) or
     an ignore comment silences grammar."""
-    taken = [(h.start, h.end) for h in word_hints if h.code != "sentiment"]
+    return _grammar_hints([(0, tuple(lints))], word_hints, silenced)
+
+
+def _grammar_hints(
+    placed: list[tuple[int, tuple[grammar.GrammarLint, ...]]], word_hints: list[lsp.Hint], silenced: ignores.Ignores
+) -> list[lsp.Hint]:
+    """`grammar_hints` of lints given per paragraph, relative to its start (grammar.paragraph_lints):
+    each kept lint is placed once, as its hint."""
+    taken = sorted((h.start, h.end) for h in word_hints if h.code != "sentiment")
+    taken_starts = [a for a, _ in taken]
+    reach = list(accumulate((b for _, b in taken), max))  # the furthest end of the word hints so far
     out = []
-    for lint in lints:
-        if any(a < lint.end and lint.start < b for a, b in taken) or silenced.silences("grammar", lint.start, lint.end):
-            continue
-        out.append(
-            lsp.Hint(
-                lint.start, lint.end, f"{lint.message} (harper: {lint.kind})", types.DiagnosticSeverity.Hint, "grammar"
+    for at, lints in placed:
+        for lint in lints:
+            start, end = lint.start + at, lint.end + at
+            i = bisect.bisect_left(taken_starts, end)  # the word hints starting before the lint ends
+            if (i and reach[i - 1] > start) or silenced.silences("grammar", start, end):
+                continue
+            out.append(
+                lsp.Hint(start, end, f"{lint.message} (harper: {lint.kind})", types.DiagnosticSeverity.Hint, "grammar")
             )
-        )
     return out
 
 

@@ -15,15 +15,17 @@ prose (code, tables, URLs, front matter) blanked to spaces, so offsets stay thos
 
 Harper's `Linter` takes about two seconds to build and its first lints warm it up: one is built
 per process (the server starts building it while its model loads), and each paragraph's lints are
-cached by the paragraph's text, so a publish after an edit lints only the edited paragraph. A
-`Linter` is not thread-safe, and two server threads lint: the engine thread (edits and requests)
-and the build worker (the first hints of a freshly built document, Documents.warm_hints). One
-lock guards the linter and the cache, taken per paragraph, so a long document's first lints never
-hold an edited note's lints for more than one paragraph.
+cached by the paragraph's text (and its prose), relative to its start, so a publish after an edit
+lints only the edited paragraph and shifts no lint it keeps. A `Linter` is not thread-safe, and
+two server threads lint: the engine thread (edits and requests) and the build worker (the first
+hints of a freshly built document, Documents.warm_hints). One lock guards the linter, its words
+and the caches, taken per paragraph, so a long document's first lints never hold an edited
+note's lints for more than one paragraph.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import threading
@@ -31,6 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .markup import Layout
+from .reuse import paragraph_spans
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +89,11 @@ class GrammarChecker:
     def __init__(self) -> None:
         self._linter = None
         self._words: frozenset[str] = frozenset()
-        self._cache: OrderedDict[str, tuple[GrammarLint, ...]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[GrammarLint, ...]] = OrderedDict()  # by masked paragraph
+        self._placed: OrderedDict[tuple[str, tuple], tuple[GrammarLint, ...]] = OrderedDict()  # by paragraph, prose
         self.unavailable: str | None = None  # why Harper cannot be used, once that is known
         self._building: threading.Thread | None = None
-        self._lock = threading.RLock()  # the linter, its words and the cache (see the module's docstring)
+        self._lock = threading.RLock()  # the linter, its words and the caches (see the module's docstring)
 
     def prepare(self) -> None:
         """Start building Harper's linter on a thread of its own (the server, while its model loads):
@@ -123,7 +127,7 @@ class GrammarChecker:
                 if words:
                     self._linter.import_words(sorted(words))
                 self._words = words
-                self._cache.clear()
+                self.clear_cache()
             return True
 
     def linter(self, words: frozenset[str] = frozenset()):
@@ -133,12 +137,9 @@ class GrammarChecker:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._placed.clear()
 
     def _paragraph(self, paragraph: str) -> tuple[GrammarLint, ...]:
-        with self._lock:
-            return self._paragraph_locked(paragraph)
-
-    def _paragraph_locked(self, paragraph: str) -> tuple[GrammarLint, ...]:
         found = self._cache.get(paragraph)
         if found is not None:
             self._cache.move_to_end(paragraph)
@@ -162,16 +163,53 @@ class GrammarChecker:
             self._cache.popitem(last=False)
         return found
 
-    def lints(self, text: str, layout: Layout, words: frozenset[str] = frozenset()) -> list[GrammarLint]:
-        """Harper's lints of the prose of `text`; a lint reaching outside one prose range (onto blanked
-        code or markup) is dropped."""
+    def _prose_paragraph(self, paragraph: str, prose: tuple[tuple[int, int], ...]) -> tuple[GrammarLint, ...]:
+        """Lints of one paragraph of the text whose prose is `prose` (relative to it), offsets
+        relative to it; kept by both, so an unchanged paragraph costs a lookup wherever it moved."""
+        with self._lock:
+            return self._prose_paragraph_locked(paragraph, prose)
+
+    def _prose_paragraph_locked(self, paragraph: str, prose: tuple[tuple[int, int], ...]) -> tuple[GrammarLint, ...]:
+        key = (paragraph, prose)
+        found = self._placed.get(key)
+        if found is not None:
+            self._placed.move_to_end(key)
+            return found
+        out = []
+        for m in _PARAGRAPH.finditer(masked(paragraph, prose)):
+            out += [lint.shifted(m.start()) if m.start() else lint for lint in self._paragraph(m.group())]
+        self._placed[key] = found = tuple(lint for lint in out if _inside(prose, lint.start, lint.end))
+        if len(self._placed) > CACHE_PARAGRAPHS:
+            self._placed.popitem(last=False)
+        return found
+
+    def paragraph_lints(
+        self, text: str, layout: Layout, words: frozenset[str] = frozenset()
+    ) -> list[tuple[int, tuple[GrammarLint, ...]]]:
+        """(paragraph start, its lints relative to it) per paragraph of `text` with lints: Harper's
+        lints of the prose; a lint reaching outside one prose range (onto blanked code or markup) is
+        dropped."""
         if not layout.prose or not self._ready(words):
             return []
-        blanked = masked(text, layout.prose)
+        spans = paragraph_spans(text, layout)
         out = []
-        for m in _PARAGRAPH.finditer(blanked):
-            out += [lint.shifted(m.start()) for lint in self._paragraph(m.group())]
-        return [lint for lint in out if layout.allows(lint.start, lint.end)]
+        for (a, b), prose in zip(spans.bounds, spans.prose):
+            if prose:
+                found = self._prose_paragraph(text[a:b], prose)
+                if found:
+                    out.append((a, found))
+        return out
+
+    def lints(self, text: str, layout: Layout, words: frozenset[str] = frozenset()) -> list[GrammarLint]:
+        """Harper's lints of the prose of `text`, in its offsets (see `paragraph_lints`)."""
+        placed = self.paragraph_lints(text, layout, words)
+        return [lint.shifted(a) if a else lint for a, found in placed for lint in found]
+
+
+def _inside(prose: tuple[tuple[int, int], ...], a: int, b: int) -> bool:
+    """Whether [a, b) lies inside one of the sorted, disjoint `prose` ranges."""
+    i = bisect.bisect_right(prose, (a, float("inf"))) - 1
+    return i >= 0 and prose[i][0] <= a and b <= prose[i][1]
 
 
 _CHECKER = GrammarChecker()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
 
+import numpy as np
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
@@ -193,12 +194,7 @@ def layout(text: str, markup: str, language_id: str = "") -> Layout:
     if markup == NONE:
         return Layout((), ())
     if markup == MARKDOWN:
-        prose, tone = [], []
-        for c0, c1 in markdown_chunks(text):
-            chunk_prose, chunk_tone = _markdown_chunk_layout(text[c0:c1], c0 == 0)
-            prose.extend((a + c0, b + c0) for a, b in chunk_prose)
-            tone.extend((a + c0, b + c0, n) for a, b, n in chunk_tone)
-        return Layout(tuple(prose), tuple(tone))
+        return _markdown_layout(text)
     elif markup == RST:
         blocks = _rst_blocks(text)
         inline = _RST_INLINE
@@ -256,7 +252,7 @@ def markdown_chunks(text: str) -> list[tuple[int, int]]:
             fence = None
     if fence is not None:
         closed.append((fence[2], len(text)))
-    closed += [(m.start(), m.end()) for m in _SPANNING.finditer(text)]
+    closed += _spanning(text)
     if text.startswith("---"):
         m = _FRONT_MATTER.match(text)
         if m:
@@ -277,10 +273,55 @@ def markdown_chunks(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _spanning(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every _SPANNING match, as `_SPANNING.finditer` finds them, trying the
+    pattern only at a "<" (the regex engine's own scan of a whole document was the slow part)."""
+    out, at = [], text.find("<")
+    while at >= 0:
+        m = _SPANNING.match(text, at)
+        if m is not None:
+            out.append((m.start(), m.end()))
+        at = text.find("<", m.end() if m is not None else at + 1)
+    return out
+
+
 @lru_cache(maxsize=16384)
 def _markdown_chunk_layout(chunk: str, first: bool) -> tuple[tuple, tuple]:
     """(prose, tone) of one chunk, offsets in the chunk; only the first chunk may hold front matter."""
     return _masked(chunk, _markdown_blocks(chunk, first), _MD_INLINE)
+
+
+@lru_cache(maxsize=16384)
+def _markdown_chunk_arrays(chunk: str, first: bool) -> tuple[np.ndarray, np.ndarray]:
+    """`_markdown_chunk_layout` as (k, 2) and (k, 3) int64 arrays."""
+    prose, tone = _markdown_chunk_layout(chunk, first)
+    return np.asarray(prose, dtype=np.int64).reshape(-1, 2), np.asarray(tone, dtype=np.int64).reshape(-1, 3)
+
+
+def _markdown_layout(text: str) -> Layout:
+    """The layout of a Markdown text from its chunks' kept layouts, each moved to its place (all at
+    once: a long document has hundreds of chunks and thousands of prose ranges)."""
+    prose, tone, prose_at, tone_at = [], [], [], []
+    for c0, c1 in markdown_chunks(text):
+        p, t = _markdown_chunk_arrays(text[c0:c1], c0 == 0)
+        if len(p):
+            prose.append(p)
+            prose_at.append((c0, len(p)))
+        if len(t):
+            tone.append(t)
+            tone_at.append((c0, len(t)))
+    return Layout(_placed_rows(prose, prose_at, 2), _placed_rows(tone, tone_at, 3))
+
+
+def _placed_rows(rows: list[np.ndarray], at: list[tuple[int, int]], width: int) -> tuple:
+    """Chunks' rows of offsets moved by their chunk's start (the first two columns), as tuples."""
+    if not rows:
+        return ()
+    where = np.asarray(at, dtype=np.int64)
+    shift = np.zeros(width, dtype=np.int64)
+    shift[:2] = 1
+    moved = np.concatenate(rows) + np.repeat(where[:, 0], where[:, 1])[:, None] * shift
+    return tuple(map(tuple, moved.tolist()))
 
 
 def _subtract(a: int, b: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:

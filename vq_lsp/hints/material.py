@@ -26,6 +26,7 @@ import inference
 from ..settings import DiagnosticSettings
 from . import markup, reuse, typos
 from .paragraphs import paragraphs
+from .recent import Recent
 
 
 class TokenizedText(Protocol):
@@ -98,12 +99,22 @@ def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
     return [(a, b, float(cumulative[j] - cumulative[i])) for a, b, i, j in spans]
 
 
+def token_surprise(doc: inference.IncrementalDocument) -> np.ndarray:
+    """-log p(token | prefix) of every token (`doc.surprise` of all of them), read window by
+    window as arrays: a publish reads 10,000s of them, and a Python float per token cost more
+    than choosing the hints."""
+    if not doc.n_tokens:
+        return np.zeros(0)
+    parts = [w.surprise(0, b - a).cpu().numpy() for w, (a, b) in zip(doc.windows, doc.window_bounds) if b > a]
+    return np.concatenate(parts).astype(np.float64)
+
+
 def text_material(
     text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout, tolerance: float = 0.0
 ) -> reuse.DocumentMaterial:
     """The text's material paragraph by paragraph (reuse.py), with the findings the document's
     evidence excuses left out."""
-    surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
+    surprise = token_surprise(doc)
     got = reuse.document_material(
         text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc), tolerance
     )
@@ -115,7 +126,7 @@ def analyse(
     text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout
 ) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
-    surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64) if doc.n_tokens else np.zeros(0)
+    surprise = token_surprise(doc)
     got = text_material(text, starts, doc, lay)
     return surprise, got.words, got.findings
 
@@ -131,10 +142,15 @@ def tone_blocks(starts: np.ndarray, doc: inference.IncrementalDocument, lay: mar
     return out
 
 
+_layouts: Recent[markup.Layout] = Recent(keep=8)
+
+
 def layout_for(text: str, language_id: str, cfg: DiagnosticSettings) -> markup.Layout:
-    """The prose of a document by its languageId (and the sourceComments setting)."""
+    """The prose of a document by its languageId (and the sourceComments setting). The last few
+    are kept by text: a publish asks for the same version's layout for its material, its grammar
+    lints and its ignore comments, and parses it once."""
     kind = markup.markup_of(language_id, source_hints="comments" if cfg.source_comments else "off")
-    return markup.layout(text, kind, language_id)
+    return _layouts.get((text, kind, language_id), lambda: markup.layout(text, kind, language_id))
 
 
 def paragraph_scores(tt: TokenizedText, doc: inference.IncrementalDocument):
@@ -208,7 +224,7 @@ def explain_words(
     suspect word's finding is the one its hint was chosen from (same fixes, same excuse), any
     other word gets its surprise and closest dictionary words (hover, quick fixes)."""
     lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
-    surprise = np.asarray(doc.surprise(0, doc.n_tokens), dtype=np.float64)
+    surprise = token_surprise(doc)
     starts = np.asarray(tt.token_starts)
     found = detector(doc).examine(
         tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True, continuation=continuation(doc)

@@ -28,12 +28,14 @@ import numpy as np
 import inference
 
 from . import markup, typos
+from .recent import Recent
 
 REUSE_TOLERANCE_NATS = 0.25
 PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 _CODE_WORD = re.compile(r"[A-Za-z]+")
 
-Key = tuple[str, bytes, tuple, tuple]
+# text, its first token's start (relative), its token count, the gaps between their starts, prose, tone blocks
+Key = tuple[str, int, int, bytes, tuple, tuple]
 
 
 @dataclass(frozen=True)
@@ -49,13 +51,44 @@ class ParagraphMaterial:
     code_words: frozenset  # lower-cased words outside its prose missing from the dictionary
     has_code: bool  # any word outside its prose
     tones: tuple  # (start, end, token start, token end, scores, words) per tone block
+    finding_index: np.ndarray  # (k, 2) int64: finding_tokens as an array, to read their surprise at once
+    surprise_bytes: bytes = b""  # `surprise` as bytes: the exact comparison a reuse asks first
+
+    def __post_init__(self) -> None:
+        if not self.surprise_bytes:
+            object.__setattr__(self, "surprise_bytes", self.surprise.tobytes())
+
+
+class WordSurprises(Sequence):
+    """(start, end, whole-word surprise) of the prose words, kept as arrays: a long document has
+    10,000s of words, and only unlikely-word hints (off by default) and the writer's dictionary
+    read them one by one, so a publish does not make a tuple per word."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, surprise: np.ndarray) -> None:
+        self.starts, self.ends, self.surprise = starts, ends, surprise
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return int(self.starts[i]), int(self.ends[i]), float(self.surprise[i])
+
+    def __iter__(self):
+        return zip(self.starts.tolist(), self.ends.tolist(), self.surprise.tolist())
+
+    def at_least(self, threshold: float) -> list[tuple[int, int, float]]:
+        """The words whose surprise reaches `threshold`, in text order."""
+        keep = np.flatnonzero(self.surprise >= threshold)
+        return list(zip(self.starts[keep].tolist(), self.ends[keep].tolist(), self.surprise[keep].tolist()))
 
 
 @dataclass(frozen=True)
 class DocumentMaterial:
     """The per-paragraph material of one version of a text, put together (absolute offsets)."""
 
-    words: list  # (start, end, whole-word surprise)
+    words: Sequence  # (start, end, whole-word surprise): a WordSurprises
     findings: list  # typos.WordFinding, in text order, before the document's evidence is applied
     tones: list  # (start, end, token start, token end, scores, words)
     evidence: typos.Evidence
@@ -75,13 +108,23 @@ class ParagraphCache:
         # thread reads it for another one (Documents.warm_hints)
         self._lock = threading.Lock()
 
-    def get(self, key: Key, surprise: np.ndarray, tolerance: float) -> ParagraphMaterial | None:
+    def get(
+        self, key: Key, exact: bytes, surprise: np.ndarray, ta: int, tb: int, tolerance: float
+    ) -> ParagraphMaterial | None:
+        """The entry of `key` computed from surprise[ta:tb] (`exact`: those as bytes), or from
+        scores within `tolerance` of them."""
         with self._lock:
-            for hit in self._entries.get(key, ()):
-                if len(hit.surprise) == len(surprise) and (
-                    np.array_equal(hit.surprise, surprise)  # the common case: the edit was in another window
-                    or tolerance > 0
-                    and float(np.max(np.abs(hit.surprise - surprise))) <= tolerance
+            hits = self._entries.get(key)
+            if not hits:
+                return None
+            for hit in hits:
+                if (
+                    hit.surprise_bytes == exact
+                    or (  # the common case: the edit was in another window
+                        tolerance > 0
+                        and len(hit.surprise) == tb - ta
+                        and float(np.max(np.abs(hit.surprise - surprise[ta:tb]), initial=0.0)) <= tolerance
+                    )
                 ):
                     self._entries.move_to_end(key)
                     return hit
@@ -112,6 +155,30 @@ def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class ParagraphSpans:
+    """The paragraphs of one version of a text and the prose in each, relative to its start:
+    what the material (here) and the grammar lints (grammar.py) are keyed and placed by."""
+
+    bounds: list[tuple[int, int]]  # (start, end) of each paragraph
+    prose: list[tuple]  # per paragraph: its part of the layout's prose ranges, relative to its start
+
+
+_spans: Recent[ParagraphSpans] = Recent(keep=4)
+
+
+def paragraph_spans(text: str, lay: markup.Layout) -> ParagraphSpans:
+    """The paragraphs of `text` with their prose; the last few are kept, a publish asks twice."""
+
+    def make() -> ParagraphSpans:
+        bounds = [(m.start(), m.end()) for m in PARAGRAPH.finditer(text)]
+        prose_starts = [a for a, _ in lay.prose]
+        prose = [_clipped(lay.prose, max(bisect.bisect_left(prose_starts, a) - 1, 0), a, b) for a, b in bounds]
+        return ParagraphSpans(bounds, prose)
+
+    return _spans.get((text, lay.prose), make)
+
+
 def document_material(
     text: str,
     starts: np.ndarray,
@@ -131,62 +198,85 @@ def document_material(
     starts = np.asarray(starts, dtype=np.int64)
     n = len(surprise)
     starts = starts[:n]
-    paras = [(m.start(), m.end()) for m in PARAGRAPH.finditer(text)]
+    spans = paragraph_spans(text, lay)
+    paras = spans.bounds
     if not paras or not n:
-        return DocumentMaterial([], [], [], typos.Evidence({}, frozenset(), False))
+        none = WordSurprises(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+        return DocumentMaterial(none, [], [], typos.Evidence({}, frozenset(), False))
     bounds = np.asarray(paras, dtype=np.int64)
     first = np.maximum(np.searchsorted(starts, bounds[:, 0], "right") - 1, 0)
     last = np.searchsorted(starts, bounds[:, 1], "left")
-    prose_lo = np.maximum(np.searchsorted(np.asarray([a for a, _ in lay.prose], dtype=np.int64), bounds[:, 0]) - 1, 0)
     tone_starts = np.asarray([a for a, _, _ in lay.tone], dtype=np.int64)
     tone_lo, tone_hi = np.searchsorted(tone_starts, bounds[:, 0]), np.searchsorted(tone_starts, bounds[:, 1])
     parts: list[tuple[int, int, ParagraphMaterial | None, Key]] = []
     missing = []
-    for (pa, pb), ta, tb, plo, t0, t1 in zip(
-        paras, first.tolist(), last.tolist(), prose_lo.tolist(), tone_lo.tolist(), tone_hi.tolist()
+    # a paragraph's tokenization as its first token's start and the gaps between starts: bytes
+    # sliced from one array, not an array made per paragraph
+    gaps = np.diff(starts).tobytes()
+    lead = (starts[first] - bounds[:, 0]).tolist()
+    exact = surprise.tobytes()
+    size = surprise.itemsize
+    tone = lay.tone
+    for (pa, pb), ta, tb, prose, t0, t1, lead_k in zip(
+        paras, first.tolist(), last.tolist(), spans.prose, tone_lo.tolist(), tone_hi.tolist(), lead
     ):
-        prose = _clipped(lay.prose, plo, pa, pb)
-        tone = tuple((a - pa, b - pa, w) for a, b, w in lay.tone[t0:t1])
-        key = (text[pa:pb], (starts[ta:tb] - pa).tobytes(), prose, tone)
-        hit = cache.get(key, surprise[ta:tb], tolerance)
+        tones = tuple((a - pa, b - pa, w) for a, b, w in tone[t0:t1]) if t0 < t1 else ()
+        key = (text[pa:pb], lead_k, tb - ta, gaps[ta * 8 : max(ta, tb - 1) * 8], prose, tones)
+        hit = cache.get(key, exact[ta * size : tb * size], surprise, ta, tb, tolerance)
         parts.append((pa, ta, hit, key))
         if hit is None:
             missing.append(len(parts) - 1)
-        else:
-            cache.reused += 1
+    cache.reused += len(parts) - len(missing)
     if missing:
         cache.computed += len(missing)
         _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache)
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
-    words, findings, tones, uses, code, technical = [], [], [], Counter(), set(), False
+    words, word_at, spots, spot_at, tones, uses, code, technical = [], [], [], [], [], Counter(), set(), False
     for pa, ta, m, _ in parts:
         if len(m.words):
-            words.append(m.words + np.array([pa, pa, ta, ta], dtype=np.int64))
-        findings.extend(_placed(m.findings, m.finding_tokens, pa, ta, cumulative))
-        tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
+            words.append(m.words)
+            word_at.append((pa, ta, len(m.words)))
+        if m.findings:
+            spots.append(m.finding_index)
+            spot_at.append((ta, len(m.findings)))
+        if m.tones:
+            tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
         if m.uses:
             uses.update(m.uses)
         if m.code_words:
             code |= m.code_words
         technical = technical or m.has_code
-    rows = np.concatenate(words) if words else np.zeros((0, 4), dtype=np.int64)
-    word_surprise = (cumulative[rows[:, 3]] - cumulative[rows[:, 2]]).tolist()
+    if words:  # each paragraph's rows moved to its place, all at once
+        rows = np.concatenate(words)
+        at = np.asarray(word_at, dtype=np.int64)
+        rows = rows + np.repeat(at[:, [0, 0, 1, 1]], at[:, 2], axis=0)
+    else:
+        rows = np.zeros((0, 4), dtype=np.int64)
+    if spots:
+        at = np.asarray(spot_at, dtype=np.int64)
+        spots = [np.concatenate(spots) + np.repeat(at[:, 0], at[:, 1])[:, None]]
     return DocumentMaterial(
-        list(zip(rows[:, 0].tolist(), rows[:, 1].tolist(), word_surprise)),
-        findings,
+        WordSurprises(rows[:, 0], rows[:, 1], cumulative[rows[:, 3]] - cumulative[rows[:, 2]]),
+        _placed(parts, spots, cumulative),
         tones,
         typos.Evidence(dict(uses), frozenset(code), technical),
     )
 
 
-def _placed(
-    findings: Sequence[typos.WordFinding], tokens: Sequence[tuple[int, int]], pa: int, ta: int, cumulative: np.ndarray
-) -> list[typos.WordFinding]:
-    """A paragraph's findings at its place now, their surprise (and so gain) read from the current scores."""
-    out = []
-    for f, (i, j) in zip(findings, tokens):
-        s = float(cumulative[j + ta] - cumulative[i + ta])
-        out.append(replace(f, start=f.start + pa, end=f.end + pa, surprise=s, gain=f.gain - f.surprise + s))
+def _placed(parts, spots: list[np.ndarray], cumulative: np.ndarray) -> list[typos.WordFinding]:
+    """The paragraphs' findings at their place now, their surprise (and so gain) read from the
+    current scores (all at once: a document holds hundreds of suspect words)."""
+    if not spots:
+        return []
+    index = np.concatenate(spots)
+    now = (cumulative[index[:, 1]] - cumulative[index[:, 0]]).tolist()
+    out, k = [], 0
+    finding = typos.WordFinding
+    for pa, _, m, _ in parts:
+        for f in m.findings:
+            s, k = now[k], k + 1
+            gain = f.gain - f.surprise + s
+            out.append(finding(f.start + pa, f.end + pa, f.word, s, f.kind, gain, f.fixes, f.excused))
     return out
 
 
@@ -198,7 +288,7 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
         pa, pb = paras[k]
         ta, tb = int(first[k]), int(last[k])
         _, _, _, key = parts[k]
-        prose = [(a + pa, b + pa) for a, b in key[2]]
+        prose = [(a + pa, b + pa) for a, b in key[4]]
         spans = typos.word_tokens(
             text,
             starts,
@@ -227,7 +317,7 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
         has_code = bool(code)
         code = {w for w in code if not typos.is_word(w)}
         tones = []
-        for a, b, w in parts[k][3][3]:
+        for a, b, w in parts[k][3][5]:
             ba, bb = int(np.searchsorted(starts, a + pa, "left")), int(np.searchsorted(starts, b + pa, "left"))
             if ba < bb:
                 tones.append((a, b, ba - ta, bb - ta, doc.span_scores(ba, bb), w))
@@ -240,6 +330,7 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
             frozenset(code),
             has_code,
             tuple(tones),
+            np.asarray([token_of[f.start] for f in fs], dtype=np.int64).reshape(-1, 2),
         )
         cache.put(parts[k][3], value)
         parts[k] = (pa, ta, value, parts[k][3])

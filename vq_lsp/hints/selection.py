@@ -74,8 +74,11 @@ def select(material: HintMaterial, cfg: DiagnosticSettings) -> Selection:
     surprises: list[SurpriseHint] = []
     if cfg.surprise and cfg.max_surprise_hints:
         typo_at = {f.start for f in chosen_typos}
-        top = sorted(
-            (w for w in material.words if w[2] >= cfg.surprise_threshold and w[0] not in typo_at), key=lambda w: -w[2]
-        )[: cfg.max_surprise_hints]
+        words = (
+            material.words.at_least(cfg.surprise_threshold)
+            if hasattr(material.words, "at_least")
+            else [w for w in material.words if w[2] >= cfg.surprise_threshold]
+        )
+        top = sorted((w for w in words if w[0] not in typo_at), key=lambda w: -w[2])[: cfg.max_surprise_hints]
         surprises = [SurpriseHint(a, b, s) for a, b, s in top]
     return Selection(tuple(tones), tuple(chosen_typos), tuple(surprises))
