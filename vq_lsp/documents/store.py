@@ -30,7 +30,7 @@ import inference
 from ..hints import conventions
 from ..hints.material import HintMaterial
 from ..settings import Settings
-from . import memory, remap
+from . import memory, remap, reuse
 from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, merge_edits
 from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, text_problem
 from .snapshots import SnapshotStore, restore_state, save_state
@@ -56,6 +56,8 @@ class Documents:
         # whether a request or an edit waits for a document (set by the server): its state is never dropped
         self.in_use: Callable[[str], bool] = lambda uri: False
         self.notices: list[Message] = []  # messages from build steps, for the server to show
+        self.builds = 0  # states built with a dense pass (windows in turn) since start
+        self.reused = 0  # states taken over or copied from a live state with the same tokens instead
 
     # ----------------------------------------------------------------- model
     def load_model(self) -> str:
@@ -92,7 +94,10 @@ class Documents:
         eager = False
         for ev in merge_edits(events):
             if isinstance(ev, Opened):
+                previous = self.states.get(uri)  # opened again without a close: its state may serve
                 self.states[uri] = DocumentState(uri, ev.language_id, ev.version, ev.text, last_touch=time.monotonic())
+                if previous is not None:
+                    self.states[uri].previous = reuse.Reusable.of(previous, self.model)
                 eager = True
             elif isinstance(ev, Closed):
                 closed = self.states.pop(uri, None)
@@ -124,6 +129,12 @@ class Documents:
             return out
         out.version = st.version
         self._check(st, out)
+        if st.previous is not None:  # tokens are known now: take the previous state over if they agree
+            st.previous, previous = None, st.previous
+            if st.problem is None and st.doc is None and previous.take_over(st):
+                st.handed_over()
+                self.reused += 1
+                log.info("kept the state of %s: opened again with the same tokens", uri)
         if st.problem is None and st.doc is None:
             out.needs_build = eager or not self._material_current(st)
         return out
@@ -197,7 +208,10 @@ class Documents:
             if st is not None:
                 st.builder = None
             return 1, 1
+        if st.builder is None and self._copy_live_state(st):
+            return 1, 1
         if st.builder is None and restore_state(self.snapshots, self.model, st, self.settings):
+            st.handed_over()
             self.touch(st)
             return 1, 1
         if st.builder is None or st.builder.model is not self.model:
@@ -209,7 +223,46 @@ class Documents:
             self._report_thrashing(st)
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
+            self.builds += 1
+            log.info("building the state of %s (%d tokens)", uri, len(st.tracked.ids))
         return st.builder
+
+    def make_room(self, uri: str) -> None:
+        """Before a document's build or restore starts: drop least recently used states until its
+        whole estimated state fits the budget. The server then waits for their snapshots to be
+        written (which releases them) before the first window, so the dropped states and the new
+        one are never in memory together (RSS peaked a whole long document over the budget)."""
+        st = self.states.get(uri)
+        if st is None or st.doc is not None or st.builder is not None or st.problem is not None:
+            return
+        if st.tracked is None or self.model is None:
+            return
+        need = inference.estimate_state_bytes(self.model, st.tracked.ids)
+        memory.evict_over_budget(
+            self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
+        )
+
+    def _copy_live_state(self, st: DocumentState) -> bool:
+        """Give `st` a copy of another open document's state with exactly its tokens (the same
+        text open under two names) instead of building one: a copy costs a memory copy, a build
+        a dense pass per window."""
+        source = reuse.live_twin(self.states.values(), st, self.model)
+        if source is None:
+            return False
+        memory.evict_over_budget(
+            self.states,
+            self.budget_bytes(),
+            self._save,
+            keep=st,
+            in_use=lambda uri: uri == source.uri or self.in_use(uri),
+            need_bytes=source.doc.state_bytes(),
+        )
+        st.doc, st.last_cost = reuse.copy_state(source.doc)
+        st.handed_over()
+        self.reused += 1
+        self.touch(st)
+        log.info("copied the state of %s for %s: the same tokens", source.uri, st.uri)
+        return True
 
     def finish_window(self, uri: str, b: inference.DocumentBuilder) -> tuple[int, int]:
         """After a window of `b` was built: hand the state over when it is complete."""
@@ -222,6 +275,7 @@ class Documents:
         if b.ids != st.tracked.ids:  # edited while it was being built: catch up incrementally
             doc.apply(inference.diff(b.ids, st.tracked.ids))
         st.doc, st.in_doubt = doc, False
+        st.handed_over()
         st.last_cost = {"rebuild_seconds": time.perf_counter() - st.build_started, "tokens": len(st.tracked.ids)}
         self.touch(st)
         return len(b.bounds), len(b.bounds)

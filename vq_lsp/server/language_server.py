@@ -87,6 +87,7 @@ class VQServer(LanguageServer):
         # build windows run here, beside the engine thread: a keystroke never waits for another document's window
         self.build_worker = EngineThread("vq-build")
         self.heap = HeapTrimmer()  # returns dropped states' memory to the OS (engine thread only)
+        self.docs.snapshots.released = self.heap.trim_now  # a state let go after its snapshot is written
         self.coalescer = Coalescer(self._run)
         self.failing: dict[str, Recovery] = {}  # uri -> where it stands after an internal error
         self.exit_code: int | None = None  # set by `exit`; else by the end of input
@@ -219,7 +220,15 @@ class VQServer(LanguageServer):
             if out.needs_build and not self._closing(uri):
                 edited = any(isinstance(ev, Edited) for ev in events)  # the user is in it: it goes first
                 with self.in_use(uri) if edited else contextlib.nullcontext():
-                    await self.builds.build(uri)
+                    built = self.builds.want(uri)
+                    if not superseded():
+                        arrival = self.coalescer.next_arrival(uri)
+                        await asyncio.wait((built, arrival), return_when=asyncio.FIRST_COMPLETED)
+                    if not built.done():
+                        return  # newer events first (an edit, a close, a lost change): the build goes on meanwhile
+                    built.result()  # a failed build is handled below
+            elif uri in self.builds.wanted and self.docs.unavailable(uri) is not None:
+                self.builds.cancel(uri)  # paused or refused since it was queued: nothing to build
             pending: list = []
             if superseded():
                 if time.monotonic() - self._last_publish.get(uri, 0.0) < BURST_PUBLISH_S:
@@ -295,8 +304,10 @@ class VQServer(LanguageServer):
                 m = self.docs.notices.pop(0)
                 self.say(m.level, m.text)
 
-    async def _before_new_build(self) -> None:
-        """A new build starts only once the states dropped before it are written and released."""
+    async def _before_new_build(self, uri: str) -> None:
+        """A new build makes room for its whole state first, and starts only once the states it
+        dropped are written and released (their memory returned to the OS by `released`)."""
+        await self.on_engine(self.docs.make_room, uri)
         await asyncio.to_thread(self.docs.snapshots.flush)
 
     def _build_progress(self, uri: str, done: int, total: int) -> None:
@@ -384,7 +395,11 @@ class VQServer(LanguageServer):
                     raise (DocumentPaused if paused else RequestFailed)(f"no state for {uri}: {reason}")
                 if (st := self.docs.states.get(uri)) is not None and st.doc is None:
                     if not await self.builds.build(uri):  # it goes first, window by window
-                        raise RequestFailed(f"no state for {uri}: it was closed")
+                        reason = self.docs.unavailable(uri)
+                        paused = st.out_of_sync is not None
+                        raise (DocumentPaused if paused else RequestFailed)(
+                            f"no state for {uri}: {reason or 'it was closed'}"
+                        )
                 return await self.on_engine(fn, self.docs, uri, *args)
             except KeyError as e:
                 raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None
