@@ -40,6 +40,8 @@ from .textsync import Change, TextSyncError, TrackedText, apply_changes, count_t
 log = logging.getLogger(__name__)
 
 THRASH_EVICTIONS = 3  # a document dropped for the budget this often, then rebuilt, is reported (once)
+PRETOKENIZE_CHARS = 20_000  # a text this long is tokenized beside the engine thread when opened
+PRETOKENIZE_MAX_CHARS_PER_TOKEN = 8  # a longer text than this many chars per token allowed is counted instead
 COUNT_UP_TO = 3  # a text over the token limit is counted up to this many times the limit, then "over N"
 
 
@@ -56,6 +58,7 @@ class Documents:
         # whether a request or an edit waits for a document (set by the server): its state is never dropped
         self.in_use: Callable[[str], bool] = lambda uri: False
         self.notices: list[Message] = []  # messages from build steps, for the server to show
+        self.pretokenized_texts: dict[str, tuple[inference.LoadedModel, str, TrackedText]] = {}  # pretokenize
         self.builds = 0  # states built with a dense pass (windows in turn) since start
         self.reused = 0  # states taken over or copied from a live state with the same tokens instead
 
@@ -100,6 +103,7 @@ class Documents:
                     self.states[uri].previous = reuse.Reusable.of(previous, self.model)
                 eager = True
             elif isinstance(ev, Closed):
+                self.pretokenized_texts.pop(uri, None)
                 closed = self.states.pop(uri, None)
                 if closed is not None:
                     save_state(self.snapshots, closed, self.settings)
@@ -407,6 +411,8 @@ class Documents:
             bad = text_problem(st.text)
             if bad:
                 return bad
+            if st.tracked is None:
+                st.tracked = self._pretokenized(st)
             if st.tracked is None and len(st.text) > limit:  # likely too long: count before keeping tokens
                 n, st.counted_all = count_tokens(self.model.tokenizer, st.text, COUNT_UP_TO * limit)
                 if n > limit:
@@ -423,6 +429,27 @@ class Documents:
         if st.doc is None and inference.estimate_state_bytes(self.model, st.tracked.ids) > self.budget_bytes():
             return Problem(Reason.OVER_BUDGET)
         return None
+
+    def pretokenize(self, uri: str, text: str) -> None:
+        """Tokenize a long text about to be opened, beside the engine thread (the server runs this
+        on a worker thread before `process`): a 20,000-word book took the engine thread 0.4-0.8 s,
+        twice (counted against maxDocumentTokens, then tokenized to keep its tokens), and every
+        keystroke and hover of other documents waited behind the books an editor opened at once.
+        A text far over the limit is left to the counting in `_problem`."""
+        model = self.model
+        if model is None or len(text) > PRETOKENIZE_MAX_CHARS_PER_TOKEN * self.settings.max_document_tokens:
+            return
+        if text_problem(text):
+            return
+        self.pretokenized_texts[uri] = (model, text, TrackedText(model.tokenizer, text))
+
+    def _pretokenized(self, st: DocumentState) -> TrackedText | None:
+        """The tokens `pretokenize` found for exactly this text under this model, once."""
+        found = self.pretokenized_texts.pop(st.uri, None)
+        if found is None:
+            return None
+        model, text, tracked = found
+        return tracked if model is self.model and text is st.text else None
 
     def ensure(self, st: DocumentState, out: Outcome) -> None:
         """Build what the document lacks in one go (requests; the server usually builds it

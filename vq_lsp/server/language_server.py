@@ -45,10 +45,10 @@ from pygls.lsp.server import LanguageServer
 import inference
 
 from .. import __version__
-from ..documents.events import ChangeLost, Closed, Edited, Event, Refresh, SettingsChanged
+from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged
 from ..documents.heap import HeapTrimmer
 from ..documents.state import Level, Outcome
-from ..documents.store import Documents
+from ..documents.store import PRETOKENIZE_CHARS, Documents
 from ..documents.textsync import Change, TextSyncError
 from ..settings import Settings
 from .builds import BuildQueue
@@ -210,6 +210,9 @@ class VQServer(LanguageServer):
         if self.protocol._shutdown:
             return  # shutting down: the engine thread no longer takes work
         try:
+            opened = [ev for ev in events if isinstance(ev, Opened) and len(ev.text) >= PRETOKENIZE_CHARS]
+            if opened:  # a long text is tokenized here, beside the engine thread, not on it
+                await asyncio.to_thread(self.docs.pretokenize, uri, opened[-1].text)
             out: Outcome = await self.on_engine(self.docs.process, uri, events)
             for m in out.messages:
                 self.say(m.level, m.text)
