@@ -50,6 +50,7 @@ class StormResult:
     hover_text: str = ""
     idle_after_s: float = float("inf")  # from the storm's last message until a quiet window began
     cpu_after_storm: float = 0.0  # server CPU seconds from the storm's end until idle
+    last_build_end_s: float = 0.0  # when (after the storm) the last long build reported its end, within a second
     tracebacks: int = 0
     warnings: int = 0  # log lines at WARNING
     log_lines: int = 0
@@ -184,12 +185,19 @@ def hostile_storm(
     out.hover_seconds = time.perf_counter() - t0
     storm_end, cpu0 = time.monotonic(), cpu_seconds(c.proc.pid)
     out.hover_text = ((res.get("result") or {}).get("contents") or {}).get("value", "")
-    prev = cpu0
+    prev, builds_ended, last_build_end = cpu0, 0, storm_end
     while time.monotonic() - storm_end < wait_s + IDLE_WINDOW_S:
         time.sleep(1.0)
         now = cpu_seconds(c.proc.pid)
         out.cpu_windows.append(now - prev)
         prev = now
+        ended = sum(
+            m["params"]["token"].startswith("vq-lsp/build/") and m["params"]["value"].get("kind") == "end"
+            for m in c.notifications("$/progress")
+        )
+        if ended != builds_ended:
+            builds_ended, last_build_end = ended, time.monotonic()
+            out.last_build_end_s = last_build_end - storm_end
         window = out.cpu_windows[-int(IDLE_WINDOW_S) :]
         if len(window) == int(IDLE_WINDOW_S) and sum(window) <= IDLE_CPU_SHARE * IDLE_WINDOW_S:
             out.idle_after_s = time.monotonic() - storm_end - IDLE_WINDOW_S
