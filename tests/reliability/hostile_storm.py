@@ -228,12 +228,15 @@ def main(argv: list[str] | None = None) -> None:
         try:
             c.initialize({})
             res = hostile_storm(c, texts, args.messages, args.opens, small_in_sync=args.in_sync, wait_s=args.wait)
-            for uri in sorted({u for u in res.long_uris}):
-                answer = c.call("vqLsp/documentScores", {"uri": uri})
-                state = "scores" if "result" in answer else answer.get("error", {}).get("message", "")[:100]
-                print(f"{uri}: {state}")
             print(json.dumps(res.__dict__, indent=1))
             print("\n".join(res.problems()) or "all targets met")
+            for uri in res.long_uris:  # where each long document stands (a request waits for a build under way)
+                try:
+                    answer = c.call("vqLsp/documentScores", {"uri": uri}, timeout=5.0)
+                    state = "scores" if "result" in answer else answer.get("error", {}).get("message", "")[:100]
+                except TimeoutError:
+                    state = "still building"
+                print(f"{uri}: {state}")
         finally:
             c.kill()
             if args.log:
