@@ -231,20 +231,25 @@ class Documents:
             log.info("building the state of %s (%d tokens)", uri, len(st.tracked.ids))
         return st.builder
 
-    def make_room(self, uri: str) -> None:
+    def make_room(self, uri: str) -> bool:
         """Before a document's build or restore starts: drop least recently used states until its
         whole estimated state fits the budget. The server then waits for their snapshots to be
         written (which releases them) before the first window, so the dropped states and the new
-        one are never in memory together (RSS peaked a whole long document over the budget)."""
+        one are never in memory together (RSS peaked a whole long document over the budget).
+        True when room is still missing only because a state just built waits for its hints
+        (spared until then): the server waits for them, then asks again."""
         st = self.states.get(uri)
         if st is None or st.doc is not None or st.builder is not None or st.problem is not None:
-            return
+            return False
         if st.tracked is None or self.model is None:
-            return
+            return False
         need = inference.estimate_state_bytes(self.model, st.tracked.ids)
         memory.evict_over_budget(
             self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
         )
+        if sum(s.bytes() for s in self.states.values()) + need <= self.budget_bytes():
+            return False
+        return any(s is not st and s.doc is not None and memory.awaiting_hints(s) for s in self.states.values())
 
     def _copy_live_state(self, st: DocumentState) -> bool:
         """Give `st` a copy of another open document's state with exactly its tokens (the same

@@ -116,8 +116,8 @@ class BuildQueue:
                 continue  # a request came in meanwhile
             if not w.started:
                 await self.before_new_build(w.uri)
-                if self.wanted.get(w.uri) is not w:
-                    continue
+                if self.wanted.get(w.uri) is not w or self.pick() is not w:
+                    continue  # cancelled, or a request came in meanwhile
             try:
                 done, total = await self.step(w.uri)
             except Exception as e:  # the engine is shut down, or the step failed: the waiters hear it

@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 _LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning, "info": types.MessageType.Info}
 EXIT_GRACE_S = 2.0  # at exit, wait this long for a running engine job before leaving without it
 BURST_PUBLISH_S = 0.05  # during a burst, publish moved hints at most this often per document
+HINTS_WAIT_S = 120.0  # a build waits at most this long for the hints of a state it needs the room of
 
 
 class Recovery(enum.Enum):
@@ -309,8 +310,15 @@ class VQServer(LanguageServer):
 
     async def _before_new_build(self, uri: str) -> None:
         """A new build makes room for its whole state first, and starts only once the states it
-        dropped are written and released (their memory returned to the OS by `released`)."""
-        await self.on_engine(self.docs.make_room, uri)
+        dropped are written and released (their memory returned to the OS by `released`). When
+        the room is held by a state just built whose hints are still being chosen, a build nobody
+        waits for waits for those hints (at most HINTS_WAIT_S) instead of going over the budget
+        with two long documents' states; one with a request or an edit waiting does not wait."""
+        deadline = time.monotonic() + HINTS_WAIT_S
+        while await self.on_engine(self.docs.make_room, uri) and time.monotonic() < deadline:
+            if any(self.docs.in_use(u) for u in self.builds.wanted):
+                break  # someone waits: the queue picks again
+            await asyncio.sleep(0.1)
         await asyncio.to_thread(self.docs.snapshots.flush)
 
     def _build_progress(self, uri: str, done: int, total: int) -> None:
