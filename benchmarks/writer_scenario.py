@@ -69,6 +69,9 @@ class RunResult:
     rss_rest: int = 0  # at the end of the idle window
     idle_cpu_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    rss_trace: list[tuple[float, int]] = field(
+        default_factory=list
+    )  # (seconds since the lead-in began, MiB), each second
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -156,8 +159,13 @@ async def one_run(label: str, cmd: list[str], n_books: int, args: argparse.Names
     stop = asyncio.Event()
 
     async def sample_rss() -> None:
+        t0, n = time.monotonic(), 0
         while not stop.is_set():
-            res.rss_peak = max(res.rss_peak, rss_bytes(server.pid))
+            rss = rss_bytes(server.pid)
+            res.rss_peak = max(res.rss_peak, rss)
+            if n % 5 == 0:
+                res.rss_trace.append((round(time.monotonic() - t0, 1), rss >> 20))
+            n += 1
             await asyncio.sleep(0.2)
 
     async def type_on() -> None:

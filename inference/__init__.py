@@ -22,7 +22,15 @@ from .edits import Splice, apply_splices, diff
 from .loading import CONTEXTS, DEFAULT_MODEL_DIR, LAYOUTS, LoadedModel, load_model, pick_device
 from .model import VQOPT
 from .paths import snapshot_dir
-from .snapshot import SnapshotError, SnapshotFormatError, load_snapshot, model_fingerprint, save_snapshot, snapshot_key
+from .snapshot import (
+    SnapshotError,
+    SnapshotFormatError,
+    copy_document,
+    load_snapshot,
+    model_fingerprint,
+    save_snapshot,
+    snapshot_key,
+)
 from .tokenizer import Tokenizer
 
 __all__ = [
@@ -52,6 +60,7 @@ __all__ = [
     # state on disk (snapshot.py)
     "SnapshotError",
     "SnapshotFormatError",
+    "copy_document",
     "load_snapshot",
     "model_fingerprint",
     "save_snapshot",

@@ -24,6 +24,7 @@ caller can drop it and rebuild from the text.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import json
@@ -430,6 +431,19 @@ def save_snapshot(doc: IncrementalDocument, path: str | os.PathLike, key: str | 
     """Write `doc`'s state to `path` atomically under `key` (default: snapshot_key of its tokens);
     returns the bytes written. SnapshotError if the state cannot be written."""
     return write_document(doc, path, snapshot_key(doc.model, doc.token_ids) if key is None else key)
+
+
+def copy_document(doc: IncrementalDocument) -> IncrementalDocument:
+    """An independent copy of `doc` (its windows' data copied, the model's objects shared): what a
+    snapshot written and read back gives, without the disk or the bytes' round trip."""
+    m, shared = doc.model, {id(v): v for v in _shared(doc.model).values()}
+    fields = [{name: getattr(w, name) for name in WindowState.SNAPSHOT_FIELDS} for w in doc.windows]
+    out = IncrementalDocument.__new__(IncrementalDocument)
+    out.model = m
+    out.windows = [
+        WindowState.restore(m.net, m.consts, m.tie_rel, m.tie_growth, f) for f in copy.deepcopy(fields, shared)
+    ]
+    return out
 
 
 def load_snapshot(

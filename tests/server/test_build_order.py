@@ -31,7 +31,7 @@ class FakeEngine:
         self.built[uri] += 1
         return self.built[uri], self.windows[uri]
 
-    async def before_new_build(self) -> None:
+    async def before_new_build(self, uri: str) -> None:
         self.new_builds.append(len(self.steps))
 
     def queue(self) -> BuildQueue:

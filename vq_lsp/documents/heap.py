@@ -45,6 +45,14 @@ class HeapTrimmer:
         self.trims = 0
         self._trim = _malloc_trim()
 
+    def trim_now(self) -> None:
+        """Return freed memory now: a large state was just let go where `observe` cannot see it (the
+        snapshot writer drops an evicted state after `observe` counted it, so the trim that count
+        caused ran while the state was still alive). Safe from any thread (malloc_trim locks)."""
+        if self._trim is not None:
+            self.trims += 1
+            self._trim(0)
+
     def observe(self, docs: Iterable) -> None:
         """Call on the engine thread after each job with the live engine documents (None allowed)."""
         now = {}

@@ -9,7 +9,8 @@ What counts and what is spared:
 - a state being built counts with the windows built so far (half-built states of documents
   that took turns were once uncounted, and RSS peaked at twice the budget);
 - a document the user is in is never dropped: one with a request or an edit waiting for it
-  (`in_use`), or edited in the last RECENT_EDIT_S seconds. Edits count as use: a note typed
+  (`in_use`), or edited in the last RECENT_EDIT_S seconds; nor a state built whose hints are
+  not chosen yet. Edits count as use: a note typed
   into without hovers was dropped when a long document finished building, and its next
   keystroke waited for every build queued behind (51 s at worst with four books);
 - among the rest, the least recently used goes first, but when one state alone frees enough,
@@ -52,7 +53,15 @@ def touch(
 
 def spared(st: DocumentState, in_use: InUse, now: float) -> bool:
     """Whether the budget must leave this document's state alone."""
-    return in_use(st.uri) or now - st.last_edit < RECENT_EDIT_S
+    return in_use(st.uri) or now - st.last_edit < RECENT_EDIT_S or awaiting_hints(st)
+
+
+def awaiting_hints(st: DocumentState) -> bool:
+    """A state given to a document without hints for its version, whose hints are not chosen yet.
+    Dropped before that (to make room for the next build, which starts as soon as this one ends)
+    the document had no hints at all until its next edit."""
+    current = st.material is not None and st.material.version == st.version
+    return st.unhinted_version is not None and st.unhinted_version == st.version and not current
 
 
 def evict_over_budget(

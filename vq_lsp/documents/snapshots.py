@@ -11,9 +11,13 @@ and the caller rebuilds. The format itself lives in inference/snapshot.py. `save
 
 Writes run on a background thread: writing a 2,000-token state's 150 MB took the engine thread
 up to 1.5 s with the CPU busy, and the state being written is no longer used by anyone (its
-document was closed or evicted). Until written it stays in memory, so at most one write waits
-at a time (a second save waits for the first: memory beyond the budget stays within one state),
-and a `load` of a snapshot still being written waits for it.
+document was closed or evicted). Until written it stays in memory. A save never waits for the
+writes before it (a second save used to wait for the first on the engine thread, and an
+eviction of two long documents held keystrokes back for a whole write); instead a build waits
+for every pending write (`flush`, off the engine thread) after making room and before its first
+window, so the states it evicted are released before its windows take their place. A `load` of
+a snapshot still being written waits for it; `released` is called after each write lets its
+state go (the server returns the freed memory to the OS there).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import inference
@@ -48,6 +52,7 @@ class SnapshotStore:
         self._lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
         self._writer: threading.Thread | None = None
+        self.released: Callable[[], None] = lambda: None  # after a write let its state go (writer thread)
 
     def path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
@@ -65,8 +70,6 @@ class SnapshotStore:
             log.info("no snapshot: the state (%d bytes) is over the cache cap (%d bytes)", doc.state_bytes(), cap_bytes)
             return False
         path = self.path(inference.snapshot_key(doc.model, doc.token_ids))
-        if self.background:
-            self.flush()  # at most one state held for writing
         with self._lock:
             if path in self._pending:
                 return True
@@ -96,6 +99,7 @@ class SnapshotStore:
                 # let the state go before blocking on the next get(): a local still bound there kept
                 # the last evicted or closed state alive (hundreds of MiB) for as long as the queue was empty
                 doc = None
+                self.released()
                 with self._lock:
                     done = self._pending.pop(path, None)
                 if done is not None:

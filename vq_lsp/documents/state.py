@@ -9,13 +9,16 @@ the hint material of its last hints.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import inference
 
 from ..hints.material import HintMaterial
 from .problems import Problem
 from .textsync import TrackedText
+
+if TYPE_CHECKING:
+    from .reuse import Reusable
 
 Level = Literal["error", "warning", "info"]
 
@@ -65,6 +68,8 @@ class DocumentState:
     counted_all: bool = True  # tokens_at_least was, when counted, all of its tokens (else counting stopped)
     text_lines: list[int] | None = None  # line starts of `text` while it has no tracked tokens (edits stay cheap)
     thrash_reported: bool = False  # said once that the budget keeps dropping and rebuilding it
+    unhinted_version: int | None = None  # given a state at this version with no hints for it (memory.py)
+    previous: Reusable | None = None  # its state before it was opened again, until its tokens are known
 
     def bytes(self) -> int:
         """Memory its engine state holds: the built state, or the windows built so far."""
@@ -73,6 +78,12 @@ class DocumentState:
         if self.builder is not None:
             return sum(w.state_bytes() for w in self.builder.windows)
         return 0
+
+    def handed_over(self) -> None:
+        """It was just given a state (built, restored, copied or kept): until hints are chosen
+        from it, the memory budget spares it."""
+        current = self.material is not None and self.material.version == self.version
+        self.unhinted_version = None if current else self.version
 
     def forget_state(self) -> None:
         """Drop tokens, engine state, build and hint material (the text stays): rebuilt on next use."""

@@ -31,7 +31,7 @@ import inference
 from ..hints import conventions
 from ..hints.material import HintMaterial
 from ..settings import Settings
-from . import memory, remap
+from . import memory, remap, reuse
 from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, merge_edits
 from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, text_problem
 from .snapshots import SnapshotStore, restore_state, save_state
@@ -41,6 +41,8 @@ from .textsync import Change, TextSyncError, TrackedText, apply_changes, count_t
 log = logging.getLogger(__name__)
 
 THRASH_EVICTIONS = 3  # a document dropped for the budget this often, then rebuilt, is reported (once)
+PRETOKENIZE_CHARS = 20_000  # a text this long is tokenized beside the engine thread when opened
+PRETOKENIZE_MAX_CHARS_PER_TOKEN = 8  # a longer text than this many chars per token allowed is counted instead
 COUNT_UP_TO = 3  # a text over the token limit is counted up to this many times the limit, then "over N"
 
 
@@ -66,6 +68,9 @@ class Documents:
         # whether a request or an edit waits for a document (set by the server): its state is never dropped
         self.in_use: Callable[[str], bool] = lambda uri: False
         self.notices: list[Message] = []  # messages from build steps, for the server to show
+        self.pretokenized_texts: dict[str, tuple[inference.LoadedModel, str, TrackedText]] = {}  # pretokenize
+        self.builds = 0  # states built with a dense pass (windows in turn) since start
+        self.reused = 0  # states taken over or copied from a live state with the same tokens instead
 
     # ----------------------------------------------------------------- model
     def load_model(self) -> str:
@@ -102,9 +107,13 @@ class Documents:
         eager = False
         for ev in merge_edits(events):
             if isinstance(ev, Opened):
+                previous = self.states.get(uri)  # opened again without a close: its state may serve
                 self.states[uri] = DocumentState(uri, ev.language_id, ev.version, ev.text, last_touch=time.monotonic())
+                if previous is not None:
+                    self.states[uri].previous = reuse.Reusable.of(previous, self.model)
                 eager = True
             elif isinstance(ev, Closed):
+                self.pretokenized_texts.pop(uri, None)
                 closed = self.states.pop(uri, None)
                 if closed is not None:
                     save_state(self.snapshots, closed, self.settings)
@@ -134,6 +143,12 @@ class Documents:
             return out
         out.version = st.version
         self._check(st, out)
+        if st.previous is not None:  # tokens are known now: take the previous state over if they agree
+            st.previous, previous = None, st.previous
+            if st.problem is None and st.doc is None and previous.take_over(st):
+                st.handed_over()
+                self.reused += 1
+                log.info("kept the state of %s: opened again with the same tokens", uri)
         if st.problem is None and st.doc is None:
             out.needs_build = eager or not self._material_current(st)
         return out
@@ -207,7 +222,10 @@ class Documents:
             if st is not None:
                 st.builder = None
             return 1, 1
+        if st.builder is None and self._copy_live_state(st):
+            return 1, 1
         if st.builder is None and restore_state(self.snapshots, self.model, st, self.settings):
+            st.handed_over()
             self.touch(st)
             return 1, 1
         if st.builder is None or st.builder.model is not self.model:
@@ -219,6 +237,8 @@ class Documents:
             self._report_thrashing(st)
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
+            self.builds += 1
+            log.info("building the state of %s (%d tokens)", uri, len(st.tracked.ids))
         return st.builder
 
     def hint_inputs(self, uri: str, b: inference.DocumentBuilder) -> HintInputs | None:
@@ -241,6 +261,48 @@ class Documents:
         material = HintMaterial.of(inputs.tracked, b.document(), inputs.version, inputs.language_id, cfg)
         conventions.choose(inputs.tracked, material, cfg, self.conventions, inputs.language_id)
 
+    def make_room(self, uri: str) -> bool:
+        """Before a document's build or restore starts: drop least recently used states until its
+        whole estimated state fits the budget. The server then waits for their snapshots to be
+        written (which releases them) before the first window, so the dropped states and the new
+        one are never in memory together (RSS peaked a whole long document over the budget).
+        True when room is still missing only because a state just built waits for its hints
+        (spared until then): the server waits for them, then asks again."""
+        st = self.states.get(uri)
+        if st is None or st.doc is not None or st.builder is not None or st.problem is not None:
+            return False
+        if st.tracked is None or self.model is None:
+            return False
+        need = inference.estimate_state_bytes(self.model, st.tracked.ids)
+        memory.evict_over_budget(
+            self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
+        )
+        if sum(s.bytes() for s in self.states.values()) + need <= self.budget_bytes():
+            return False
+        return any(s is not st and s.doc is not None and memory.awaiting_hints(s) for s in self.states.values())
+
+    def _copy_live_state(self, st: DocumentState) -> bool:
+        """Give `st` a copy of another open document's state with exactly its tokens (the same
+        text open under two names) instead of building one: a copy costs a memory copy, a build
+        a dense pass per window."""
+        source = reuse.live_twin(self.states.values(), st, self.model)
+        if source is None:
+            return False
+        memory.evict_over_budget(
+            self.states,
+            self.budget_bytes(),
+            self._save,
+            keep=st,
+            in_use=lambda uri: uri == source.uri or self.in_use(uri),
+            need_bytes=source.doc.state_bytes(),
+        )
+        st.doc, st.last_cost = reuse.copy_state(source.doc)
+        st.handed_over()
+        self.reused += 1
+        self.touch(st)
+        log.info("copied the state of %s for %s: the same tokens", source.uri, st.uri)
+        return True
+
     def finish_window(self, uri: str, b: inference.DocumentBuilder) -> tuple[int, int]:
         """After a window of `b` was built: hand the state over when it is complete."""
         st = self.states.get(uri)
@@ -252,6 +314,7 @@ class Documents:
         if b.ids != st.tracked.ids:  # edited while it was being built: catch up incrementally
             doc.apply(inference.diff(b.ids, st.tracked.ids))
         st.doc, st.in_doubt = doc, False
+        st.handed_over()
         st.last_cost = {"rebuild_seconds": time.perf_counter() - st.build_started, "tokens": len(st.tracked.ids)}
         self.touch(st)
         return len(b.bounds), len(b.bounds)
@@ -383,6 +446,8 @@ class Documents:
             bad = text_problem(st.text)
             if bad:
                 return bad
+            if st.tracked is None:
+                st.tracked = self._pretokenized(st)
             if st.tracked is None and len(st.text) > limit:  # likely too long: count before keeping tokens
                 n, st.counted_all = count_tokens(self.model.tokenizer, st.text, COUNT_UP_TO * limit)
                 if n > limit:
@@ -399,6 +464,27 @@ class Documents:
         if st.doc is None and inference.estimate_state_bytes(self.model, st.tracked.ids) > self.budget_bytes():
             return Problem(Reason.OVER_BUDGET)
         return None
+
+    def pretokenize(self, uri: str, text: str) -> None:
+        """Tokenize a long text about to be opened, beside the engine thread (the server runs this
+        on a worker thread before `process`): a 20,000-word book took the engine thread 0.4-0.8 s,
+        twice (counted against maxDocumentTokens, then tokenized to keep its tokens), and every
+        keystroke and hover of other documents waited behind the books an editor opened at once.
+        A text far over the limit is left to the counting in `_problem`."""
+        model = self.model
+        if model is None or len(text) > PRETOKENIZE_MAX_CHARS_PER_TOKEN * self.settings.max_document_tokens:
+            return
+        if text_problem(text):
+            return
+        self.pretokenized_texts[uri] = (model, text, TrackedText(model.tokenizer, text))
+
+    def _pretokenized(self, st: DocumentState) -> TrackedText | None:
+        """The tokens `pretokenize` found for exactly this text under this model, once."""
+        found = self.pretokenized_texts.pop(st.uri, None)
+        if found is None:
+            return None
+        model, text, tracked = found
+        return tracked if model is self.model and text is st.text else None
 
     def ensure(self, st: DocumentState, out: Outcome) -> None:
         """Build what the document lacks in one go (requests; the server usually builds it

@@ -52,7 +52,7 @@ class BuildQueue:
         urgent: Callable[[str], bool],
         last_use: Callable[[str], float],
         last_urgent_job: Callable[[], float],
-        before_new_build: Callable[[], Awaitable[None]],
+        before_new_build: Callable[[str], Awaitable[None]],
         on_progress: Callable[[str, int, int], None],
         on_end: Callable[[str], None],
     ) -> None:
@@ -115,9 +115,9 @@ class BuildQueue:
             if self.pick() is not w:
                 continue  # a request came in meanwhile
             if not w.started:
-                await self.before_new_build()
-                if self.wanted.get(w.uri) is not w:
-                    continue
+                await self.before_new_build(w.uri)
+                if self.wanted.get(w.uri) is not w or self.pick() is not w:
+                    continue  # cancelled, or a request came in meanwhile
             try:
                 done, total = await self.step(w.uri)
             except Exception as e:  # the engine is shut down, or the step failed: the waiters hear it

@@ -81,4 +81,8 @@ class EngineThread:
                 self.jobs_run += 1
                 if lane == URGENT:
                     self.last_urgent_done = time.monotonic()
+                # let the job go before blocking on the next get(): a build window's `fn` is its
+                # builder's bound step, and the builder's windows are the finished state's, so the
+                # last book built stayed alive through this frame after it was dropped and written
+                fn = args = fut = None
                 self.idle.set()

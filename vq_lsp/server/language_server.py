@@ -45,10 +45,10 @@ from pygls.lsp.server import LanguageServer
 import inference
 
 from .. import __version__
-from ..documents.events import ChangeLost, Closed, Edited, Event, Refresh, SettingsChanged
+from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged
 from ..documents.heap import HeapTrimmer
 from ..documents.state import Level, Outcome
-from ..documents.store import Documents
+from ..documents.store import PRETOKENIZE_CHARS, Documents
 from ..documents.textsync import Change, TextSyncError
 from ..settings import Settings
 from .builds import BuildQueue
@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 _LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning, "info": types.MessageType.Info}
 EXIT_GRACE_S = 2.0  # at exit, wait this long for a running engine job before leaving without it
 BURST_PUBLISH_S = 0.05  # during a burst, publish moved hints at most this often per document
+HINTS_WAIT_S = 120.0  # a build waits at most this long for the hints of a state it needs the room of
 
 
 class Recovery(enum.Enum):
@@ -87,6 +88,7 @@ class VQServer(LanguageServer):
         # build windows run here, beside the engine thread: a keystroke never waits for another document's window
         self.build_worker = EngineThread("vq-build")
         self.heap = HeapTrimmer()  # returns dropped states' memory to the OS (engine thread only)
+        self.docs.snapshots.released = self.heap.trim_now  # a state let go after its snapshot is written
         self.coalescer = Coalescer(self._run)
         self.failing: dict[str, Recovery] = {}  # uri -> where it stands after an internal error
         self.exit_code: int | None = None  # set by `exit`; else by the end of input
@@ -209,6 +211,9 @@ class VQServer(LanguageServer):
         if self.protocol._shutdown:
             return  # shutting down: the engine thread no longer takes work
         try:
+            opened = [ev for ev in events if isinstance(ev, Opened) and len(ev.text) >= PRETOKENIZE_CHARS]
+            if opened:  # a long text is tokenized here, beside the engine thread, not on it
+                await asyncio.to_thread(self.docs.pretokenize, uri, opened[-1].text)
             out: Outcome = await self.on_engine(self.docs.process, uri, events)
             for m in out.messages:
                 self.say(m.level, m.text)
@@ -219,7 +224,15 @@ class VQServer(LanguageServer):
             if out.needs_build and not self._closing(uri):
                 edited = any(isinstance(ev, Edited) for ev in events)  # the user is in it: it goes first
                 with self.in_use(uri) if edited else contextlib.nullcontext():
-                    await self.builds.build(uri)
+                    built = self.builds.want(uri)
+                    if not superseded():
+                        arrival = self.coalescer.next_arrival(uri)
+                        await asyncio.wait((built, arrival), return_when=asyncio.FIRST_COMPLETED)
+                    if not built.done():
+                        return  # newer events first (an edit, a close, a lost change): the build goes on meanwhile
+                    built.result()  # a failed build is handled below
+            elif uri in self.builds.wanted and self.docs.unavailable(uri) is not None:
+                self.builds.cancel(uri)  # paused or refused since it was queued: nothing to build
             pending: list = []
             if superseded():
                 if time.monotonic() - self._last_publish.get(uri, 0.0) < BURST_PUBLISH_S:
@@ -298,8 +311,17 @@ class VQServer(LanguageServer):
                 m = self.docs.notices.pop(0)
                 self.say(m.level, m.text)
 
-    async def _before_new_build(self) -> None:
-        """A new build starts only once the states dropped before it are written and released."""
+    async def _before_new_build(self, uri: str) -> None:
+        """A new build makes room for its whole state first, and starts only once the states it
+        dropped are written and released (their memory returned to the OS by `released`). When
+        the room is held by a state just built whose hints are still being chosen, a build nobody
+        waits for waits for those hints (at most HINTS_WAIT_S) instead of going over the budget
+        with two long documents' states; one with a request or an edit waiting does not wait."""
+        deadline = time.monotonic() + HINTS_WAIT_S
+        while await self.on_engine(self.docs.make_room, uri) and time.monotonic() < deadline:
+            if any(self.docs.in_use(u) for u in self.builds.wanted):
+                break  # someone waits: the queue picks again
+            await asyncio.sleep(0.1)
         await asyncio.to_thread(self.docs.snapshots.flush)
 
     def _build_progress(self, uri: str, done: int, total: int) -> None:
@@ -387,7 +409,11 @@ class VQServer(LanguageServer):
                     raise (DocumentPaused if paused else RequestFailed)(f"no state for {uri}: {reason}")
                 if (st := self.docs.states.get(uri)) is not None and st.doc is None:
                     if not await self.builds.build(uri):  # it goes first, window by window
-                        raise RequestFailed(f"no state for {uri}: it was closed")
+                        reason = self.docs.unavailable(uri)
+                        paused = st.out_of_sync is not None
+                        raise (DocumentPaused if paused else RequestFailed)(
+                            f"no state for {uri}: {reason or 'it was closed'}"
+                        )
                 return await self.on_engine(fn, self.docs, uri, *args)
             except KeyError as e:
                 raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None

@@ -42,10 +42,14 @@ class Coalescer:
         self.submitted: dict[Hashable, int] = {}
         self.processed: dict[Hashable, int] = {}
         self._tick = asyncio.Event()  # set (and replaced) whenever a batch finishes or a drain ends
+        self._arrivals: dict[Hashable, asyncio.Future] = {}  # key -> resolved when its next event comes
 
     def submit(self, key: Hashable, *events: Any) -> None:
         self.pending.setdefault(key, []).extend(events)
         self.submitted[key] = self.submitted.get(key, 0) + len(events)
+        arrival = self._arrivals.pop(key, None)
+        if arrival is not None and not arrival.done():
+            arrival.set_result(None)
         if key not in self.tasks:
             self.tasks[key] = asyncio.get_running_loop().create_task(self._drain(key))
 
@@ -63,6 +67,14 @@ class Coalescer:
             if not tasks:
                 return
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def next_arrival(self, key: Hashable) -> asyncio.Future:
+        """A future resolved when the next event for `key` is submitted (a batch that waits for
+        something long, such as a build, gives way to the events behind it)."""
+        arrival = self._arrivals.get(key)
+        if arrival is None or arrival.done():
+            arrival = self._arrivals[key] = asyncio.get_running_loop().create_future()
+        return arrival
 
     async def caught_up(self, key: Hashable) -> None:
         """Wait until every event submitted for `key` before this call has been processed."""
