@@ -4,6 +4,7 @@ so that the engine thread, which serves every document's edits and requests, onl
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_warmed_hints_are_reused_and_equal_to_hints_worked_out_afresh(monkeypatc
     computed = cache.computed
     checker = grammar.checker()
     if checker.unavailable is None:
-        monkeypatch.setattr(checker, "_linter", NoLinting())
+        monkeypatch.setattr(checker, "_ready", lambda words: NoLinting())
     hinted = docs.hints(uri).diagnostics
     assert cache.computed == computed, "the engine thread computed paragraph material the build worker had"
     assert hinted == expected
@@ -90,3 +91,17 @@ def test_a_copy_of_the_tracked_text_keeps_its_tokens_when_the_text_is_edited():
     before = list(twin.ids)
     tracked.apply([Change("Inserted words here. ", (2, 0, 2, 0))])
     assert twin.ids == before and twin.text == TEXT and tracked.ids != before
+
+
+def test_each_thread_lints_with_a_linter_of_its_own():
+    """The build worker linting a book paragraph after paragraph must not hold the engine thread's lints."""
+    checker = grammar.checker()
+    mine = checker.linter()
+    if mine is None:
+        pytest.skip(checker.unavailable)
+    theirs = []
+    worker = threading.Thread(target=lambda: theirs.append(checker.linter(frozenset({"Zorblax"}))))
+    worker.start()
+    worker.join()
+    assert theirs[0] is not None and theirs[0] is not mine
+    assert checker.linter() is mine

@@ -18,9 +18,10 @@ per process (the server starts building it while its model loads), and each para
 cached by the paragraph's text (and its prose), relative to its start, so a publish after an edit
 lints only the edited paragraph and shifts no lint it keeps. A `Linter` is not thread-safe, and
 two server threads lint: the engine thread (edits and requests) and the build worker (the first
-hints of a freshly built document, Documents.warm_hints). One lock guards the linter, its words
-and the caches, taken per paragraph, so a long document's first lints never hold an edited
-note's lints for more than one paragraph.
+hints of a freshly built document, Documents.warm_hints). Each thread lints with a linter of its
+own, and only the caches are shared (behind a lock never held while Harper lints): with one
+linter behind one lock, the build worker linting a book's paragraphs back to back starved the
+engine thread, and an edited note's hints waited seconds for a book's.
 """
 
 from __future__ import annotations
@@ -84,68 +85,92 @@ def masked(text: str, prose: tuple[tuple[int, int], ...]) -> str:
 
 
 class GrammarChecker:
-    """Harper's linter, built on first use, with the writer's words and a per-paragraph cache."""
+    """Harper's linters, one per thread that lints, with the writer's words and per-paragraph caches."""
 
     def __init__(self) -> None:
-        self._linter = None
-        self._words: frozenset[str] = frozenset()
-        self._cache: OrderedDict[str, tuple[GrammarLint, ...]] = OrderedDict()  # by masked paragraph
-        self._placed: OrderedDict[tuple[str, tuple], tuple[GrammarLint, ...]] = OrderedDict()  # by paragraph, prose
+        self._spare = None  # the linter `prepare` built, for the first thread that lints
+        self._linters: dict[int, tuple[object, frozenset[str]]] = {}  # thread id -> (its linter, its words)
+        # both caches are keyed by the words imported too, so that threads with other words share them
+        self._cache: OrderedDict[tuple, tuple[GrammarLint, ...]] = OrderedDict()  # by words, masked paragraph
+        self._placed: OrderedDict[tuple, tuple[GrammarLint, ...]] = OrderedDict()  # by words, paragraph, prose
         self.unavailable: str | None = None  # why Harper cannot be used, once that is known
         self._building: threading.Thread | None = None
-        self._lock = threading.RLock()  # the linter, its words and the caches (see the module's docstring)
+        self._lock = threading.Lock()  # the tables above; never held while Harper lints
 
     def prepare(self) -> None:
         """Start building Harper's linter on a thread of its own (the server, while its model loads):
         the first lints then need not wait the two seconds. Nothing else touches it meanwhile."""
-        if self._linter is None and self.unavailable is None and self._building is None:
-            self._building = threading.Thread(target=self._build, name="vq-harper", daemon=True)
+        if self._spare is None and not self._linters and self.unavailable is None and self._building is None:
+            self._building = threading.Thread(target=self._build_spare, name="vq-harper", daemon=True)
             self._building.start()
 
-    def _build(self) -> None:
+    def _build_spare(self) -> None:
+        self._spare = self._build()
+
+    def _build(self):
         try:
             import harper
         except ImportError as e:  # a platform without harper-py's wheel
             self.unavailable = f"grammar hints need harper-py ({e}); pip install harper-py"
             log.warning(self.unavailable)
-            return
+            return None
         linter = harper.Linter()
         linter.lint("He go to the market.")  # the first lint pays a warm-up of its own
-        self._linter = linter
+        return linter
 
-    def _ready(self, words: frozenset[str]) -> bool:
+    def _ready(self, words: frozenset[str]):
+        """This thread's linter with `words` imported, or None when harper-py is missing. The
+        first thread gets the one `prepare` built; another builds its own (two seconds, once)."""
+        me = threading.get_ident()
         with self._lock:
-            if self._building is not None:
-                self._building.join()
-                self._building = None
-            if self._linter is None and self.unavailable is None:
-                self._build()
-            if self._linter is None:
-                return False
-            if words != self._words:
-                self._linter.clear_words()
-                if words:
-                    self._linter.import_words(sorted(words))
-                self._words = words
-                self.clear_cache()
-            return True
+            building, self._building = self._building, None
+        if building is not None:
+            building.join()
+        with self._lock:
+            linter, current = self._linters.get(me, (None, None))
+            if linter is None:
+                linter, self._spare = self._spare, None
+        if linter is None and self.unavailable is None:
+            linter = self._build()
+        if linter is None:
+            return None
+        if words != current:  # None: a linter new to this thread, with no words of the writer yet
+            if current:
+                linter.clear_words()
+            if words:
+                linter.import_words(sorted(words))
+            with self._lock:
+                self._linters[me] = (linter, words)
+        return linter
 
     def linter(self, words: frozenset[str] = frozenset()):
-        """Harper's `Linter` itself, with `words` imported (None when harper-py is missing)."""
-        return self._linter if self._ready(words) else None
+        """This thread's Harper `Linter`, with `words` imported (None when harper-py is missing)."""
+        return self._ready(words)
 
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
             self._placed.clear()
 
-    def _paragraph(self, paragraph: str) -> tuple[GrammarLint, ...]:
-        found = self._cache.get(paragraph)
+    def _kept(self, table: OrderedDict, key: tuple):
+        with self._lock:
+            found = table.get(key)
+            if found is not None:
+                table.move_to_end(key)
+            return found
+
+    def _keep(self, table: OrderedDict, key: tuple, value: tuple[GrammarLint, ...]) -> None:
+        with self._lock:
+            table[key] = value
+            if len(table) > CACHE_PARAGRAPHS:
+                table.popitem(last=False)
+
+    def _paragraph(self, linter, words: frozenset[str], paragraph: str) -> tuple[GrammarLint, ...]:
+        found = self._kept(self._cache, (words, paragraph))
         if found is not None:
-            self._cache.move_to_end(paragraph)
             return found
         out = []
-        for lint in self._linter.lint(paragraph):
+        for lint in linter.lint(paragraph):
             kind = lint.lint_kind
             if kind in SKIPPED_KINDS:
                 continue
@@ -158,29 +183,25 @@ class GrammarChecker:
                 else:  # REPLACE, or REMOVE (an empty replacement)
                     fixes.append(Replacement(a, b, s.replacement_text))
             out.append(GrammarLint(a, b, str(kind), lint.message, tuple(dict.fromkeys(fixes))))
-        self._cache[paragraph] = found = tuple(out)
-        if len(self._cache) > CACHE_PARAGRAPHS:
-            self._cache.popitem(last=False)
+        found = tuple(out)
+        self._keep(self._cache, (words, paragraph), found)
         return found
 
-    def _prose_paragraph(self, paragraph: str, prose: tuple[tuple[int, int], ...]) -> tuple[GrammarLint, ...]:
+    def _prose_paragraph(
+        self, linter, words: frozenset[str], paragraph: str, prose: tuple[tuple[int, int], ...]
+    ) -> tuple[GrammarLint, ...]:
         """Lints of one paragraph of the text whose prose is `prose` (relative to it), offsets
         relative to it; kept by both, so an unchanged paragraph costs a lookup wherever it moved."""
-        with self._lock:
-            return self._prose_paragraph_locked(paragraph, prose)
-
-    def _prose_paragraph_locked(self, paragraph: str, prose: tuple[tuple[int, int], ...]) -> tuple[GrammarLint, ...]:
-        key = (paragraph, prose)
-        found = self._placed.get(key)
+        key = (words, paragraph, prose)
+        found = self._kept(self._placed, key)
         if found is not None:
-            self._placed.move_to_end(key)
             return found
         out = []
         for m in _PARAGRAPH.finditer(masked(paragraph, prose)):
-            out += [lint.shifted(m.start()) if m.start() else lint for lint in self._paragraph(m.group())]
-        self._placed[key] = found = tuple(lint for lint in out if _inside(prose, lint.start, lint.end))
-        if len(self._placed) > CACHE_PARAGRAPHS:
-            self._placed.popitem(last=False)
+            found = self._paragraph(linter, words, m.group())
+            out += [lint.shifted(m.start()) if m.start() else lint for lint in found]
+        found = tuple(lint for lint in out if _inside(prose, lint.start, lint.end))
+        self._keep(self._placed, key, found)
         return found
 
     def paragraph_lints(
@@ -189,13 +210,14 @@ class GrammarChecker:
         """(paragraph start, its lints relative to it) per paragraph of `text` with lints: Harper's
         lints of the prose; a lint reaching outside one prose range (onto blanked code or markup) is
         dropped."""
-        if not layout.prose or not self._ready(words):
+        linter = self._ready(words) if layout.prose else None
+        if linter is None:
             return []
         spans = paragraph_spans(text, layout)
         out = []
         for (a, b), prose in zip(spans.bounds, spans.prose):
             if prose:
-                found = self._prose_paragraph(text[a:b], prose)
+                found = self._prose_paragraph(linter, words, text[a:b], prose)
                 if found:
                     out.append((a, found))
         return out
