@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from vq_lsp.documents import store
 from vq_lsp.documents.events import Opened
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
@@ -105,3 +106,24 @@ def test_each_thread_lints_with_a_linter_of_its_own():
     worker.join()
     assert theirs[0] is not None and theirs[0] is not mine
     assert checker.linter() is mine
+
+
+def test_a_failure_while_warming_loses_only_the_caches(monkeypatch, caplog):
+    docs = Documents(settings())
+    docs.load_model()
+    uri = "file:///fails.md"
+    docs.process(uri, [Opened(1, "markdown", TEXT + "\nOne more line.\n")])
+    b = docs.next_window(uri)
+    while not b.done:
+        b.step()
+    inputs = docs.hint_inputs(uri, b)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no material today")
+
+    with monkeypatch.context() as m:
+        m.setattr(store.HintMaterial, "of", broken)
+        docs.warm_hints(inputs, b)  # no exception: the build goes on
+    assert "no material today" in caplog.text
+    docs.finish_window(uri, b)
+    assert any(d.code == "typo" for d in docs.hints(uri).diagnostics)

@@ -258,8 +258,11 @@ class Documents:
         requests. Reads only the finished builder and `inputs`; writes only those caches (both
         thread-safe)."""
         cfg = self.settings.diagnostics
-        material = HintMaterial.of(inputs.tracked, b.document(), inputs.version, inputs.language_id, cfg)
-        conventions.choose(inputs.tracked, material, cfg, self.conventions, inputs.language_id)
+        try:
+            HintMaterial.of(inputs.tracked, b.document(), inputs.version, inputs.language_id, cfg)
+            conventions.warm_grammar(inputs.tracked, cfg, self.conventions, inputs.language_id)
+        except Exception as e:  # only caches are lost: the engine thread works the hints out (and reports)
+            log.warning("working out the first hints beside the engine failed (%s: %s)", type(e).__name__, e)
 
     def make_room(self, uri: str) -> bool:
         """Before a document's build or restore starts: drop least recently used states until its

@@ -85,6 +85,15 @@ def choose(
     return [h if h.severity == severity[h.code] else _with_severity(h, severity[h.code]) for h in picked]
 
 
+def warm_grammar(tt: TokenizedText, cfg: DiagnosticSettings, conventions: Conventions, language_id: str) -> None:
+    """Lint every paragraph with the words `choose` will import, so that its lints are cached
+    (the server's build worker, before a freshly built state is handed over); chooses nothing."""
+    if cfg.grammar:
+        silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
+        words = conventions.dictionary.union(silenced.words)
+        grammar.checker().paragraph_lints(tt.text, layout_for(tt.text, language_id, cfg), words.words)
+
+
 def _with_severity(h: lsp.Hint, severity: types.DiagnosticSeverity) -> lsp.Hint:
     return lsp.Hint(h.start, h.end, h.message, severity, h.code)
 
