@@ -74,8 +74,7 @@ def choose(
     language_id: str = "plaintext",
 ) -> list[lsp.Hint]:
     """The hints of a text under the writer's conventions, each with its kind's severity."""
-    silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
-    words = conventions.dictionary.union(silenced.words)
+    silenced, words = _silenced_and_words(tt, cfg, conventions, language_id)
     picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced, cfg.surprise), cfg)
     if cfg.grammar:
         lay = layout_for(tt.text, language_id, cfg)
@@ -85,12 +84,19 @@ def choose(
     return [h if h.severity == severity[h.code] else _with_severity(h, severity[h.code]) for h in picked]
 
 
+def _silenced_and_words(
+    tt: TokenizedText, cfg: DiagnosticSettings, conventions: Conventions, language_id: str
+) -> tuple[ignores.Ignores, Dictionary]:
+    """The text's ignore comments, and the writer's words with the words those comments add."""
+    silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
+    return silenced, conventions.dictionary.union(silenced.words)
+
+
 def warm_grammar(tt: TokenizedText, cfg: DiagnosticSettings, conventions: Conventions, language_id: str) -> None:
     """Lint every paragraph with the words `choose` will import, so that its lints are cached
     (the server's build worker, before a freshly built state is handed over); chooses nothing."""
     if cfg.grammar:
-        silenced = ignores.find(tt.text, markup_kind(language_id, cfg), language_id)
-        words = conventions.dictionary.union(silenced.words)
+        words = _silenced_and_words(tt, cfg, conventions, language_id)[1]
         grammar.checker().paragraph_lints(tt.text, layout_for(tt.text, language_id, cfg), words.words)
 
 
