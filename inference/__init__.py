@@ -17,7 +17,14 @@ This package never imports the language server or training code.
 from .checkpoint import ModelLoadError, load_hf_opt, load_model_folder, save_model_folder
 from .config import VQOPTConfig
 from .costs import Cost, dense_macs
-from .document import DocumentBuilder, EditResult, IncrementalDocument, VerifyResult, estimate_state_bytes
+from .document import (
+    DocumentBuilder,
+    EditResult,
+    IncrementalDocument,
+    VerifyResult,
+    estimate_build_bytes,
+    estimate_state_bytes,
+)
 from .edits import Splice, apply_splices, diff
 from .loading import CONTEXTS, DEFAULT_MODEL_DIR, LAYOUTS, LoadedModel, load_model, pick_device
 from .model import VQOPT
@@ -39,6 +46,7 @@ __all__ = [
     "Cost",
     "DEFAULT_MODEL_DIR",
     "DocumentBuilder",
+    "estimate_build_bytes",
     "estimate_state_bytes",
     "EditResult",
     "IncrementalDocument",

@@ -25,9 +25,17 @@ from .edits import Splice, apply_splices
 from .engine import WindowState
 from .engine.heads import predecessor_logprobs
 from .tokenizer import paragraph_breaks
-from .windowing import cut_document, estimate_state_bytes, line_end_flags, new_window, tiles
+from .windowing import cut_document, estimate_build_bytes, estimate_state_bytes, line_end_flags, new_window, tiles
 
-__all__ = ["DocumentBuilder", "EditResult", "IncrementalDocument", "VerifyResult", "estimate_state_bytes", "span_probs"]
+__all__ = [
+    "DocumentBuilder",
+    "EditResult",
+    "IncrementalDocument",
+    "VerifyResult",
+    "estimate_build_bytes",
+    "estimate_state_bytes",
+    "span_probs",
+]
 
 if TYPE_CHECKING:
     from .loading import LoadedModel

@@ -34,8 +34,18 @@ def causal_mask(query_pos: torch.Tensor, key_pos: torch.Tensor) -> torch.Tensor:
 
 
 def gelu_weights(scores: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
-    """GELU attention weights c * gelu(q.k), zero where masked; no per-query normalisation."""
-    return torch.where(mask, F.gelu(scores) * scale, scores.new_zeros(()))
+    """GELU attention weights c * gelu(q.k), zero where masked; no per-query normalisation.
+
+    Where no graph is recorded (inference: a build's dense pass) the weights are worked out in the
+    scores' own memory, which the caller gives up: the same kernels in the same order, so the same
+    numbers, but one (H, T, T) tensor alive instead of three or four. Out of place, a 2,048-token
+    window's pass held about 200 MiB of them in float32, above the memory budget, while a long
+    document was built. Training (autograd) and the ONNX export (tracing) keep the plain form."""
+    if scores.requires_grad or torch.jit.is_tracing():
+        return torch.where(mask, F.gelu(scores) * scale, scores.new_zeros(()))
+    weights = torch.ops.aten.gelu_(scores)
+    weights.mul_(scale)
+    return weights.masked_fill_(~mask, 0)
 
 
 def softmax_weights(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

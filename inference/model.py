@@ -96,9 +96,10 @@ class DecoderLayer(nn.Module):
         scores = qh @ kh.transpose(-1, -2)  # (..., H, Tq, Tk)
         mask = mask.unsqueeze(-3)
         if self.cfg.attention == "gelu":
-            w = kernels.gelu_weights(scores, mask, self.cfg.attention_scale)
+            w = kernels.gelu_weights(scores, mask, self.cfg.attention_scale)  # may overwrite scores
         else:
             w = kernels.softmax_weights(scores, mask)
+        del scores  # the weights' (H, T, T) is the largest tensor of a pass: hold one at a time
         return kernels.merge_heads(w @ vh)  # (..., Tq, d)
 
     def finish(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

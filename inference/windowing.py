@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 from .engine import SLACK, WindowState
 from .tokenizer import paragraph_breaks
@@ -108,3 +109,21 @@ def estimate_state_bytes(model: LoadedModel, tokens: int | Sequence[int]) -> int
     else:
         sizes = [b - a for a, b in cut_document(model, tokens)] if len(tokens) else [0]
     return int(per_slot * sum(max(16, SLACK * (n + 1)) + 1 for n in sizes))  # a BOS row and a spare slot each
+
+
+def estimate_build_bytes(model: LoadedModel, ids: Sequence[int]) -> int:
+    """What building a document needs beyond its state, at the peak: the temporaries of its
+    largest window's dense pass (memory budgets reserve them, so that a build stays within the
+    budget). Modelled from the pass: one layer's attention weights (H x n x n; the weights are
+    worked out in the scores' memory, kernels.gelu_weights), the per-layer traces a build keeps
+    (x, q, k, v, s and the output: about 6 x n x d per layer) and two n x n masks. For the bundled
+    model in float32 a 2,048-token window comes to about 120 MiB, which is what the resident
+    memory of a build rises by above its state when freed memory is returned after each window."""
+    if not len(ids):
+        return 0
+    n = 1 + max(b - a for a, b in cut_document(model, ids))  # its rows: BOS and the tokens
+    cfg = model.config
+    itemsize = torch.empty((), dtype=model.dtype).element_size()
+    return int(
+        itemsize * (cfg.num_attention_heads * n * n + 6 * cfg.num_hidden_layers * n * cfg.hidden_size) + 2 * n * n
+    )

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import inference
-from inference import Splice
+from inference import Splice, kernels
 
 from .helpers import tiny_model
 
@@ -225,3 +225,30 @@ def test_layer_outputs_recomputed_or_kept_match_the_dense_pass(sizing, dtype, la
         )
         for l in range(1, model.config.num_hidden_layers + 1):  # (the last: what the heads read)
             torch.testing.assert_close(win.layer_input(l, order), out.layer_outputs[l - 1][0], rtol=0, atol=TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_gelu_weights_in_place_are_the_plain_formula_bit_for_bit(dtype):
+    """A build's dense pass works the attention weights out in the scores' memory (no graph is
+    recorded); they must be exactly c * gelu(q.k) masked, the form training differentiates."""
+    g = torch.Generator().manual_seed(3)
+    scores = (torch.randn(2, 4, 33, 33, generator=g) * 3).to(dtype)
+    mask = torch.rand(2, 1, 33, 33, generator=g) > 0.3
+    plain = torch.where(mask, torch.nn.functional.gelu(scores) * 0.125, scores.new_zeros(()))
+    assert torch.equal(kernels.gelu_weights(scores.clone(), mask, 0.125), plain)
+    recorded = scores.clone().requires_grad_(True)
+    assert torch.equal(kernels.gelu_weights(recorded, mask, 0.125).detach(), plain)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_the_dense_pass_without_a_graph_equals_the_one_training_records(dtype):
+    """Codes, attention sums and logits of the no-grad pass (builds) equal the autograd pass's."""
+    model = tiny_model(11, dtype=dtype)
+    ids = torch.tensor([_random_ids(6, 70)])
+    pos = torch.arange(70).unsqueeze(0)
+    with torch.no_grad():
+        fast = model.net(ids, pos, collect=True)
+    slow = model.net(ids, pos, collect=True)
+    assert torch.equal(fast.cls_logits, slow.cls_logits.detach())
+    for a, b in zip(fast.traces, slow.traces, strict=True):
+        assert torch.equal(a.s, b.s.detach()) and torch.equal(a.codes, b.codes)

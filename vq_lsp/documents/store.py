@@ -230,7 +230,7 @@ class Documents:
             return 1, 1
         if st.builder is None or st.builder.model is not self.model:
             # room for the whole state before its first window: half-built states count too
-            need = inference.estimate_state_bytes(self.model, st.tracked.ids)
+            need = self._build_need(st)
             memory.evict_over_budget(
                 self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
             )
@@ -276,13 +276,20 @@ class Documents:
             return False
         if st.tracked is None or self.model is None:
             return False
-        need = inference.estimate_state_bytes(self.model, st.tracked.ids)
+        need = self._build_need(st)
         memory.evict_over_budget(
             self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
         )
         if sum(s.bytes() for s in self.states.values()) + need <= self.budget_bytes():
             return False
         return any(s is not st and s.doc is not None and memory.awaiting_hints(s) for s in self.states.values())
+
+    def _build_need(self, st: DocumentState) -> int:
+        """The room a build takes: its whole state, and its largest window's pass temporaries
+        (without them, the resident memory rose about 120 MiB over the budget while a long
+        document was built beside other states)."""
+        ids = st.tracked.ids
+        return inference.estimate_state_bytes(self.model, ids) + inference.estimate_build_bytes(self.model, ids)
 
     def _copy_live_state(self, st: DocumentState) -> bool:
         """Give `st` a copy of another open document's state with exactly its tokens (the same
