@@ -89,3 +89,32 @@ def test_repeated_and_two_edit_errors():
     assert len(repeated) >= 2 and len({e.typo for e in repeated}) == 1 and len({e.original for e in repeated}) == 1
     for e in repeated:
         assert bad[e.start : e.end] == e.typo and not typos.is_word(e.typo)
+
+
+def test_the_source_texts_own_errors_are_found_where_injection_moved_them():
+    text = "Unfortuntately it was nothing more then a cheap action movie, and then the garden burned.\n"
+    words = [(m.start(), m.end()) for m in td.markup.WORD.finditer(text)]
+    own = td.source_errors(text, words)
+    assert [text[a:b] for a, b in own] == ["Unfortuntately", "then"]  # not the second "then"
+    bad = text.replace("it was", "it wass").replace("cheap", "chap")
+    errors = [
+        td.Injected(bad.index("wass"), bad.index("wass") + 4, "double", "was", "wass"),
+        td.Injected(bad.index("chap"), bad.index("chap") + 4, "drop", "cheap", "chap"),
+    ]
+    assert [bad[a:b] for a, b in td.moved(own, errors)] == ["Unfortuntately", "then"]
+    at = bad.index("then")
+    swapped = [td.Injected(at, at + 4, "confusable", "then", "than")]
+    assert td.moved([(at, at + 4)], swapped) == []  # an error put in a source error's place: no source error
+
+
+def test_a_hint_on_a_source_error_counts_only_in_the_column_that_counts_them():
+    errors = [td.Injected(0, 3, "swap", "the", "teh")]
+
+    def finding(a, b, gain):
+        return (a, b), "non-word", typos.WordFinding(a, b, "x", 5.0, "non-word", gain, ())
+
+    preds = [finding(0, 3, 5.0), finding(10, 14, 5.0), finding(20, 25, 5.0)]
+    res = td.evaluate([(errors, preds, 101, [(10, 14)])], lambda f: f is not None, lambda f: False)
+    assert res["false_alarms"] == 2 and res["false_alarms_per_1000_words"] == 20.0
+    assert res["false_alarms_source_errors_not_counted"] == 1 and res["source_errors"] == 1
+    assert res["false_alarms_per_1000_words_source_errors_not_counted"] == round(1000 / 99, 2)

@@ -137,6 +137,57 @@ def test_a_spelling_used_twice_or_dialect_is_deliberate(model):
     assert {f.word for f in mat.findings if f.kind == "non-word"} == {"teh"}
 
 
+def typo_hints(model, text):
+    tt, _, mat = material(model, text)
+    return [text[h.start : h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]
+
+
+def test_stretched_words_rhyming_pairs_and_accent_apostrophes_are_not_typos(model):
+    for text in (
+        "I hadn't laughed like this in a loooong while, and the ending was sooo good.\n",
+        "Nooooo, the film was loooong and the actors were sooooo bad.\n",
+        "The plot is a loosey goosey combo of superior films, piled higgledy-piggledy on top of each other.\n",
+        "If you´ve got nothing better to do, watch it. It isn´t bad, and the film`s ending is fine.\n",
+        "I could've told you that'll happen, and there'd be trouble.\n",
+        "It was shot with some camera-work and pop art stylings that are pure late sixties.\n",
+    ):
+        assert typo_hints(model, text) == [], text
+
+
+def test_doubled_letters_and_a_typo_beside_a_short_word_are_still_typos(model):
+    assert typo_hints(model, "We bought a red ballloon for the party, and it was goood fun.\n") == ["ballloon", "goood"]
+    assert typo_hints(model, "Let's just say tthis is only an indicator of how bad it gets.\n") == ["tthis"]
+    assert typo_hints(model, "If you´ve got nothing beter to do, watch it.\n") == ["beter"]
+
+
+def test_stretched_rhyming_and_contracted_spellings():
+    assert typos.stretched("loooong") and typos.stretched("sooo") and typos.stretched("nooooo")
+    assert not typos.stretched("ballloon") and not typos.stretched("goood")  # one letter too many: a typo
+    assert not typos.stretched("aaargh") and not typos.stretched("teh")  # no word when the run is shortened
+    text = "a loosey goosey plot, hocus pocus, tthis is, the thign then"
+    pairs = {
+        w for w in ("loosey", "goosey", "hocus", "pocus", "tthis", "thign") if typos.rhyming_pair(text, *at(text, w))
+    }
+    assert pairs == {"loosey", "goosey", "hocus", "pocus"}
+    text = "you´ve, isn`t, teh´s, film´s"
+    assert [w for w in ("you", "ve", "isn", "teh", "film") if typos.apostrophe_word(text, *at(text, w))] == [
+        "you",
+        "ve",
+        "isn",
+        "film",
+    ]
+    assert typos.ing_plural("stylings") and typos.ing_plural("chantings") and not typos.ing_plural("stylinsg")
+    for word in ("could've", "that'll", "there'd", "what're", "Film's"):
+        assert typos.is_word(word), word
+    for word in ("shuold've", "teh's", "could'xe"):
+        assert not typos.is_word(word), word
+
+
+def at(text, word):
+    a = text.index(word)
+    return a, a + len(word)
+
+
 def test_the_detector_is_kept_per_model(tiny_model_dir):
     """One detector per loaded model, made once and reused; another model gets its own."""
     loaded = inference.load_model(tiny_model_dir, device="cpu")

@@ -15,7 +15,10 @@ The evidence is the gain, log p(best fix) - log p(word), in nats:
   threshold (the model rejects typos whose fix it does not believe in); without a dictionary
   word one edit away (two when none is one away) it is never one, nor when cheap evidence about
   the document excuses it (`Evidence.excuse`: a capitalised word inside a sentence (a name), a
-  name or coinage used twice, dropped-g dialect, code-like words in a technical document);
+  name or coinage used twice, dropped-g dialect, the plural of a word in -ing ("stylings"), a
+  stretched word ("sooo", "loooong"), a rhyming pair ("loosey goosey", "higgledy-piggledy"), a
+  piece of a contraction written with an accent or backtick for its apostrophe ("you´ve"),
+  code-like words in a technical document);
 - a lower-case dictionary word is a "real-word" error when a confusable, single-token word gains
   at least the real-word threshold: a dictionary cannot see these at all. A capitalised one is
   never checked: it starts a sentence or a list item, where the left context the model reads
@@ -142,11 +145,20 @@ _BRITISH = (
 )
 
 
+# What follows an apostrophe in a contraction or possessive of any word: "could've", "that'll",
+# "there'd", "what're", "film's" (the word list holds only some of them).
+CONTRACTION_ENDINGS = frozenset({"ve", "ll", "d", "re", "s", "m"})
+# Marks written for an apostrophe between letters ("you´ve", "don`t"): a word split at one of them is
+# judged whole (see `apostrophe_word`).
+APOSTROPHE_LIKE = "´`ʼ"
+
+
 @lru_cache(maxsize=65536)
 def is_word(word: str) -> bool:
     """In the dictionary, or not an ordinary lower/Title-case word (acronyms, CamelCase: not ours).
     The word list is American: a British spelling (colour, realise, offence, centre, travelled)
-    of a listed word counts as a word too."""
+    of a listed word counts as a word too, and so does a dictionary word with a contraction's or
+    possessive's ending ("could've", "that'll", "there'd")."""
     if not (word.islower() or word[:1].isupper() and word[1:].islower()):
         return True
     lower = word.lower().replace("’", "'")
@@ -157,7 +169,8 @@ def is_word(word: str) -> bool:
         variant = pattern.sub(american, lower)
         if variant != lower and variant in spell:
             return True
-    return False
+    stem, apostrophe, ending = lower.rpartition("'")
+    return bool(apostrophe and stem and ending in CONTRACTION_ENDINGS and "'" not in stem and is_word(stem))
 
 
 def deliberate(word: str, uses: int) -> bool:
@@ -170,6 +183,75 @@ def deliberate(word: str, uses: int) -> bool:
     if lower.endswith("in") and is_word(lower + "g"):
         return True
     return uses >= 2 and (word[:1].isupper() or not near_common(lower))
+
+
+def ing_plural(lower: str) -> bool:
+    """The plural of a dictionary word in -ing ("stylings", "chantings"): the word list holds only
+    some of them."""
+    return lower.endswith("ings") and lower[:-1] in dictionary()
+
+
+def stretched(lower: str) -> bool:
+    """A word stretched for emphasis ("sooo", "loooong", "nooooo"): a letter written three or more
+    times in a row (no English word has one) that spells a dictionary word when written once or
+    twice, and no dictionary word with just one of the letters dropped (then it is a doubled-letter
+    typo: "ballloon", "goood")."""
+    for m in re.finditer(r"([a-z])\1\1+", lower):
+        a, b = m.span()
+        if _fix_worthy(lower[:a] + lower[a + 1 :]):
+            return False
+        if any(is_word(lower[:a] + lower[a] * k + lower[b:]) for k in (1, 2)):
+            return True
+    return False
+
+
+def _fix_worthy(lower: str) -> bool:
+    return is_word(lower) and dictionary().word_frequency[lower] >= MIN_FIX_FREQUENCY
+
+
+_ONSET = re.compile(r"[^aeiouy]*")  # the consonants before a word's first vowel
+# A rhyming pair's words share at least this much after their first consonants: "oosey" in "loosey
+# goosey", "iggledy" in "higgledy-piggledy", "ocus" in "hocus pocus". Shorter endings are shared by
+# too many neighbours for a typo beside one to be told from a rhyme ("tthis is").
+RHYME_MIN_LETTERS = 3
+
+
+def rhyming_pair(text: str, a: int, b: int) -> bool:
+    """Whether the word text[a:b] and the word just before or after it (one space or hyphen
+    between) form a rhyming pair: "loosey goosey", "higgledy-piggledy", "hocus pocus", "okey dokey".
+    Set phrases of this kind are missing from word lists and read as typos to the model."""
+    word = text[a:b].lower()
+    rhyme = word[_ONSET.match(word).end() :]
+    if len(rhyme) < RHYME_MIN_LETTERS:
+        return False
+    before = re.search(r"([A-Za-z]+)[ -]$", text[max(0, a - 40) : a])
+    after = re.match(r"[ -]([A-Za-z]+)", text[b : b + 40])
+    for m in (before, after):
+        if m:
+            other = m.group(1).lower()
+            if other != word and other[_ONSET.match(other).end() :] == rhyme:
+                return True
+    return False
+
+
+def apostrophe_word(text: str, a: int, b: int) -> bool:
+    """Whether text[a:b] is a piece of a word written with an accent or backtick for its
+    apostrophe ("you´ve", "isn´t", "film`s") that is a word with the apostrophe in its place."""
+    lo, hi = a, b
+    while lo >= 2 and text[lo - 1] in APOSTROPHE_LIKE and text[lo - 2].isalpha():
+        lo -= 2
+        while lo > 0 and text[lo - 1].isalpha():
+            lo -= 1
+    while hi + 1 < len(text) and text[hi] in APOSTROPHE_LIKE and text[hi + 1].isalpha():
+        hi += 2
+        while hi < len(text) and text[hi].isalpha():
+            hi += 1
+    if (lo, hi) == (a, b):
+        return False
+    whole = text[lo:hi]
+    for mark in APOSTROPHE_LIKE:
+        whole = whole.replace(mark, "'")
+    return is_word(whole)
 
 
 @lru_cache(maxsize=16384)
@@ -204,6 +286,14 @@ class Evidence:
             return ""
         if deliberate(f.word, self.uses.get(f.word.lower(), 0)):
             return "used as a name or coinage"
+        if ing_plural(f.word.lower()):
+            return "the plural of a word in -ing"
+        if stretched(f.word.lower()):
+            return "a word stretched for emphasis"
+        if rhyming_pair(text, f.start, f.end):
+            return "a rhyming pair"
+        if apostrophe_word(text, f.start, f.end):
+            return "part of a word with an apostrophe"
         if f.word[:1].isupper() and not starts_sentence(text, f.start):
             return "a name"
         if not self.technical:
