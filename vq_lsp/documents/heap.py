@@ -8,8 +8,10 @@ malloc's heap (glibc raises its mmap threshold after the first large free, so la
 a few MiB come from the heap, which it rarely shrinks). `malloc_trim(0)` returns those pages;
 it costs about 5-30 ms, so it runs only after at least `after_bytes` of state churn: states
 dropped count their size, states built count BUILD_WEIGHT times theirs (the full pass that built
-a 17 MiB state left 70-90 MiB of freed temporaries behind). That is after an eviction or a
-full pass, never after a keystroke's incremental update (with the fullRecompute setting, a
+a 17 MiB state left 70-90 MiB of freed temporaries behind), and copies of whole texts kept
+without tokens count their size (each keystroke in a 2 MB text over the token limit copies the
+text and its line starts: the server grew 60 MB over 100 keystrokes). That is after an eviction,
+a full pass or a few dozen keystrokes in a text that large, never after a keystroke's incremental update (with the fullRecompute setting, a
 dense pass per keystroke, it adds about 2%: 6-9 ms to a 400 ms update measured on the bundled
 model). Elsewhere than glibc it does nothing.
 """
@@ -53,8 +55,10 @@ class HeapTrimmer:
             self.trims += 1
             self._trim(0)
 
-    def observe(self, docs: Iterable) -> None:
-        """Call on the engine thread after each job with the live engine documents (None allowed)."""
+    def observe(self, docs: Iterable, text_bytes: int = 0) -> None:
+        """Call on the engine thread after each job with the live engine documents (None allowed)
+        and the bytes of whole-text copies the job made and let go (`Documents.text_churn`)."""
+        self.churn += text_bytes
         now = {}
         for doc in docs:
             if doc is not None:

@@ -71,6 +71,9 @@ class Documents:
         self.pretokenized_texts: dict[str, tuple[inference.LoadedModel, str, TrackedText]] = {}  # pretokenize
         self.builds = 0  # states built with a dense pass (windows in turn) since start
         self.reused = 0  # states taken over or copied from a live state with the same tokens instead
+        # bytes of whole-text copies made for documents kept as text alone (each edit of a text over
+        # the token limit copies all of it): the server returns them to the OS (documents/heap.py)
+        self.text_churn = 0
 
     # ----------------------------------------------------------------- model
     def load_model(self) -> str:
@@ -366,6 +369,7 @@ class Documents:
                 for text, lines, a, b, _ in apply_changes(text, changes, lines):  # noqa: B007, B020 (a fold)
                     if st.tokens_at_least is not None:
                         st.tokens_at_least -= tokens_lost_at_most(b - a)
+                    self.text_churn += 4 * len(text) + 8 * len(lines)  # at most: a str's chars, line starts
                 st.text, st.text_lines = text, lines
         except Exception as e:  # TextSyncError: bad input; anything else: a bug. Either way the text is in doubt
             what = str(e) if isinstance(e, TextSyncError) else f"internal error ({type(e).__name__}: {e})"

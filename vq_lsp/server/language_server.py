@@ -179,7 +179,8 @@ class VQServer(LanguageServer):
         try:
             return fn(*args)
         finally:
-            self.heap.observe(st.doc for st in self.docs.states.values())
+            churn, self.docs.text_churn = self.docs.text_churn, 0
+            self.heap.observe((st.doc for st in self.docs.states.values()), churn)
 
     async def on_engine(self, fn, *args, lane: int = URGENT):
         return await self.engine.submit(self._engine_job, fn, *args, lane=lane)
