@@ -95,3 +95,34 @@ def test_heap_trimmer_trims_after_state_churn_only():
     assert t.churn == BUILD_WEIGHT * 10 and not calls
     t.observe([b])  # a dropped, b built
     assert calls == [0] and t.churn == 0 and t.trims == 1
+
+
+def test_heap_trimmer_counts_copies_of_texts_kept_without_tokens():
+    """Keystrokes in a text over the token limit copy the whole text: after enough of them the
+    freed copies are returned, and a keystroke in a small text never causes a trim."""
+    t = HeapTrimmer(after_bytes=100)
+    calls = []
+    t._trim = calls.append
+    t.observe([None], text_bytes=40)
+    t.observe([None], text_bytes=40)
+    assert not calls and t.churn == 80
+    t.observe([None], text_bytes=40)
+    assert calls == [0] and t.churn == 0
+
+
+def test_edits_to_a_text_over_the_token_limit_count_their_copies(tmp_path):
+    """Documents counts the bytes of whole-text copies it makes for a document kept as text alone."""
+    from vq_lsp.documents.events import Edited, Opened
+    from vq_lsp.documents.store import Documents
+    from vq_lsp.documents.textsync import Change
+    from vq_lsp.settings import Settings
+
+    docs = Documents(Settings(max_document_tokens=50))
+    docs.load_model()
+    text = "word " * 400 + "\n"
+    docs.process("file:///long.md", [Opened(1, "markdown", text)])
+    assert docs.states["file:///long.md"].tracked is None  # over the limit: the text alone
+    docs.text_churn = 0
+    docs.process("file:///long.md", [Edited(2, [Change("x", (0, 0, 0, 0)), Change("y", (0, 0, 0, 0))])])
+    assert docs.states["file:///long.md"].text.startswith("yxword")
+    assert docs.text_churn >= 2 * len(text)  # two changes, two copies of the whole text

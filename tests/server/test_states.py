@@ -49,6 +49,30 @@ def test_memory_budget_drops_least_recently_used(docs):
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
+def test_a_build_makes_room_for_its_pass_as_well_as_its_state(docs):
+    """Two states fit the budget, but not two states and the second one's build: the first is
+    dropped before the second is built (a build's pass temporaries count, not only states)."""
+    import inference
+
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
+    docs.process_now("mem://first", [Opened(1, "plaintext", text)])
+    st = docs.states["mem://first"]
+    state, build = st.bytes(), inference.estimate_build_bytes(docs.model, st.tracked.ids)
+    assert build > 0
+    budget = 2 * state + build / 2  # both states fit; the second build's temporaries do not
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
+    docs.process_now("mem://second", [Opened(1, "plaintext", text + " More.")])
+    assert docs.states["mem://first"].doc is None and docs.states["mem://second"].doc is not None
+    budget = 2 * state + 2 * build  # room for both and a build: nothing dropped
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
+    docs.process_now("mem://third", [Opened(1, "plaintext", text + " Even more.")])
+    assert docs.states["mem://second"].doc is not None and docs.states["mem://third"].doc is not None
+    for uri in ("mem://first", "mem://second", "mem://third"):
+        docs.states.pop(uri)
+    docs.settings = Settings(model_path=docs.settings.model_path)
+
+
 def test_a_state_in_doubt_is_rebuilt(docs, gpt2):
     uri = "mem://doubt"
     docs.process_now(uri, [Opened(1, "plaintext", "Nice.")])

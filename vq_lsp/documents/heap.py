@@ -10,10 +10,10 @@ it costs about 5-30 ms, so it runs only after at least `after_bytes` of state ch
 dropped count their size, states built count BUILD_WEIGHT times theirs (the full pass that built
 a 17 MiB state left 70-90 MiB of freed temporaries behind), and copies of whole texts kept
 without tokens count their size (each keystroke in a 2 MB text over the token limit copies the
-text and its line starts: the server grew 60 MB over 100 keystrokes). That is after an eviction,
-a full pass or a few dozen keystrokes in a text that large, never after a keystroke's incremental update (with the fullRecompute setting, a
-dense pass per keystroke, it adds about 2%: 6-9 ms to a 400 ms update measured on the bundled
-model). Elsewhere than glibc it does nothing.
+text and its line starts: the server grew 60 MB over 100 keystrokes). That is after an
+eviction, a full pass or a few dozen keystrokes in a text that large, never after a keystroke's
+incremental update (with the fullRecompute setting, a dense pass per keystroke, it adds about
+2%: 6-9 ms to a 400 ms update measured on the bundled model). Elsewhere than glibc it does nothing.
 """
 
 from __future__ import annotations

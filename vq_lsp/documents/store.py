@@ -369,7 +369,7 @@ class Documents:
                 for text, lines, a, b, _ in apply_changes(text, changes, lines):  # noqa: B007, B020 (a fold)
                     if st.tokens_at_least is not None:
                         st.tokens_at_least -= tokens_lost_at_most(b - a)
-                    self.text_churn += 4 * len(text) + 8 * len(lines)  # at most: a str's chars, line starts
+                    self.text_churn += len(text) + 8 * len(lines)  # a str of ASCII, its line starts
                 st.text, st.text_lines = text, lines
         except Exception as e:  # TextSyncError: bad input; anything else: a bug. Either way the text is in doubt
             what = str(e) if isinstance(e, TextSyncError) else f"internal error ({type(e).__name__}: {e})"
