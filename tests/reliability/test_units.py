@@ -100,14 +100,14 @@ def test_heap_trimmer_trims_after_state_churn_only():
 def test_heap_trimmer_counts_copies_of_texts_kept_without_tokens():
     """Keystrokes in a text over the token limit copy the whole text: after enough of them the
     freed copies are returned, and a keystroke in a small text never causes a trim."""
-    t = HeapTrimmer(after_bytes=100)
+    t = HeapTrimmer(after_bytes=10, after_text_bytes=100)
     calls = []
     t._trim = calls.append
     t.observe([None], text_bytes=40)
     t.observe([None], text_bytes=40)
-    assert not calls and t.churn == 80
+    assert not calls and t.text_churn == 80 and t.churn == 0
     t.observe([None], text_bytes=40)
-    assert calls == [0] and t.churn == 0
+    assert calls == [0] and t.text_churn == 0
 
 
 def test_edits_to_a_text_over_the_token_limit_count_their_copies(tmp_path):
@@ -126,3 +126,16 @@ def test_edits_to_a_text_over_the_token_limit_count_their_copies(tmp_path):
     docs.process("file:///long.md", [Edited(2, [Change("x", (0, 0, 0, 0)), Change("y", (0, 0, 0, 0))])])
     assert docs.states["file:///long.md"].text.startswith("yxword")
     assert docs.text_churn >= 2 * len(text)  # two changes, two copies of the whole text
+
+
+def test_heap_trimmer_in_the_background_trims_on_a_thread_of_its_own():
+    """The server's trimmer never trims on the thread that observes (the engine thread)."""
+    import threading
+
+    t = HeapTrimmer(after_bytes=10, background=True, after_text_bytes=10)
+    if t._wanted is None:
+        pytest.skip("no malloc_trim on this platform")
+    threads, done = [], threading.Event()
+    t._trim = lambda pad: (threads.append(threading.current_thread().name), done.set())
+    t.observe([None], text_bytes=20)
+    assert done.wait(5.0) and threads == ["vq-heap-trim"] and t.text_churn == 0

@@ -87,7 +87,7 @@ class VQServer(LanguageServer):
         self.engine = EngineThread()
         # build windows run here, beside the engine thread: a keystroke never waits for another document's window
         self.build_worker = EngineThread("vq-build")
-        self.heap = HeapTrimmer()  # returns dropped states' memory to the OS (engine thread only)
+        self.heap = HeapTrimmer(background=True)  # returns freed memory to the OS, beside the engine thread
         self.docs.snapshots.released = self.heap.trim_now  # a state let go after its snapshot is written
         self.coalescer = Coalescer(self._run)
         self.failing: dict[str, Recovery] = {}  # uri -> where it stands after an internal error
