@@ -301,3 +301,32 @@ def test_correct_confusables_are_not_flagged_at_the_default_threshold(model):
     text = "The code in its current form is fine. They were of one mind, quiet, orderly and kind. Their eyes met.\n"
     tt, _, mat = material(model, text)
     assert not [h for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]
+
+
+def test_the_compact_delete_index_finds_what_a_dict_of_deletions_finds():
+    """Two-edit candidates from the hashed, sorted index equal those of the plain dict of every
+    fix-worthy word's one-letter deletions (the form it replaced), for real misspellings and for
+    nonsense."""
+    freq = typos.dictionary().word_frequency
+    plain: dict[str, set[str]] = {}
+    for w, count in freq.items():
+        if count >= typos.MIN_FIX_FREQUENCY and w.isalpha():
+            for key in {w} | {w[:i] + w[i + 1 :] for i in range(len(w))}:
+                plain.setdefault(key, set()).add(w)
+
+    def reference(lower: str) -> set[str]:
+        found: set[str] = set()
+        for e in typos.dictionary().edit_distance_1(lower):
+            found |= plain.get(e, set())
+            for i in range(len(e)):
+                found |= plain.get(e[:i] + e[i + 1 :], set())
+        return {w for w in found if typos._edit_distance(lower, w) <= 2}
+
+    rng = np.random.default_rng(4)
+    words = ["begginers", "beggining", "mispeled", "recieve", "wrting", "qzxv", "thier", "acommodate", "a", ""]
+    common = [w for w, c in freq.items() if c >= 10_000 and w.isalpha() and len(w) > 3]
+    for w in rng.choice(common, 40, replace=False):
+        i, j = sorted(rng.integers(0, len(w), 2))
+        words.append(w[:i] + w[i + 1 : j] + "xe"[j % 2] + w[j:])  # a deletion and an insertion
+    for w in words:
+        assert typos._two_edits(w) == reference(w), w

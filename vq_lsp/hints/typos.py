@@ -361,27 +361,56 @@ def _close_lower(lower: str, distance: int) -> tuple[str, ...]:
     return tuple(found)
 
 
-@lru_cache(maxsize=1)
-def _one_delete_index() -> dict[str, tuple[str, ...]]:
+class DeleteIndex:
     """Fix-worthy dictionary words (MIN_FIX_FREQUENCY) by themselves and by each of their
     one-letter deletions: words two edits away are found from a word's one-edit variants
-    through it, in milliseconds, where pyspellchecker's two-edit search takes seconds."""
-    index: dict[str, set[str]] = {}
-    for w, count in dictionary().word_frequency.items():
-        if count >= MIN_FIX_FREQUENCY and w.isalpha():
-            for key in {w} | {w[:i] + w[i + 1 :] for i in range(len(w))}:
-                index.setdefault(key, set()).add(w)
-    return {k: tuple(v) for k, v in index.items()}
+    through it, in milliseconds, where pyspellchecker's two-edit search takes seconds.
+
+    Kept as two sorted arrays (the 64-bit hash of each key, the word it leads to) instead of a
+    dict of strings to tuples: the dict took about 105 MB of the server's memory, the arrays
+    take a few. Two keys with one hash only add candidates, and `_two_edits` keeps only words
+    within two edits, so a collision never changes what is found."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        hashes: list[int] = []
+        ids: list[int] = []
+        for i, w in enumerate(words):
+            keys = {w} | {w[:j] + w[j + 1 :] for j in range(len(w))}
+            hashes.extend(map(hash, keys))
+            ids.extend([i] * len(keys))
+        h = np.array(hashes, dtype=np.int64)
+        order = np.argsort(h, kind="stable")
+        self.hashes = h[order]
+        self.word_ids = np.array(ids, dtype=np.int32)[order]
+
+    def lookup(self, keys: list[str]) -> set[str]:
+        """The words any of `keys` leads to (a superset when hashes collide)."""
+        if not keys:
+            return set()
+        h = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        lo = np.searchsorted(self.hashes, h, "left")
+        hi = np.searchsorted(self.hashes, h, "right")
+        hit = hi > lo
+        if not hit.any():
+            return set()
+        rows = np.concatenate([np.arange(a, b) for a, b in zip(lo[hit], hi[hit], strict=True)])
+        return {self.words[i] for i in np.unique(self.word_ids[rows]).tolist()}
+
+
+@lru_cache(maxsize=1)
+def _one_delete_index() -> DeleteIndex:
+    freq = dictionary().word_frequency
+    return DeleteIndex(sorted(w for w, count in freq.items() if count >= MIN_FIX_FREQUENCY and w.isalpha()))
 
 
 def _two_edits(lower: str) -> set[str]:
     """Fix-worthy dictionary words at most two edits (insert, delete, replace, swap) from `lower`."""
-    index = _one_delete_index()
-    found: set[str] = set()
+    keys = []
     for e in dictionary().edit_distance_1(lower):
-        found.update(index.get(e, ()))
-        for i in range(len(e)):
-            found.update(index.get(e[:i] + e[i + 1 :], ()))
+        keys.append(e)
+        keys.extend(e[:i] + e[i + 1 :] for i in range(len(e)))
+    found = _one_delete_index().lookup(keys)
     return {w for w in found if _edit_distance(lower, w) <= 2}
 
 
