@@ -74,6 +74,14 @@ def over_limit_document(data: Path, megabytes: float) -> str:
     return "\n".join([unit] * max(1, -(-size // len(unit.encode()))))
 
 
+def _where(path: Path) -> str:
+    """A path as the results file records it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(REPO.resolve()))
+    except ValueError:
+        return "<outside the repository>"
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process (VmRSS in /proc/PID/status), MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -137,10 +145,10 @@ async def run(args) -> dict:
         "p95_ms": round(percentile(warm, 0.95), 1),
         "max_ms": round(max(warm), 1),
         "engine_update_seconds": (scores.get("cost") or {}).get("seconds"),
-        "vq_lsp": str(Path(sys.modules["vq_lsp"].__file__).parent) if "vq_lsp" in sys.modules else None,
+        "vq_lsp": _where(Path(sys.modules["vq_lsp"].__file__).parent) if "vq_lsp" in sys.modules else None,
         "server_pythonpath": os.environ.get("PYTHONPATH"),  # where the server's vq_lsp comes from
         "latency_ms": [round(x, 2) for x in latency],
-        "args": vars(args),
+        "args": vars(args) | {"out": _where(args.out)},
     }
 
 
