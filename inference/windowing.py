@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .engine import SLACK, WindowState
 from .tokenizer import paragraph_breaks
@@ -99,31 +98,42 @@ def estimate_state_bytes(model: LoadedModel, tokens: int | Sequence[int]) -> int
     document would be cut into (with context "paragraph", one per paragraph); given a count, they
     are full windows.
     """
+    return _state_bytes(model, _window_sizes(model, tokens))
+
+
+def estimate_build_bytes(model: LoadedModel, ids: Sequence[int]) -> int:
+    """The room building a document takes at its peak: its whole state and the temporaries of its
+    largest window's dense pass (memory budgets reserve both, so that a build stays within the
+    budget; the document is cut into windows once for both).
+
+    The temporaries are modelled from the pass: one layer's attention weights (H x n x n; the
+    weights are worked out in the scores' memory, kernels.gelu_weights), the per-layer traces a
+    build keeps (x, q, k, v, s and the output: about 6 x n x d per layer) and two n x n masks. For
+    the bundled model in float32 a 2,048-token window comes to about 120 MiB, which is what the
+    resident memory of a build rises by above its state when freed memory is returned after each
+    window."""
+    sizes = _window_sizes(model, ids)
+    n = 1 + int(max(sizes))  # the largest window's rows: BOS and its tokens
+    cfg = model.config
+    temporaries = (
+        model.dtype.itemsize * (cfg.num_attention_heads * n * n + 6 * cfg.num_hidden_layers * n * cfg.hidden_size)
+        + 2 * n * n
+    )
+    return _state_bytes(model, sizes) + (int(temporaries) if len(ids) else 0)
+
+
+def _window_sizes(model: LoadedModel, tokens: int | Sequence[int]) -> list[float]:
+    """Tokens per window: those `cut_document` gives the ids, or balanced full windows for a count
+    (filled to 0.9 of capacity, as split_windows cuts them)."""
+    if isinstance(tokens, int):
+        windows = max(1, math.ceil(tokens / (0.9 * (model.config.window_tokens - 1))))
+        return [tokens / windows] * windows
+    return [b - a for a, b in cut_document(model, tokens)] if len(tokens) else [0]
+
+
+def _state_bytes(model: LoadedModel, sizes: list[float]) -> int:
     per_slot = getattr(model, "_state_bytes_per_slot", None)
     if per_slot is None:
         tiny = new_window(model, [model.config.bos_token_id] * 8)
         per_slot = model._state_bytes_per_slot = tiny.state_bytes() / tiny.alive.numel()
-    if isinstance(tokens, int):  # balanced windows filled to 0.9 of capacity, as split_windows cuts them
-        windows = max(1, math.ceil(tokens / (0.9 * (model.config.window_tokens - 1))))
-        sizes = [tokens / windows] * windows
-    else:
-        sizes = [b - a for a, b in cut_document(model, tokens)] if len(tokens) else [0]
     return int(per_slot * sum(max(16, SLACK * (n + 1)) + 1 for n in sizes))  # a BOS row and a spare slot each
-
-
-def estimate_build_bytes(model: LoadedModel, ids: Sequence[int]) -> int:
-    """What building a document needs beyond its state, at the peak: the temporaries of its
-    largest window's dense pass (memory budgets reserve them, so that a build stays within the
-    budget). Modelled from the pass: one layer's attention weights (H x n x n; the weights are
-    worked out in the scores' memory, kernels.gelu_weights), the per-layer traces a build keeps
-    (x, q, k, v, s and the output: about 6 x n x d per layer) and two n x n masks. For the bundled
-    model in float32 a 2,048-token window comes to about 120 MiB, which is what the resident
-    memory of a build rises by above its state when freed memory is returned after each window."""
-    if not len(ids):
-        return 0
-    n = 1 + max(b - a for a, b in cut_document(model, ids))  # its rows: BOS and the tokens
-    cfg = model.config
-    itemsize = torch.empty((), dtype=model.dtype).element_size()
-    return int(
-        itemsize * (cfg.num_attention_heads * n * n + 6 * cfg.num_hidden_layers * n * cfg.hidden_size) + 2 * n * n
-    )

@@ -235,7 +235,10 @@ def test_gelu_weights_in_place_are_the_plain_formula_bit_for_bit(dtype):
     scores = (torch.randn(2, 4, 33, 33, generator=g) * 3).to(dtype)
     mask = torch.rand(2, 1, 33, 33, generator=g) > 0.3
     plain = torch.where(mask, torch.nn.functional.gelu(scores) * 0.125, scores.new_zeros(()))
-    assert torch.equal(kernels.gelu_weights(scores.clone(), mask, 0.125), plain)
+    given = scores.clone()
+    weights = kernels.gelu_weights(given, mask, 0.125)
+    assert torch.equal(weights, plain)
+    assert weights.data_ptr() == given.data_ptr()  # in the scores' memory: no (H, T, T) tensor more
     recorded = scores.clone().requires_grad_(True)
     assert torch.equal(kernels.gelu_weights(recorded, mask, 0.125).detach(), plain)
 

@@ -58,7 +58,9 @@ def test_a_build_makes_room_for_its_pass_as_well_as_its_state(docs):
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
     docs.process_now("mem://first", [Opened(1, "plaintext", text)])
     st = docs.states["mem://first"]
-    state, build = st.bytes(), inference.estimate_build_bytes(docs.model, st.tracked.ids)
+    state = st.bytes()
+    ids = st.tracked.ids  # the pass's temporaries: what a build takes beyond its state
+    build = inference.estimate_build_bytes(docs.model, ids) - inference.estimate_state_bytes(docs.model, ids)
     assert build > 0
     budget = 2 * state + build / 2  # both states fit; the second build's temporaries do not
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)

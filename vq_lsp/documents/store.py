@@ -291,8 +291,7 @@ class Documents:
         """The room a build takes: its whole state, and its largest window's pass temporaries
         (without them, the resident memory rose about 120 MiB over the budget while a long
         document was built beside other states)."""
-        ids = st.tracked.ids
-        return inference.estimate_state_bytes(self.model, ids) + inference.estimate_build_bytes(self.model, ids)
+        return inference.estimate_build_bytes(self.model, st.tracked.ids)
 
     def _copy_live_state(self, st: DocumentState) -> bool:
         """Give `st` a copy of another open document's state with exactly its tokens (the same
