@@ -139,15 +139,3 @@ def test_heap_trimmer_in_the_background_trims_on_a_thread_of_its_own():
     t._trim = lambda pad: (threads.append(threading.current_thread().name), done.set())
     t.observe([None], text_bytes=20)
     assert done.wait(5.0) and threads == ["vq-heap-trim"] and t.text_churn == 0
-
-
-def test_heap_trimmer_trims_freed_temporaries_once_enough_pile_up():
-    """A build window reports its freed temporaries: a long document's window (past the threshold)
-    trims at once, on the reporting thread even for a background trimmer; a short note's does not."""
-    t = HeapTrimmer(after_bytes=100, background=True)
-    calls = []
-    t._trim = calls.append
-    t.freed(30)  # a short note's window
-    assert not calls and t.freed_bytes == 30
-    t.freed(80)  # a long document's window
-    assert calls == [0] and t.freed_bytes == 0

@@ -61,8 +61,6 @@ class HeapTrimmer:
         self.sizes: dict[int, int] = {}  # id of a live IncrementalDocument -> its size when first seen
         self.churn = 0  # bytes of states built or dropped since the last trim
         self.trims = 0
-        self.freed_bytes = 0  # temporaries reported by `freed` since it last trimmed (build worker)
-        self._lock = threading.Lock()  # freed_bytes: reported from the build worker
         self._trim = _malloc_trim()
         self._wanted: threading.Event | None = None
         if background and self._trim is not None:
@@ -74,18 +72,6 @@ class HeapTrimmer:
             self._wanted.wait()
             self._wanted.clear()
             self.trim_now()
-
-    def freed(self, nbytes: int) -> None:
-        """`nbytes` of temporaries were just let go on the calling thread (a build window's pass,
-        the first hints of a built state): trim there once at least `after_bytes` have piled up, so
-        that a long document's windows each return theirs while a short note's build does not pay
-        for a trim of the whole heap."""
-        with self._lock:
-            self.freed_bytes += nbytes
-            if self.freed_bytes < self.after_bytes:
-                return
-            self.freed_bytes = 0
-        self.trim_now()
 
     def trim_now(self) -> None:
         """Return freed memory now: a large state was just let go where `observe` cannot see it (the

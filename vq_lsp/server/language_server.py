@@ -46,7 +46,7 @@ import inference
 
 from .. import __version__
 from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged
-from ..documents.heap import BUILD_WEIGHT, HeapTrimmer
+from ..documents.heap import HeapTrimmer
 from ..documents.state import Level, Outcome
 from ..documents.store import PRETOKENIZE_CHARS, Documents
 from ..documents.textsync import Change, TextSyncError
@@ -316,14 +316,14 @@ class VQServer(LanguageServer):
         """One window's dense pass (build worker), then its freed temporaries go back to the OS:
         kept in malloc's heap, they added up over a long document's windows, and the resident
         memory rose 140-250 MiB above the states until the build ended (a trim costs a few ms
-        against a full window's second; a short note's window does not trigger one)."""
+        against a window's second)."""
         builder.step()
-        self.heap.freed(BUILD_WEIGHT * builder.windows[-1].state_bytes())
+        self.heap.trim_now()
 
     def _warm_hints(self, inputs, builder) -> None:
         """The first hints' caches (build worker), then their temporaries go back to the OS."""
         self.docs.warm_hints(inputs, builder)
-        self.heap.freed(BUILD_WEIGHT * sum(w.state_bytes() for w in builder.windows))
+        self.heap.trim_now()
 
     async def _before_new_build(self, uri: str) -> None:
         """A new build makes room for its whole state first, and starts only once the states it
