@@ -108,7 +108,21 @@ class IncrementalDocument:
 
     @property
     def token_ids(self) -> list[int]:
-        return [t for w in self.windows for t in w.token_ids()]
+        out: list[int] = []
+        for w in self.windows:  # each window's ids are kept until its next update (WindowState.token_id_array)
+            out.extend(w.token_ids())
+        return out
+
+    def token_id_array(self) -> np.ndarray:
+        """Every token's id, as one array (from each window's kept ids)."""
+        parts = [w.token_id_array() for w in self.windows]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def surprise_array(self) -> np.ndarray:
+        """-log p(token | prefix) of every token, float64, from each window's kept reads: a
+        publish reads 10,000s of them after an update that changed one window."""
+        parts = [w.surprise_array() for w in self.windows]
+        return np.concatenate(parts) if parts else np.zeros(0)
 
     @property
     def positions(self) -> list[int]:

@@ -52,8 +52,12 @@ MAGIC = b"VQSNAP\r\n"
 _HEADER = struct.Struct("<QI")  # metadata length, metadata CRC-32
 MAX_META_BYTES = 256 * 2**20
 _SCALARS = (type(None), bool, int, float, str, bytes)
-# a window's attributes that are the model's (re-attached on restore) or remade (make_views)
-_ATTACHED = ("net", "cfg", "consts", "tie_rel", "tie_growth", "tie_code_term", "layer_views")
+# a window's attributes that are the model's (re-attached on restore) or remade (make_views; the
+# host reads WindowState keeps per revision, made again on first use)
+_ATTACHED = (
+    *("net", "cfg", "consts", "tie_rel", "tie_growth", "tie_code_term", "layer_views"),
+    *("revision", "_rows_of", "_rows_array", "_host_reads"),
+)
 _DOCUMENT_FIELDS = ("model", "windows")
 # the constants' tensors a field may refer to by name (LayerConstants)
 _CONSTANT_TABLES = (

@@ -262,7 +262,7 @@ def plan_edit(state: WindowState, edit: Reordering) -> tuple[Cost, EditPlan | No
 def stale_predecessors(state: WindowState, old_order: np.ndarray, edited: np.ndarray) -> np.ndarray:
     """Slots whose successor token is new, has a new id, or follows a new predecessor: the
     surprise of that successor must be recomputed from their output."""
-    order = np.asarray(state.order, dtype=np.int64)
+    order = state.rows()
     prev_old = np.full(state.cap + 1, -1, dtype=np.int64)
     prev_old[old_order[1:]] = old_order[:-1]
     stale = (prev_old[order[1:]] != order[:-1]) | np.isin(order[1:], edited)

@@ -59,7 +59,7 @@ class WindowState:
     """BOS plus up to `window_tokens - 1` tokens, with every layer's state kept up to date."""
 
     # What a snapshot stores, and restores by name (snapshot.py); everything else is the model's
-    # (net, cfg, consts and the tie guard, re-attached) or remade (layer_views).
+    # (net, cfg, consts and the tie guard, re-attached) or remade (layer_views, the host reads kept per revision).
     SNAPSHOT_FIELDS = (
         "cap",  # slots (the trash slot excluded)
         "ids_host",
@@ -95,6 +95,10 @@ class WindowState:
         """The model's objects a state refers to (never stored in a snapshot)."""
         self.net, self.cfg, self.consts, self.tie_rel, self.tie_growth = net, net.config, consts, tie_rel, tie_growth
         self.tie_code_term = [tie_rel * m for m in consts.code_sq_max]  # the tie guard's code term, (h,) per layer
+        self.revision = 0  # bumped by every build and update: the host reads below are kept per revision
+        self._rows_of: list[int] | None = None  # the `order` list `_rows_array` was made from
+        self._rows_array = np.zeros(0, dtype=np.int64)
+        self._host_reads: tuple[int, np.ndarray, np.ndarray] | None = None  # (revision, token ids, surprise)
 
     @classmethod
     def restore(
@@ -195,11 +199,12 @@ class WindowState:
                     self.outputs[l, :n] = x[0]
         self.make_views()
         self.update_total()
+        self.revision += 1
 
     def update_total(self) -> None:
         """cls_total: the sum of the tokens' class log-probabilities (BOS excluded), kept per window
         so that a document's score costs the same few ops whatever its number of windows."""
-        rows = torch.from_numpy(np.asarray(self.order[1:], dtype=np.int64)).to(self.key_pos.device)
+        rows = torch.from_numpy(self.rows()[1:].copy()).to(self.key_pos.device)
         self.cls_total = self.cls_logp.index_select(0, rows).sum(0)
 
     def make_views(self) -> None:
@@ -268,16 +273,46 @@ class WindowState:
         """Tokens in the window, BOS not counted."""
         return len(self.order) - 1
 
+    def rows(self) -> np.ndarray:
+        """`order` as an array (BOS first, read-only), made once per order: a publish reads every
+        window's tokens and surprise, and turning a 2,048-int list into an index on each read cost
+        more than the reads themselves."""
+        if self._rows_of is not self.order:  # an update replaces the list, never changes it in place
+            rows = np.asarray(self.order, dtype=np.int64)
+            rows.setflags(write=False)
+            self._rows_of, self._rows_array = self.order, rows
+        return self._rows_array
+
+    def _host(self) -> tuple[np.ndarray, np.ndarray]:
+        """(token ids, surprise as float64) of the tokens in order, read to the host once per revision."""
+        if self._host_reads is None or self._host_reads[0] != self.revision:
+            rows = self.rows()[1:]
+            ids = self.ids_host[rows]
+            surprise = self.nll.index_select(0, torch.from_numpy(rows.copy()).to(self.key_pos.device))
+            surprise = surprise.cpu().numpy().astype(np.float64)
+            ids.setflags(write=False)
+            surprise.setflags(write=False)
+            self._host_reads = (self.revision, ids, surprise)
+        return self._host_reads[1], self._host_reads[2]
+
     def token_ids(self) -> list[int]:
-        return self.ids_host[self.order[1:]].tolist()
+        return self._host()[0].tolist()
+
+    def token_id_array(self) -> np.ndarray:
+        """The tokens' ids in order (read-only, kept until the next update)."""
+        return self._host()[0]
+
+    def surprise_array(self) -> np.ndarray:
+        """Every token's surprise, float64 (read-only, kept until the next update): what the hints read."""
+        return self._host()[1]
 
     def positions(self) -> list[int]:
-        return self.pos_host[self.order[1:]].tolist()
+        return self.pos_host[self.rows()[1:]].tolist()
 
     def token_slots(self, start: int = 0, end: int | None = None) -> torch.Tensor:
         """Slots of tokens [start, end) (BOS excluded)."""
         end = self.n_tokens if end is None else end
-        return torch.tensor(self.order[1 + start : 1 + end], dtype=torch.long, device=self.key_pos.device)
+        return torch.from_numpy(self.rows()[1 + start : 1 + end].copy()).to(self.key_pos.device)
 
     def surprise(self, start: int, end: int) -> torch.Tensor:
         """-log p(token | prefix) for tokens [start, end), as the update left them."""
@@ -335,6 +370,8 @@ class WindowState:
         except BaseException:
             self.build(*before)  # never leave a half-updated state behind
             raise
+        finally:
+            self.revision += 1
         if self.key_pos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0

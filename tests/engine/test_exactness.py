@@ -71,6 +71,13 @@ def _assert_exact(doc):
     assert check.max_abs_diff < TOL[doc.model.dtype], check
 
 
+def _assert_kept_reads_current(doc, reference):
+    """The ids and surprise each window keeps for the hints (read once per update) are those a
+    fresh read of the state gives: a kept read outliving the update it came from would be a stale hint."""
+    assert doc.token_id_array().tolist() == reference
+    np.testing.assert_array_equal(doc.surprise_array(), np.asarray(doc.surprise(0, doc.n_tokens)))
+
+
 def _run(model, edits, start_len=60):
     doc = inference.IncrementalDocument(model, _random_ids(1, start_len))
     reference = doc.token_ids
@@ -81,6 +88,7 @@ def _run(model, edits, start_len=60):
             res = doc.apply(splices)
             assert doc.token_ids == reference
             _assert_exact(doc)
+            _assert_kept_reads_current(doc, reference)
             stats["edits"] += 1
             stats["relabelled"] += res.cost.relabelled
             stats["respreads"] += res.cost.full_respreads

@@ -79,7 +79,7 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     reused = HintMaterial.of(tt, doc, 2, language, cfg)
     computed = cache.computed - before[1]
     assert 1 <= computed <= 5 and cache.reused - before[0] >= 8  # the edited paragraph (and a few whose scores moved)
-    model.__dict__["_derived"].pop("paragraph_material")  # a fresh cache: everything computed again
+    _fresh_caches(model)  # everything computed again
     fresh = HintMaterial.of(tt, doc, 2, language, cfg)
     assert fresh.findings and reused.words
     assert [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in reused.findings] == [
@@ -95,6 +95,33 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     assert np.allclose([s for _, _, s in reused.words], [s for _, _, s in fresh.words])  # read from current scores
     chosen = [(h.start, h.end, h.code) for h in hints.choose(tt, reused, cfg)]
     assert chosen == [(h.start, h.end, h.code) for h in hints.choose(tt, fresh, cfg)]
+
+
+def test_typing_at_the_end_of_a_paragraph_examines_only_the_words_typed(model):
+    """Letter by letter at the end of a paragraph: the words before the edit keep their findings
+    (the same text, tokens and scores as the last publish read), only the rest is examined, and
+    the result is what a fresh computation gives."""
+    text = "# Notes\n\n" + "\n\n".join(PARAGRAPHS * 2) + "\n"
+    tt = TrackedText(model.tokenizer, text)
+    doc = inference.IncrementalDocument(model, tt.ids)
+    cfg = DiagnosticSettings(sentiment_threshold=0.0)
+    _fresh_caches(model)
+    HintMaterial.of(tt, doc, 1, "markdown", cfg)
+    cache = reuse.paragraph_cache(doc)
+    at = text.index("form the station.") + len("form the station.")
+    for version, ch in enumerate(" They recieve it", start=2):
+        res = tt.apply([Change(ch, (*tt.position(at), *tt.position(at)))])
+        doc.apply(res.splices)
+        at += 1
+        kept = cache.words_kept
+        typed = HintMaterial.of(tt, doc, version, "markdown", cfg)
+        assert cache.words_kept - kept >= 12  # of the paragraph's 15 words before the edit
+    assert {f.word for f in typed.findings} >= {"recieve", "teh", "form"}
+    _fresh_caches(model)
+    fresh = HintMaterial.of(tt, doc, version, "markdown", cfg)
+    assert [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in typed.findings] == [
+        (f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in fresh.findings
+    ]
 
 
 LONG_MARKDOWN_PARTS = [
@@ -114,6 +141,8 @@ def _fresh_caches(model) -> None:
     from vq_lsp.hints import grammar, material
 
     model.__dict__.get("_derived", {}).pop("paragraph_material", None)
+    model.__dict__.get("_derived", {}).pop("continuation_scores", None)
+    reuse._last_material.clear()
     grammar.checker().clear_cache()
     material._layouts.clear()
     reuse._spans.clear()

@@ -47,50 +47,67 @@ def detector(doc: inference.IncrementalDocument) -> typos.Detector:
 
 CONTINUATION_CONTEXT = 48  # tokens of the text before a word that the forward pass for its further pieces reads
 CONTINUATION_BATCH = 64
+CONTINUATION_KEEP = 8192  # scores kept per model: a word typed letter by letter asks again for most of its candidates
 
 
 def continuation(doc: inference.IncrementalDocument):
     """For typos.Detector.examine: log p(pieces[1:] | the text before token i, pieces[0]) for each
     (i, pieces), from a dense forward pass of the model over at most CONTINUATION_CONTEXT tokens
-    of i's window before it (BOS first; the model reads positions by their order only)."""
+    of i's window before it (BOS first; the model reads positions by their order only). A score
+    is a function of those tokens alone, so scores are kept by them: while a word is typed, its
+    context stays and its candidates repeat, and the forward passes (8 ms per candidate on one
+    core) were the slowest part of a keystroke's hints."""
+    model = doc.model
+    kept: Recent[float] = model.cached("continuation_scores", lambda: Recent(keep=CONTINUATION_KEEP))
 
     def score(jobs: list[tuple[int, list[int]]]) -> list[float]:
-        model = doc.model
-        net, cfg = model.net, model.config
-        ids = doc.token_ids
+        ids = doc.token_id_array()
         window_starts = [a for a, _ in doc.window_bounds]
         seqs = []
         for i, pieces in jobs:
             w0 = window_starts[bisect.bisect_right(window_starts, i) - 1]
-            context = ids[max(w0, i - CONTINUATION_CONTEXT) : i]
-            seqs.append(([cfg.bos_token_id] + context + list(pieces), 1 + len(context), len(pieces)))
-        out: list[float] = []
-        for at in range(0, len(seqs), CONTINUATION_BATCH):
-            batch = seqs[at : at + CONTINUATION_BATCH]
-            width = max(len(s) for s, _, _ in batch)
-            tok = torch.full((len(batch), width), cfg.pad_token_id, dtype=torch.long)
-            pos = torch.zeros((len(batch), width), dtype=torch.long)
-            valid = torch.zeros((len(batch), width), dtype=torch.bool)
-            for b, (s, _, _) in enumerate(batch):
-                tok[b, : len(s)] = torch.tensor(s)
-                pos[b, : len(s)] = torch.arange(len(s)) * cfg.position_pool // len(s)
-                valid[b, : len(s)] = True
-            rows, targets = [], []
-            for b, (s, first, count) in enumerate(batch):
-                rows += [(b, first + k - 1) for k in range(1, count)]
-                targets += [s[first + k] for k in range(1, count)]
-            with torch.no_grad():
-                hidden = net(tok.to(model.device), pos.to(model.device), valid.to(model.device)).hidden
-                picked = hidden[[r for r, _ in rows], [c for _, c in rows]]
-                logp = torch.log_softmax(net.lm_logits(picked).double(), -1)
-                got = logp[torch.arange(len(targets)), torch.tensor(targets)].cpu().tolist()
-            k = 0
-            for _, _, count in batch:
-                out.append(float(sum(got[k : k + count - 1])))
-                k += count - 1
+            context = ids[max(w0, i - CONTINUATION_CONTEXT) : i].tolist()
+            seqs.append(([model.config.bos_token_id] + context + list(pieces), 1 + len(context), len(pieces)))
+        keys = [(tuple(s), count) for s, _, count in seqs]
+        out = [kept.peek(key) for key in keys]
+        missing = [n for n, got in enumerate(out) if got is None]
+        for n, got in zip(missing, _continuation_scores(model, [seqs[n] for n in missing])):
+            out[n] = got
+            kept.put(keys[n], got)
         return out
 
     return score
+
+
+def _continuation_scores(model, seqs: list[tuple[list[int], int, int]]) -> list[float]:
+    """log p of each sequence's pieces after its first, (tokens, index of the first piece, piece
+    count), in batches of padded rows through the dense model."""
+    net, cfg = model.net, model.config
+    out: list[float] = []
+    for at in range(0, len(seqs), CONTINUATION_BATCH):
+        batch = seqs[at : at + CONTINUATION_BATCH]
+        width = max(len(s) for s, _, _ in batch)
+        tok = torch.full((len(batch), width), cfg.pad_token_id, dtype=torch.long)
+        pos = torch.zeros((len(batch), width), dtype=torch.long)
+        valid = torch.zeros((len(batch), width), dtype=torch.bool)
+        for b, (s, _, _) in enumerate(batch):
+            tok[b, : len(s)] = torch.tensor(s)
+            pos[b, : len(s)] = torch.arange(len(s)) * cfg.position_pool // len(s)
+            valid[b, : len(s)] = True
+        rows, targets = [], []
+        for b, (s, first, count) in enumerate(batch):
+            rows += [(b, first + k - 1) for k in range(1, count)]
+            targets += [s[first + k] for k in range(1, count)]
+        with torch.no_grad():
+            hidden = net(tok.to(model.device), pos.to(model.device), valid.to(model.device)).hidden
+            picked = hidden[[r for r, _ in rows], [c for _, c in rows]]
+            logp = torch.log_softmax(net.lm_logits(picked).double(), -1)
+            got = logp[torch.arange(len(targets)), torch.tensor(targets)].cpu().tolist()
+        k = 0
+        for _, _, count in batch:
+            out.append(float(sum(got[k : k + count - 1])))
+            k += count - 1
+    return out
 
 
 def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
@@ -100,13 +117,8 @@ def word_surprises(spans, surprise: np.ndarray) -> list[tuple[int, int, float]]:
 
 
 def token_surprise(doc: inference.IncrementalDocument) -> np.ndarray:
-    """-log p(token | prefix) of every token (`doc.surprise` of all of them), read window by
-    window as arrays: a publish reads 10,000s of them, and a Python float per token cost more
-    than choosing the hints."""
-    if not doc.n_tokens:
-        return np.zeros(0)
-    parts = [w.surprise(0, b - a).cpu().numpy() for w, (a, b) in zip(doc.windows, doc.window_bounds) if b > a]
-    return np.concatenate(parts).astype(np.float64)
+    """-log p(token | prefix) of every token (`doc.surprise` of all of them), as one array."""
+    return doc.surprise_array()
 
 
 def text_material(

@@ -27,18 +27,26 @@ class Recent(Generic[V]):
 
     def get(self, key: Hashable, make: Callable[[], V]) -> V:
         """The kept result of `key`, or `make()` kept (two threads may both make it: the same value)."""
+        got = self.peek(key)
+        if got is None:
+            got = make()
+            self.put(key, got)
+        return got
+
+    def peek(self, key: Hashable) -> V | None:
+        """The kept result of `key`, or None (for callers that make many missing results at once)."""
         with self._lock:
             got = self._results.get(key)
             if got is not None:
                 self._results.move_to_end(key)
-                return got
-        got = make()
+            return got
+
+    def put(self, key: Hashable, value: V) -> None:
         with self._lock:
-            self._results[key] = got
+            self._results[key] = value
             self._results.move_to_end(key)
             while len(self._results) > self.keep:
                 self._results.popitem(last=False)
-        return got
 
     def clear(self) -> None:
         with self._lock:

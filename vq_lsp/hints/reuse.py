@@ -12,6 +12,11 @@ its window, mostly by hundredths of a nat). A reused entry's word surprises, and
 findings' gains, are read from the current scores; only its fixes' scores and its tone may be
 stale, by about as little. Entries are kept per model (`LoadedModel.cached`), least recently
 used dropped beyond a limit.
+
+A paragraph that is examined again is examined from its first changed word on: the words
+before it (the same text, tokens and scores within the tolerance as in the paragraph's last
+material, `reusable_prefix`) keep their findings. Typing at the end of a paragraph then
+examines the word being typed, not the paragraph's every suspect word on each keystroke.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -104,6 +110,7 @@ class ParagraphCache:
         self._entries: OrderedDict[Key, list[ParagraphMaterial]] = OrderedDict()
         self.reused = 0
         self.computed = 0
+        self.words_kept = 0  # words of recomputed paragraphs whose findings were kept (reusable_prefix)
         # the server's build worker fills the cache for a freshly built document while the engine
         # thread reads it for another one (Documents.warm_hints)
         self._lock = threading.Lock()
@@ -130,12 +137,79 @@ class ParagraphCache:
                     return hit
             return None
 
+    def latest(self, key: Key) -> ParagraphMaterial | None:
+        """The entry of `key` stored last, whatever scores it was computed from (a paragraph whose
+        scores moved: the words before the move keep their findings, `reusable_prefix`)."""
+        with self._lock:
+            hits = self._entries.get(key)
+            return hits[0] if hits else None
+
     def put(self, key: Key, value: ParagraphMaterial) -> None:
         with self._lock:
             self._entries[key] = [value] + self._entries.get(key, [])[: self.variants - 1]
             self._entries.move_to_end(key)
             while len(self._entries) > self.limit:
                 self._entries.popitem(last=False)
+
+
+class LastMaterial:
+    """Each document's paragraphs (key and material by start offset) as its last publish found
+    them: an edited paragraph's new text has no cache entry, but the words before the edit read
+    as they did in the version before it (`reusable_prefix`). Weakly keyed by the engine state,
+    so a dropped state takes its entry with it; two threads publish (the engine thread and the
+    build worker's first hints), hence the lock."""
+
+    def __init__(self) -> None:
+        self._by_doc: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, doc: inference.IncrementalDocument) -> dict[int, tuple[Key, ParagraphMaterial]]:
+        with self._lock:
+            return self._by_doc.get(doc, {})
+
+    def put(self, doc: inference.IncrementalDocument, parts: dict[int, tuple[Key, ParagraphMaterial]]) -> None:
+        with self._lock:
+            self._by_doc[doc] = parts
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_doc.clear()
+
+
+_last_material = LastMaterial()
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of two strings (halving: a paragraph is compared in a
+    few slice comparisons, not char by char)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def reusable_prefix(prior_key: Key, prior: ParagraphMaterial, key: Key, surprise: np.ndarray, tolerance: float) -> int:
+    """How many leading tokens of a paragraph (`key`, its tokens' `surprise`) read as they did
+    when `prior` was computed: the same text and token boundaries, the same two characters after
+    them (a word's end depends on them, markup.WORD), and scores within `tolerance`. A word made
+    of such tokens has the finding it had then: the model read the same prefix, and the
+    paragraph cache trusts the same tolerance for a whole paragraph."""
+    if prior_key[1] != key[1] or not len(prior.surprise) or not len(surprise):
+        return 0
+    chars = _common_prefix(prior_key[0], key[0])
+    old_gaps, new_gaps = np.frombuffer(prior_key[3], np.int64), np.frombuffer(key[3], np.int64)
+    n = min(len(old_gaps), len(new_gaps))
+    differ = np.flatnonzero(old_gaps[:n] != new_gaps[:n])
+    same = int(differ[0]) if len(differ) else n
+    ends = key[1] + np.cumsum(new_gaps[:same])  # token t's end: the next token's start
+    tokens = int(np.searchsorted(ends, chars - 2, "right"))
+    n = min(tokens, len(prior.surprise), len(surprise))
+    moved = np.flatnonzero(np.abs(prior.surprise[:n] - surprise[:n]) > tolerance)
+    return int(moved[0]) if len(moved) else n
 
 
 def paragraph_cache(doc: inference.IncrementalDocument) -> ParagraphCache:
@@ -229,7 +303,25 @@ def document_material(
     cache.reused += len(parts) - len(missing)
     if missing:
         cache.computed += len(missing)
-        _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache)
+        priors = _priors(doc, parts, missing, cache) if tolerance > 0 else {}
+        _compute(
+            text,
+            starts,
+            surprise,
+            doc,
+            detector,
+            continuation,
+            paras,
+            first,
+            last,
+            parts,
+            missing,
+            cache,
+            priors,
+            tolerance,
+        )
+    if tolerance > 0:
+        _last_material.put(doc, {pa: (key, m) for pa, _, m, key in parts})
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     words, word_at, spots, spot_at, tones, uses, code, technical = [], [], [], [], [], Counter(), set(), False
     for pa, ta, m, _ in parts:
@@ -263,6 +355,22 @@ def document_material(
     )
 
 
+def _priors(doc, parts, missing, cache: ParagraphCache) -> dict[int, tuple[Key, ParagraphMaterial]]:
+    """For each missing paragraph (index into `parts`), an earlier material of it whose leading
+    words may still hold: its own key's latest entry (same text, scores moved), else the paragraph
+    the document's last publish had at the same offset (an edit inside it)."""
+    last = _last_material.get(doc)
+    out = {}
+    for k in missing:
+        pa, _, _, key = parts[k]
+        latest = cache.latest(key)
+        if latest is not None:
+            out[k] = (key, latest)
+        elif pa in last:
+            out[k] = last[pa]
+    return out
+
+
 def _placed(parts, spots: list[np.ndarray], cumulative: np.ndarray) -> list[typos.WordFinding]:
     """The paragraphs' findings at their place now, their surprise (and so gain) read from the
     current scores (all at once: a document holds hundreds of suspect words)."""
@@ -280,10 +388,16 @@ def _placed(parts, spots: list[np.ndarray], cumulative: np.ndarray) -> list[typo
     return out
 
 
-def _compute(text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache) -> None:
-    """Material of the paragraphs `missing` (indices into `parts`), filled in and cached."""
+def _compute(
+    text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache, priors, tolerance
+) -> None:
+    """Material of the paragraphs `missing` (indices into `parts`), filled in and cached. Where
+    `priors` has an earlier material of a paragraph, the words of its unchanged start keep their
+    findings and only the rest are examined (typing at the end of a paragraph examines the word
+    typed, not the whole paragraph again)."""
     per_para = []
     all_spans = []
+    found = []
     for k in missing:
         pa, pb = paras[k]
         ta, tb = int(first[k]), int(last[k])
@@ -296,8 +410,20 @@ def _compute(text, starts, surprise, doc, detector, continuation, paras, first, 
             [(m.start(), m.end()) for a, b in prose for m in markup.WORD.finditer(text, a, b)],
         )
         per_para.append((k, pa, pb, ta, tb, prose, spans))
-        all_spans.extend(spans)
-    found = detector.examine(
+        fresh = spans
+        if k in priors:
+            prior_key, prior = priors[k]
+            tokens = reusable_prefix(prior_key, prior, key, surprise[ta:tb], tolerance)
+            if tokens:
+                known = set(map(tuple, prior.words[prior.words[:, 3] <= tokens].tolist()))
+                fresh = [s for s in spans if (s[0] - pa, s[1] - pa, s[2] - ta, s[3] - ta) not in known]
+                cache.words_kept += len(spans) - len(fresh)
+                kept = {(s[0] - pa, s[1] - pa) for s in spans} - {(s[0] - pa, s[1] - pa) for s in fresh}
+                found += [
+                    replace(f, start=f.start + pa, end=f.end + pa) for f in prior.findings if (f.start, f.end) in kept
+                ]
+        all_spans.extend(fresh)
+    found += detector.examine(
         text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True, continuation=continuation
     )
     found.sort(key=lambda f: f.start)
