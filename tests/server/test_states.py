@@ -75,6 +75,40 @@ def test_a_build_makes_room_for_its_pass_as_well_as_its_state(docs):
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
+def test_the_servers_working_memory_counts_against_the_budget(docs):
+    """Two states and a build fit the budget, but not beside the server's working memory (resident
+    memory above its baseline that is not a state): the first state is dropped before the second
+    build. The working memory never takes the room a state that fits the budget alone needs."""
+    import inference
+
+    from vq_lsp.documents.memory import WorkingMemory
+
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
+    docs.process_now("mem://first", [Opened(1, "plaintext", text)])
+    st = docs.states["mem://first"]
+    state = st.bytes()
+    ids = st.tracked.ids
+    need = inference.estimate_build_bytes(docs.model, ids)
+    budget = state + need + state // 2  # both fit, with half a state to spare
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
+    docs.working = WorkingMemory(baseline=100 * 2**20)
+    states = sum(s.bytes() for s in docs.states.values())
+    assert docs.observe_working_memory(100 * 2**20 + states + state) is True  # a state's worth beside the states
+    assert docs.working.bytes == state and docs.memory()["working_bytes"] == state
+    assert docs.state_budget_bytes() == budget - state
+    for uri in [u for u in docs.states if u != "mem://first"]:  # earlier tests' documents: closed
+        docs.states.pop(uri)
+    docs.process_now("mem://second", [Opened(1, "plaintext", text + " More.")])
+    assert docs.states["mem://first"].doc is None and docs.states["mem://second"].doc is not None
+    assert docs.working.state_budget(budget, need=budget) == budget  # a state that fits alone is still built
+    assert WorkingMemory().observe(10**9, 0, 0) is False and WorkingMemory().state_budget(budget) == budget
+    for uri in ("mem://first", "mem://second"):
+        docs.states.pop(uri)
+    docs.working = WorkingMemory()
+    docs.settings = Settings(model_path=docs.settings.model_path)
+
+
 def test_a_state_in_doubt_is_rebuilt(docs, gpt2):
     uri = "mem://doubt"
     docs.process_now(uri, [Opened(1, "plaintext", "Nice.")])

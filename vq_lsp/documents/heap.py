@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import os
 import threading
 from collections.abc import Iterable
 
@@ -32,6 +33,15 @@ TRIM_AFTER_BYTES = 16 * 2**20  # float32 states are half the size of float64 one
 # after every thirty or so the heap still stays within a few MB of the text.
 TRIM_AFTER_TEXT_BYTES = 64 * 2**20
 BUILD_WEIGHT = 4
+
+
+def resident_bytes() -> int:
+    """The process's resident memory (Linux /proc), or 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _malloc_trim():

@@ -15,6 +15,13 @@ What counts and what is spared:
   keystroke waited for every build queued behind (51 s at worst with four books);
 - among the rest, the least recently used goes first, but when one state alone frees enough,
   the least recently used of those that do is dropped instead of several small ones.
+
+The server's own working memory beside the states (Harper's second linter, the open documents'
+texts, tokens and hint material, what working out a long document's first hints leaves) comes
+out of the budget too (`WorkingMemory`): uncounted, it was 250-330 MiB on top of the states once
+a long document had been hinted, and a dozen books restored in tabs peaked 540 MiB over the
+budget. It is measured, not estimated: resident memory above the server's baseline less the
+states' bytes, taken before each build, once the states dropped for it are released.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .state import DocumentState
@@ -30,8 +38,33 @@ from .state import DocumentState
 log = logging.getLogger(__name__)
 
 RECENT_EDIT_S = 5.0  # a document edited this recently is never dropped for the budget
+MIN_STATE_SHARE = 0.5  # the working memory never leaves the states less than this share of the budget
+WORKING_MARGIN = 1 / 32  # a share of the budget: a smaller move of the working memory makes no room again
 
 InUse = Callable[[str], bool]
+
+
+@dataclass
+class WorkingMemory:
+    """The server's memory beside its engine states, as last measured (`observe`). Without a
+    baseline (a `Documents` used outside the server: tests, scripts) it counts nothing."""
+
+    baseline: int | None = None  # resident bytes once the model is loaded, before any document
+    bytes: int = 0  # resident bytes above the baseline that are not engine states, last measured
+
+    def observe(self, resident: int, state_bytes: int, margin: float) -> bool:
+        """Take a measurement (resident memory now, the states' bytes now); True when it moved
+        by more than `margin` bytes (the caller then makes room again)."""
+        if self.baseline is None or resident <= 0:
+            return False
+        before, self.bytes = self.bytes, max(0, resident - self.baseline - state_bytes)
+        return abs(self.bytes - before) > margin
+
+    def state_budget(self, budget: float, need: float = 0.0) -> float:
+        """The room for engine states: the budget less the working memory, but never less than
+        MIN_STATE_SHARE of it, nor than `need` (a state that fits the budget alone is still built,
+        alone: the budget refuses only a document whose state alone is over it)."""
+        return max(budget - self.bytes, budget * MIN_STATE_SHARE, min(budget, need))
 
 
 def _never(uri: str) -> bool:
@@ -92,11 +125,15 @@ def evict_over_budget(
         log.info("dropped the engine state of %s (memory budget)", victim.uri)
 
 
-def report(states: OrderedDict[str, DocumentState], budget_bytes: float, snapshots: dict) -> dict[str, Any]:
-    """What the scores request says about memory: state bytes against the budget, and the snapshot cache."""
+def report(
+    states: OrderedDict[str, DocumentState], budget_bytes: float, snapshots: dict, working: WorkingMemory | None = None
+) -> dict[str, Any]:
+    """What the scores request says about memory: state bytes against the budget, the server's
+    working memory counted in it, and the snapshot cache."""
     return {
         "bytes": sum(s.bytes() for s in states.values()),
         "budget_bytes": int(budget_bytes),
+        "working_bytes": working.bytes if working is not None else 0,
         "live_states": sum(s.doc is not None for s in states.values()),
         "open_documents": len(states),
         "snapshots": snapshots,

@@ -74,6 +74,7 @@ class Documents:
         # bytes of whole-text copies made for documents kept as text alone (each edit of a text over
         # the token limit copies all of it): the server returns them to the OS (documents/heap.py)
         self.text_churn = 0
+        self.working = memory.WorkingMemory()  # the server's memory beside the states (given a baseline by the server)
 
     # ----------------------------------------------------------------- model
     def load_model(self) -> str:
@@ -138,7 +139,7 @@ class Documents:
             elif isinstance(ev, Refresh):
                 eager = True
             elif isinstance(ev, SettingsChanged):
-                memory.evict_over_budget(self.states, self.budget_bytes(), self._save, in_use=self.in_use)
+                memory.evict_over_budget(self.states, self.state_budget_bytes(), self._save, in_use=self.in_use)
             else:
                 raise TypeError(f"unknown event {ev!r}")
         st = self.states.get(uri)
@@ -235,7 +236,7 @@ class Documents:
             # room for the whole state before its first window: half-built states count too
             need = self._build_need(st)
             memory.evict_over_budget(
-                self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
+                self.states, self.state_budget_bytes(need), self._save, keep=st, in_use=self.in_use, need_bytes=need
             )
             self._report_thrashing(st)
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
@@ -281,9 +282,9 @@ class Documents:
             return False
         need = self._build_need(st)
         memory.evict_over_budget(
-            self.states, self.budget_bytes(), self._save, keep=st, in_use=self.in_use, need_bytes=need
+            self.states, self.state_budget_bytes(need), self._save, keep=st, in_use=self.in_use, need_bytes=need
         )
-        if sum(s.bytes() for s in self.states.values()) + need <= self.budget_bytes():
+        if sum(s.bytes() for s in self.states.values()) + need <= self.state_budget_bytes(need):
             return False
         return any(s is not st and s.doc is not None and memory.awaiting_hints(s) for s in self.states.values())
 
@@ -302,7 +303,7 @@ class Documents:
             return False
         memory.evict_over_budget(
             self.states,
-            self.budget_bytes(),
+            self.state_budget_bytes(source.doc.state_bytes()),
             self._save,
             keep=st,
             in_use=lambda uri: uri == source.uri or self.in_use(uri),
@@ -552,11 +553,30 @@ class Documents:
     def budget_bytes(self) -> float:
         return self.settings.memory_budget_mb * 2**20
 
+    def state_budget_bytes(self, need: float = 0.0) -> float:
+        """What the budget leaves the engine states once the server's working memory is counted
+        (memory.WorkingMemory.state_budget)."""
+        return self.working.state_budget(self.budget_bytes(), need)
+
+    def observe_working_memory(self, resident: int) -> bool:
+        """Measure the server's working memory (resident bytes now, taken while no dropped state
+        waits to be released); True when it moved enough that room should be made again."""
+        states = sum(s.bytes() for s in self.states.values())
+        moved = self.working.observe(resident, states, memory.WORKING_MARGIN * self.budget_bytes())
+        if moved:
+            log.info(
+                "working memory beside the engine states: %.0f MiB; the states have %.0f of the %.0f MiB budget",
+                self.working.bytes / 2**20,
+                self.state_budget_bytes() / 2**20,
+                self.budget_bytes() / 2**20,
+            )
+        return moved
+
     def _save(self, st: DocumentState) -> None:
         save_state(self.snapshots, st, self.settings)
 
     def touch(self, st: DocumentState) -> None:
-        memory.touch(self.states, st, self.budget_bytes(), self._save, in_use=self.in_use)
+        memory.touch(self.states, st, self.state_budget_bytes(), self._save, in_use=self.in_use)
 
     def memory(self) -> dict:
-        return memory.report(self.states, self.budget_bytes(), self.snapshots.stats())
+        return memory.report(self.states, self.budget_bytes(), self.snapshots.stats(), self.working)

@@ -46,7 +46,7 @@ import inference
 
 from .. import __version__
 from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged
-from ..documents.heap import HeapTrimmer
+from ..documents.heap import HeapTrimmer, resident_bytes
 from ..documents.state import Level, Outcome
 from ..documents.store import PRETOKENIZE_CHARS, Documents
 from ..documents.textsync import Change, TextSyncError
@@ -337,6 +337,12 @@ class VQServer(LanguageServer):
                 break  # someone waits: the queue picks again
             await asyncio.sleep(0.1)
         await asyncio.to_thread(self.docs.snapshots.flush)
+        # the dropped states are released now (and their pages returned): what the server holds beside
+        # the states is its working memory, which the budget counts too; when it grew, room is made again
+        await asyncio.to_thread(self.heap.trim_now)
+        if await self.on_engine(lambda: self.docs.observe_working_memory(resident_bytes())):
+            await self.on_engine(self.docs.make_room, uri)
+            await asyncio.to_thread(self.docs.snapshots.flush)
 
     def _build_progress(self, uri: str, done: int, total: int) -> None:
         progress = self._progress.get(uri)
@@ -377,6 +383,8 @@ class VQServer(LanguageServer):
                 log.info("no progress: %s", e)
         try:
             done = await fut
+            # what the server holds with the model loaded and no state: the working memory is measured from it
+            self.docs.working.baseline = resident_bytes() - sum(s.bytes() for s in self.docs.states.values())
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=f"vq-lsp: {done}"))
         except inference.ModelLoadError as e:
             done = str(e)
