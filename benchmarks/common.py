@@ -20,6 +20,25 @@ def data_dir(explicit: str | None = None) -> Path:
     return Path(explicit or os.environ.get("VQ_LSP_DATA") or REPO.parent / "shared" / "data")
 
 
+def recorded_path(path: str | Path) -> str:
+    """A path as a results file records it, never a machine's own: relative to the repository,
+    under $VQ_LSP_DATA or beside it (the models folder), else only that it lies elsewhere."""
+    path = Path(path).resolve()
+    data = data_dir().resolve()
+    for root, name in ((REPO.resolve(), None), (data, "$VQ_LSP_DATA"), (data.parent, "$VQ_LSP_DATA/..")):
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            continue
+        return str(rel) if name is None else f"{name}/{rel}"
+    return "<outside the repository>"
+
+
+def recorded_command(argv: list[str]) -> list[str]:
+    """A command line as a results file records it: absolute paths as `recorded_path` gives them."""
+    return [recorded_path(a) if a.startswith("/") else a for a in argv]
+
+
 def revision_histories(path: Path) -> Iterator[tuple[str, list[str]]]:
     """(document name, texts oldest first) from a revisions JSONL file."""
     with gzip.open(path, "rt", encoding="utf-8") as f:

@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks.common import REPO, data_dir, markdown_table
+from benchmarks.common import REPO, data_dir, markdown_table, recorded_path
 from training.data import _book_pieces, imdb_examples, iter_gutenberg
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     sections = set(args.sections.split(","))
     torch.set_num_threads(1)
     data = data_dir(args.data)
-    report = Report(args={k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()})
+    report = Report(args={k: recorded_path(v) if isinstance(v, Path) else v for k, v in vars(args).items()})
     earlier = RESULTS / "teacher_quality.json"
     if sections != {"speed", "bpb", "probe"} and earlier.is_file():
         old = json.loads(earlier.read_text())

@@ -51,7 +51,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from benchmarks.common import REPO, data_dir, markdown_table, percentile
+from benchmarks.common import REPO, data_dir, markdown_table, percentile, recorded_command
 
 EMBED = "\ufffc"  # a Quill embed (an image) has length 1; the replay keeps a placeholder character there
 DEFAULT_SESSIONS = "typing/coauthor_sessions.jsonl.gz"
@@ -711,7 +711,9 @@ def main(argv: list[str] | None = None) -> int:
     load0, t0 = os.getloadavg(), time.time()
     results = asyncio.run(run(args, reps, expected))
     meta = {
-        "command": shlex.join(["python", "-m", "benchmarks.typing_replay", *(sys.argv[1:] if argv is None else argv)]),
+        "command": shlex.join(
+            ["python", "-m", "benchmarks.typing_replay", *recorded_command(sys.argv[1:] if argv is None else argv)]
+        ),
         "sessions_file": str(path),
         "wall_seconds": time.time() - t0,
         "loadavg_start": load0,

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import REPO, data_dir, percentile
+from benchmarks.common import REPO, data_dir, percentile, recorded_path
 from benchmarks.typing_replay import Server, lsp_position, server_command
 
 SENTENCE = "Writers who type here expect the hints of this paragraph to follow them without delay. "
@@ -74,12 +74,11 @@ def over_limit_document(data: Path, megabytes: float) -> str:
     return "\n".join([unit] * max(1, -(-size // len(unit.encode()))))
 
 
-def _where(path: Path) -> str:
-    """A path as the results file records it: relative to the repository when inside it."""
-    try:
-        return str(path.resolve().relative_to(REPO.resolve()))
-    except ValueError:
-        return "<outside the repository>"
+def _checkout(pythonpath: str | None) -> str:
+    """Where the server's code comes from, as the results file records it (no machine paths)."""
+    if not pythonpath:
+        return "the installed vq-lsp"
+    return "this checkout" if Path(pythonpath).resolve() == REPO.resolve() else "another checkout (PYTHONPATH)"
 
 
 def rss_mb(pid: int) -> float:
@@ -145,10 +144,10 @@ async def run(args) -> dict:
         "p95_ms": round(percentile(warm, 0.95), 1),
         "max_ms": round(max(warm), 1),
         "engine_update_seconds": (scores.get("cost") or {}).get("seconds"),
-        "vq_lsp": _where(Path(sys.modules["vq_lsp"].__file__).parent) if "vq_lsp" in sys.modules else None,
-        "server_pythonpath": os.environ.get("PYTHONPATH"),  # where the server's vq_lsp comes from
+        "vq_lsp": recorded_path(Path(sys.modules["vq_lsp"].__file__).parent) if "vq_lsp" in sys.modules else None,
+        "server_code": _checkout(os.environ.get("PYTHONPATH")),  # where the server's vq_lsp comes from
         "latency_ms": [round(x, 2) for x in latency],
-        "args": vars(args) | {"out": _where(args.out)},
+        "args": vars(args) | {"out": recorded_path(args.out)},
     }
 
 
