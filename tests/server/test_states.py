@@ -80,7 +80,6 @@ def test_the_servers_working_memory_counts_against_the_budget(docs):
     memory above its baseline that is not a state): the first state is dropped before the second
     build. The working memory never takes the room a state that fits the budget alone needs."""
     import inference
-
     from vq_lsp.documents.memory import WorkingMemory
 
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
