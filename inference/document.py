@@ -24,6 +24,7 @@ from .costs import Cost
 from .edits import Splice, apply_splices
 from .engine import WindowState
 from .engine.heads import predecessor_logprobs
+from .engine.policy import LSE_CHUNK_ROWS
 from .tokenizer import paragraph_breaks
 from .windowing import cut_document, estimate_build_bytes, estimate_state_bytes, line_end_flags, new_window, tiles
 
@@ -202,7 +203,16 @@ class IncrementalDocument:
         with torch.no_grad():
             if not rows:
                 return torch.zeros(0, vocab) if candidates is None else []
-            return predecessor_logprobs(self.model.consts, rows, candidates)
+            if candidates is None:
+                return predecessor_logprobs(self.model.consts, rows, candidates)
+            # in chunks of rows: a long document's first hints ask for 1,000s of rows at once, and
+            # their (rows x vocab) logits held about 100 MiB at a time
+            out = []
+            for a in range(0, len(rows), LSE_CHUNK_ROWS):
+                out += predecessor_logprobs(
+                    self.model.consts, rows[a : a + LSE_CHUNK_ROWS], candidates[a : a + LSE_CHUNK_ROWS]
+                )
+            return out
 
     def verify(self) -> VerifyResult:
         checks = [w.verify() for w in self.windows]

@@ -39,6 +39,23 @@ def test_next_token_logprobs_agree_with_surprise_and_refuse_bad_indices(model):
             doc.next_token_logprobs([bad])
 
 
+def test_candidate_logprobs_of_many_rows_are_those_of_the_whole_vocabulary(model):
+    """Asked for candidates at more rows than one chunk of logits holds (a long document's first
+    hints), each row's candidates are read from the same distribution as the whole vocabulary's."""
+    from inference.engine.policy import LSE_CHUNK_ROWS
+
+    ids = model.tokenizer.encode(" ".join(["The cat sat on the mat and it was warm."] * 60))
+    doc = inference.IncrementalDocument(model, ids)
+    rows = list(range(0, len(ids)))[: LSE_CHUNK_ROWS + 50]
+    assert len(rows) > LSE_CHUNK_ROWS
+    candidates = [[ids[i], (ids[i] + 7) % model.config.vocab_size] for i in rows]
+    picked = doc.next_token_logprobs(rows, candidates)
+    whole = doc.next_token_logprobs(rows)
+    assert len(picked) == len(rows)
+    for i, (got, cand) in enumerate(zip(picked, candidates)):
+        assert np.allclose(got.numpy(), whole[i, cand].numpy(), atol=1e-5)
+
+
 def test_dictionary_helpers():
     assert typos.is_word("the") and typos.is_word("The") and not typos.is_word("teh")
     assert typos.is_word("NASA") and typos.is_word("McDonald")  # acronyms and CamelCase are not judged
