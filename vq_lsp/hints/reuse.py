@@ -26,7 +26,7 @@ import re
 import threading
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -304,22 +304,8 @@ def document_material(
     if missing:
         cache.computed += len(missing)
         priors = _priors(doc, parts, missing, cache) if tolerance > 0 else {}
-        _compute(
-            text,
-            starts,
-            surprise,
-            doc,
-            detector,
-            continuation,
-            paras,
-            first,
-            last,
-            parts,
-            missing,
-            cache,
-            priors,
-            tolerance,
-        )
+        reading = _Reading(text, starts, surprise, doc, detector, continuation, tolerance)
+        _compute(reading, paras, first, last, parts, missing, cache, priors)
     if tolerance > 0:
         _last_material.put(doc, {pa: (key, m) for pa, _, m, key in parts})
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
@@ -388,13 +374,25 @@ def _placed(parts, spots: list[np.ndarray], cumulative: np.ndarray) -> list[typo
     return out
 
 
-def _compute(
-    text, starts, surprise, doc, detector, continuation, paras, first, last, parts, missing, cache, priors, tolerance
-) -> None:
+@dataclass(frozen=True)
+class _Reading:
+    """One version of a text as its missing paragraphs' material is computed from it."""
+
+    text: str
+    starts: np.ndarray  # each token's first char
+    surprise: np.ndarray  # each token's surprise
+    doc: inference.IncrementalDocument
+    detector: typos.Detector
+    continuation: Callable | None  # material.continuation: scores of candidates' further pieces
+    tolerance: float  # see document_material
+
+
+def _compute(r: _Reading, paras, first, last, parts, missing, cache, priors) -> None:
     """Material of the paragraphs `missing` (indices into `parts`), filled in and cached. Where
     `priors` has an earlier material of a paragraph, the words of its unchanged start keep their
     findings and only the rest are examined (typing at the end of a paragraph examines the word
     typed, not the whole paragraph again)."""
+    text, starts, surprise, doc, tolerance = r.text, r.starts, r.surprise, r.doc, r.tolerance
     per_para = []
     all_spans = []
     found = []
@@ -423,8 +421,8 @@ def _compute(
                     replace(f, start=f.start + pa, end=f.end + pa) for f in prior.findings if (f.start, f.end) in kept
                 ]
         all_spans.extend(fresh)
-    found += detector.examine(
-        text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True, continuation=continuation
+    found += r.detector.examine(
+        text, starts, surprise, all_spans, doc.next_token_logprobs, resolved=True, continuation=r.continuation
     )
     found.sort(key=lambda f: f.start)
     para_starts = [pa for _, pa, *_ in per_para]
