@@ -414,9 +414,10 @@ def _compute(r: _Reading, paras, first, last, parts, missing, cache, priors) -> 
             tokens = reusable_prefix(prior_key, prior, key, surprise[ta:tb], tolerance)
             if tokens:
                 known = set(map(tuple, prior.words[prior.words[:, 3] <= tokens].tolist()))
-                fresh = [s for s in spans if (s[0] - pa, s[1] - pa, s[2] - ta, s[3] - ta) not in known]
+                same = [(a - pa, b - pa, i - ta, j - ta) in known for a, b, i, j in spans]
+                fresh = [s for s, kept in zip(spans, same) if not kept]
                 cache.words_kept += len(spans) - len(fresh)
-                kept = {(s[0] - pa, s[1] - pa) for s in spans} - {(s[0] - pa, s[1] - pa) for s in fresh}
+                kept = {(a - pa, b - pa) for (a, b, _, _), k in zip(spans, same) if k}
                 found += [
                     replace(f, start=f.start + pa, end=f.end + pa) for f in prior.findings if (f.start, f.end) in kept
                 ]
