@@ -118,3 +118,17 @@ def test_a_hint_on_a_source_error_counts_only_in_the_column_that_counts_them():
     assert res["false_alarms"] == 2 and res["false_alarms_per_1000_words"] == 20.0
     assert res["false_alarms_source_errors_not_counted"] == 1 and res["source_errors"] == 1
     assert res["false_alarms_per_1000_words_source_errors_not_counted"] == round(1000 / 99, 2)
+
+
+def test_the_real_word_threshold_leaves_hints_on_source_errors_out_of_its_precision():
+    errors = [td.Injected(0, 5, "confusable", "their", "there")]
+
+    def finding(a, b, gain):
+        return (a, b), "real-word", typos.WordFinding(a, b, "x", 5.0, "real-word", gain, ())
+
+    preds = [finding(0, 5, 2.0), finding(10, 14, 3.0)]
+    # counted as wrong, the hint at 10 keeps precision at 50% or less at every threshold
+    assert td.precise_threshold([(errors, preds, 100, [])], 0.8) == (None, None)
+    # it is one of the text's own errors (a right hint where no error was put): neither right nor wrong
+    threshold, res = td.precise_threshold([(errors, preds, 100, [(10, 14)])], 0.8)
+    assert threshold == 2.0 and res == td.prf(1, 0, 0)

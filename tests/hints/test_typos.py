@@ -245,6 +245,27 @@ def test_edit_distance_counts_a_swap_as_one_edit():
     assert typos._edit_distance("abc", "abcdef") == 3
 
 
+def test_a_confusable_is_read_with_the_words_after_it(model):
+    cfg = DiagnosticSettings()
+    for wrong, word, partner in (
+        ("So they took there departure, leaving me still staring.\n", "there", "their"),
+        ("Such a thing may exist, but they're are few men that can say they have seen it.\n", "they're", "there"),
+    ):
+        tt, doc, mat = material(model, wrong)
+        f = findings_by_word(mat)[word]
+        assert f.fixes[0][0] == partner and typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold), wrong
+        (left_only,) = [
+            g
+            for g in typos.Detector(model.tokenizer).examine(
+                wrong, tt.token_starts, doc.surprise_array(), [(f.start, f.end)], doc.next_token_logprobs
+            )
+        ]
+        assert f.gain > left_only.gain + 2  # the words after make the partner far likelier than those before alone
+        right = wrong.replace(f" {word} ", f" {partner} ")
+        tt, _, mat = material(model, right)
+        assert not [h for h in hints.choose(tt, mat, cfg) if h.code == "typo"], right
+
+
 def test_capitalised_confusables_are_not_checked(model):
     text = "- Know your shell.\n- Know the basic commands.\n\nTheir eyes met. Now we know.\n"
     _, _, mat = material(model, text, "markdown")
@@ -275,11 +296,13 @@ def test_hover_says_unlikely_only_where_a_hint_is_shown(model):
 def test_code_like_words_in_a_technical_document_are_not_typos(model):
     text = (
         "# Shells\n\nUse zsh or fish on Unix, read stdin with the shell, and keep settings in a file with the "
-        ".yaml extension.\n\n```\nzsh -c 'cat /dev/stdin'\n```\n\nI went to teh store.\n"
+        ".yaml extension.\n\n```\nzsh -c 'cat /dev/stdin'\n```\n\nI went to teh store. The documentation "
+        "lists the signatues of every function.\n"
     )
     tt, _, mat = material(model, text, "markdown")
     shown = {text[h.start : h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"}
-    assert "teh" in shown and not shown & {"zsh", "stdin", "yaml", "Unix"}
+    # a long word one edit from a word worth suggesting is a typo even where jargon is expected
+    assert {"teh", "signatues"} <= shown and not shown & {"zsh", "stdin", "yaml", "Unix"}
     plain = "Use zsh or fish, and read stdin with the shell.\n"  # no code: not a technical document
     _, _, prose = material(model, plain)
     assert {"zsh", "stdin"} <= {f.word for f in prose.findings}

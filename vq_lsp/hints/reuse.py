@@ -391,7 +391,8 @@ def _compute(r: _Reading, paras, first, last, parts, missing, cache, priors) -> 
     """Material of the paragraphs `missing` (indices into `parts`), filled in and cached. Where
     `priors` has an earlier material of a paragraph, the words of its unchanged start keep their
     findings and only the rest are examined (typing at the end of a paragraph examines the word
-    typed, not the whole paragraph again)."""
+    typed, not the whole paragraph again); a confusable, read with the words after it, keeps its
+    finding only when those are unchanged too."""
     text, starts, surprise, doc, tolerance = r.text, r.starts, r.surprise, r.doc, r.tolerance
     per_para = []
     all_spans = []
@@ -414,7 +415,11 @@ def _compute(r: _Reading, paras, first, last, parts, missing, cache, priors) -> 
             tokens = reusable_prefix(prior_key, prior, key, surprise[ta:tb], tolerance)
             if tokens:
                 known = set(map(tuple, prior.words[prior.words[:, 3] <= tokens].tolist()))
-                same = [(a - pa, b - pa, i - ta, j - ta) in known for a, b, i, j in spans]
+                same = [
+                    (a - pa, b - pa, i - ta, j - ta) in known
+                    and (j - ta + typos.WORDS_AFTER_TOKENS <= tokens or not typos.reads_on(text[a:b]))
+                    for a, b, i, j in spans
+                ]
                 fresh = [s for s, kept in zip(spans, same) if not kept]
                 cache.words_kept += len(spans) - len(fresh)
                 kept = {(a - pa, b - pa) for (a, b, _, _), k in zip(spans, same) if k}

@@ -19,10 +19,13 @@ The evidence is the gain, log p(best fix) - log p(word), in nats:
   stretched word ("sooo", "loooong"), a rhyming pair ("loosey goosey", "higgledy-piggledy"), a
   piece of a contraction written with an accent or backtick for its apostrophe ("you´ve"),
   code-like words in a technical document);
-- a lower-case dictionary word is a "real-word" error when a confusable, single-token word gains
-  at least the real-word threshold: a dictionary cannot see these at all. A capitalised one is
-  never checked: it starts a sentence or a list item, where the left context the model reads
-  says little about which of the pair follows, or it is a name or a title.
+- a lower-case dictionary word is a "real-word" error when a confusable word gains at least the
+  real-word threshold: a dictionary cannot see these at all. A word the words before already
+  doubt is read on: the word and its partners are scored on the few words after it as well
+  (`Detector._read_on`), since "quiet, orderly" and "quite, orderly" read alike up to the word.
+  A capitalised one is never checked: it starts a sentence or a list item, where the left
+  context the model reads says little about which of the pair follows, or it is a name or a
+  title.
 
 Every finding is worded here (`WordFinding.explain`), so that a hint's message, its quick fixes
 and its hover name the same words.
@@ -46,10 +49,20 @@ COMMON_FREQUENCY = 5000
 # In a technical document a word used in its code is a typo only when one edit from a word this common
 # ("teh" beside "the"), not from a merely common one ("stdin" beside "stain").
 VERY_COMMON_FREQUENCY = 1_000_000
+# A word this long one edit from a word worth suggesting is a typo of it, not jargon, in any document
+# ("signatues", "connsists"): long jargon is a compound or a prefixed word ("wildcard", "deallocated",
+# "subshells"), two or more edits from any word, or used in the document's code.
+LONG_WORD_LETTERS = 7
 TWO_EDIT_MIN_LETTERS = 5  # shorter words have too many dictionary words two edits away to guess among
 # A candidate of several pieces is scored by its first piece (an upper bound) less this per further piece,
 # so that "thea" (" the" + "a") does not tie with "the" itself.
 EXTRA_PIECE_NATS = 2.0
+# A confusable and its partners are also scored on the words after them, up to this many tokens (never
+# past a line break): "quiet, orderly" and "quite, orderly" read alike up to the word itself.
+WORDS_AFTER_TOKENS = 4
+# ... when the words before already make a partner at least this much likelier (nats) than the word:
+# "of" is in every sentence, and each reading of the words after is a short forward pass.
+WORDS_AFTER_MIN_GAIN = -2.0
 
 CONFUSION_SETS: tuple[tuple[str, ...], ...] = (
     ("their", "there", "they're"),
@@ -107,7 +120,9 @@ class WordFinding:
     surprise: float  # -log p(word | context), summed over its pieces (nats)
     kind: str  # "non-word" (not in the dictionary), "real-word" (a confusable dictionary word), "word" (neither)
     gain: float  # log p(best fix) - log p(word): how much likelier the best fix is (nats); -inf: no fix
-    fixes: tuple[tuple[str, float], ...]  # (replacement, its log p here), likeliest first
+    # (replacement, its log p here), likeliest first; a confusable read on (`Detector._read_on`) adds what
+    # the replacement changes in the log p of the words after, so that gain = best score + surprise
+    fixes: tuple[tuple[str, float], ...]
     excused: str = ""  # why it is never shown whatever its gain ("" when nothing excuses it)
 
     def likely(self) -> str:
@@ -271,10 +286,11 @@ class Evidence:
     outside its prose (inline and fenced code, tables, link targets), and whether it is a
     technical document (one with such words). A capitalised non-word inside a sentence is a
     name in any document. In a technical document a code-like non-word (a file extension, a
-    call, a word with no vowel, jargon with no common word one edit away, a word its code uses)
-    is no typo; a word one edit from a very common word is judged by the model's context even
-    when the code uses it ("teh" in a table is as wrong as in prose). Cheap, so it is put
-    together on every publish while the model's findings are reused."""
+    call, a word with no vowel, jargon with no common word one edit away unless it is a long
+    word one edit from any word worth suggesting, a word its code uses) is no typo; a word one
+    edit from a very common word is judged by the model's context even when the code uses it
+    ("teh" in a table is as wrong as in prose). Cheap, so it is put together on every publish
+    while the model's findings are reused."""
 
     uses: dict
     code_words: frozenset
@@ -303,8 +319,10 @@ class Evidence:
             return "code-like"
         if not any(c in "aeiouy" for c in lower):
             return "code-like: no vowel"
-        closest = max((dictionary().word_frequency[w] for w in _close_lower(lower, 1)), default=0)
-        if closest < COMMON_FREQUENCY:
+        close = _close_lower(lower, 1)
+        closest = max((dictionary().word_frequency[w] for w in close), default=0)
+        long_typo = len(lower) >= LONG_WORD_LETTERS and any(_fix_worthy(w) for w in close)
+        if closest < COMMON_FREQUENCY and not long_typo:
             return "jargon: no common word one edit away"
         if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
             return "used as code in this document"
@@ -500,11 +518,11 @@ class Detector:
         starts = np.asarray(starts)
         spans = list(words) if resolved else word_tokens(text, starts, len(surprise), list(words))
         cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
-        todo = []
+        todo, ends = [], []
         for a, b, i, j in spans:
             word = text[a:b]
             known = is_word(word)
-            suspect = not known or (word.islower() and word in CONFUSABLE)
+            suspect = not known or reads_on(word)
             if not suspect and not force:
                 continue
             cands = (
@@ -512,13 +530,14 @@ class Detector:
             )
             lead = text[int(starts[i]) : a]
             pieces = [(c, *self._first(lead, c)) for c in cands]
-            if known:  # a multi-piece confusable: its first piece alone would overstate it
+            if known and continuation is None:  # a multi-piece confusable's first piece alone would overstate it
                 confusable = CONFUSABLE.get(word.lower(), ())
                 pieces = [p for p in pieces if p[2] == 1 or p[0].lower() not in confusable]
             if not pieces and not force:
                 continue
             kind = "real-word" if known and suspect else "non-word" if not known else "word"
             todo.append((a, b, word, i, float(cumulative[j] - cumulative[i]), kind, pieces, lead))
+            ends.append(j)
         if not todo:
             return []
         scores = logprobs([t[3] for t in todo], [[first for _, first, _ in t[6]] for t in todo])
@@ -535,6 +554,43 @@ class Detector:
             )
             gain = (scored[0][1] + s) if scored else float("-inf")
             out.append(WordFinding(a, b, word, s, kind, gain, tuple(scored[:MAX_FIXES])))
+        return self._read_on(text, starts, surprise, out, todo, firsts, ends, continuation)
+
+    def _read_on(self, text, starts, surprise, out, todo, firsts, ends, continuation) -> list[WordFinding]:
+        """The real-word findings rescored on the words after them too (at most WORDS_AFTER_TOKENS
+        tokens, `_words_after`). The word and each partner x is scored as log p(x's first piece)
+        at the word's position (the state's LM head) plus log p(x's further pieces, the words
+        after | x's first piece) from one short forward pass each (`continuation`), so the word
+        and its partners are read the same way, several pieces or one; a fix's score is then
+        kept such that gain = score of the best fix + surprise, as everywhere. The words before
+        alone cannot tell "quiet, orderly" from "quite, orderly"; the words after also clear a
+        confusable the words before only seemed to doubt. Only a word whose gain from the words
+        before reaches WORDS_AFTER_MIN_GAIN is read on."""
+        if continuation is None:
+            return out
+        jobs, chosen = [], []
+        for n, (f, t, j) in enumerate(zip(out, todo, ends)):
+            i, lead, pieces = t[3], t[7], t[6]
+            if f.kind != "real-word" or not f.fixes or f.gain < WORDS_AFTER_MIN_GAIN:
+                continue
+            after = _words_after(text, starts, len(surprise), j)
+            if not after:
+                continue
+            tail = list(self._pieces("", after))
+            first_lp = {c: float(firsts[n][k]) for k, (c, _, _) in enumerate(pieces)}
+            readings = [(f.word, -float(surprise[i]))] + [(c, first_lp[c]) for c, _ in f.fixes]
+            for word, _ in readings:
+                jobs.append((i, [*self._pieces(lead, word), *tail]))
+            chosen.append((n, readings))
+        if not jobs:
+            return out
+        got = iter(continuation(jobs))
+        for n, readings in chosen:
+            f = out[n]
+            totals = [(word, lp + next(got)) for word, lp in readings]
+            on_word = totals[0][1]
+            fixes = sorted(((c, total - on_word - f.surprise) for c, total in totals[1:]), key=lambda t: -t[1])
+            out[n] = replace(f, fixes=tuple(fixes), gain=fixes[0][1] + f.surprise)
         return out
 
     def _further_pieces(self, todo, firsts, continuation) -> dict[tuple[int, int], float]:
@@ -550,6 +606,26 @@ class Detector:
                     jobs.append((i, list(self._pieces(lead, c))))
                     keys.append((n, k))
         return dict(zip(keys, continuation(jobs))) if jobs else {}
+
+
+def reads_on(word: str) -> bool:
+    """Whether the detector's finding on this dictionary word depends on the words after it
+    (a lower-case confusable, `Detector._read_on`)."""
+    return word.islower() and word in CONFUSABLE
+
+
+def _words_after(text: str, starts: Sequence[int], n_tokens: int, j: int) -> str:
+    """The text of at most WORDS_AFTER_TOKENS tokens from token j on, stopping before the first
+    that holds a line break (a paragraph's findings depend on its own text only)."""
+    k, last = j, min(j + WORDS_AFTER_TOKENS, n_tokens)
+    while k < last:
+        end = int(starts[k + 1]) if k + 1 < n_tokens else len(text)
+        if "\n" in text[int(starts[k]) : end]:
+            break
+        k += 1
+    if k == j:
+        return ""
+    return text[int(starts[j]) : int(starts[k]) if k < n_tokens else len(text)]
 
 
 def _unique(words: list[str]) -> list[str]:

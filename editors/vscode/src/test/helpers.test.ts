@@ -52,7 +52,7 @@ test("serverSettings nests, drops client-only settings and maps empty strings to
     maxSurpriseHints: 50,
     typo: true,
     typoThreshold: 1.76,
-    realWordThreshold: 4.43,
+    realWordThreshold: 3.25,
     maxTypoHints: 50,
     toneMinWords: 12,
     sourceComments: true,
