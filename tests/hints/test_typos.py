@@ -295,14 +295,15 @@ def test_hover_says_unlikely_only_where_a_hint_is_shown(model):
 
 def test_code_like_words_in_a_technical_document_are_not_typos(model):
     text = (
-        "# Shells\n\nUse zsh or fish on Unix, read stdin with the shell, and keep settings in a file with the "
+        "# Shells\n\nPress **alt-b** to go back a word.\n\n"
+        "Use zsh or fish on Unix, read stdin with the shell, and keep settings in a file with the "
         ".yaml extension.\n\n```\nzsh -c 'cat /dev/stdin'\n```\n\nI went to teh store. The documentation "
         "lists the signatues of every function.\n"
     )
     tt, _, mat = material(model, text, "markdown")
     shown = {text[h.start : h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"}
     # a long word one edit from a word worth suggesting is a typo even where jargon is expected
-    assert {"teh", "signatues"} <= shown and not shown & {"zsh", "stdin", "yaml", "Unix"}
+    assert {"teh", "signatues"} <= shown and not shown & {"zsh", "stdin", "yaml", "Unix", "alt"}
     plain = "Use zsh or fish, and read stdin with the shell.\n"  # no code: not a technical document
     _, _, prose = material(model, plain)
     assert {"zsh", "stdin"} <= {f.word for f in prose.findings}

@@ -279,18 +279,23 @@ def near_common(lower: str) -> bool:
     return len(lower) >= TWO_EDIT_MIN_LETTERS and any(freq[w] >= COMMON_FREQUENCY for w in _close_lower(lower, 2))
 
 
+# What follows a key's name in a key chord: "alt-b", "ctrl+r", "alt-." (one key, then no letter).
+_KEY_CHORD = re.compile(r"[-+](?:[A-Za-z](?![A-Za-z])|[^\sA-Za-z+-])")
+
+
 @dataclass(frozen=True)
 class Evidence:
     """What the whole document says about its words, beyond the dictionary: how often each
     spelling missing from the dictionary is used in its prose (lower-cased), those of them
     outside its prose (inline and fenced code, tables, link targets), and whether it is a
     technical document (one with such words). A capitalised non-word inside a sentence is a
-    name in any document. In a technical document a code-like non-word (a file extension, a
-    call, a word with no vowel, jargon with no common word one edit away unless it is a long
-    word one edit from any word worth suggesting, a word its code uses) is no typo; a word one
-    edit from a very common word is judged by the model's context even when the code uses it
-    ("teh" in a table is as wrong as in prose). Cheap, so it is put together on every publish
-    while the model's findings are reused."""
+    name in any document. In a technical document a code-like non-word is no typo: a file
+    extension, a call, a key's name in a key chord (alt-b, ctrl+r), a word with no vowel,
+    jargon with no common word one edit away (unless it is a long word one edit from any word
+    worth suggesting), a word its code uses. A word one edit from a very common word is judged
+    by the model's context even when the code uses it ("teh" in a table is as wrong as in
+    prose). Cheap, so it is put together on every publish while the model's findings are
+    reused."""
 
     uses: dict
     code_words: frozenset
@@ -317,6 +322,8 @@ class Evidence:
         lower = f.word.lower()
         if text[f.start - 1 : f.start] == "." or text[f.end : f.end + 1] in ("(", "_"):
             return "code-like"
+        if _KEY_CHORD.match(text, f.end):
+            return "code-like: a key chord"
         if not any(c in "aeiouy" for c in lower):
             return "code-like: no vowel"
         close = _close_lower(lower, 1)
