@@ -108,7 +108,7 @@ async def run(args) -> dict:
     open_s = time.perf_counter() - t0
     rss_open = rss_mb(server.pid)
     at = insertion_point(text)
-    typed = (" " + SENTENCE * 4)[: args.keystrokes]
+    typed = (" " + args.sentence * 4)[: args.keystrokes]
     latency = []
     for k, ch in enumerate(typed):
         version = k + 2
@@ -162,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu", type=int, default=0, help="core to pin the server to (taskset); -1: no pinning")
     ap.add_argument("--over-limit", action="store_true", help="type into a text over maxDocumentTokens instead")
     ap.add_argument("--over-limit-mb", type=float, default=2.0, help="size of the --over-limit text (MB)")
+    ap.add_argument(
+        "--sentence",
+        default=SENTENCE,
+        help="what is typed (repeated): a confusable in it ('they took there departure') is read on while the "
+        "words after it are typed",
+    )
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--label", default="this checkout")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "typing_word_hints")

@@ -60,8 +60,8 @@ EXTRA_PIECE_NATS = 2.0
 # A confusable and its partners are also scored on the words after them, up to this many tokens (never
 # past a line break): "quiet, orderly" and "quite, orderly" read alike up to the word itself.
 WORDS_AFTER_TOKENS = 4
-# ... when the words before already make a partner at least this much likelier (nats) than the word:
-# "of" is in every sentence, and each reading of the words after is a short forward pass.
+# ... when the words before leave the pair open: a gain of at least this (nats; -2: the partner at most
+# 2 nats less likely). "of" is in every sentence, and each reading of the words after is a forward pass.
 WORDS_AFTER_MIN_GAIN = -2.0
 
 CONFUSION_SETS: tuple[tuple[str, ...], ...] = (
