@@ -74,6 +74,14 @@ def test_missing_model_is_a_clear_error(folder, tmp_path, capsys):
     assert code == 2 and "model folder not found" in err
 
 
+def test_one_document_is_pointed_to_check(tmp_path, tiny_model_dir, capsys):
+    essay = tmp_path / "essay.md"
+    essay.write_text("So they took there departure.\n")
+    code, out, err = _run([str(essay), "--model", str(tiny_model_dir)], capsys)
+    assert code == 2 and not out and "Traceback" not in err
+    assert "not a file of revision rows" in err and f"vq-lsp check {essay}" in err
+
+
 def test_jsonl_revisions_and_csv_output(tmp_path, tiny_model_dir, capsys):
     path = tmp_path / "revs.jsonl.gz"
     with gzip.open(path, "wt") as f:

@@ -175,6 +175,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+REVISION_ROW_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")  # what from_jsonl reads
+
+
 def revisions_for(args: argparse.Namespace, warn, note=None) -> RevisionSource:
     if args.git:
         return git_source(Path(args.git), warn, note, merges=args.git_merges)
@@ -182,6 +185,11 @@ def revisions_for(args: argparse.Namespace, warn, note=None) -> RevisionSource:
     if path.is_dir():
         return folder_source(path, args.order, warn)
     if path.is_file():
+        if not path.name.lower().endswith(REVISION_ROW_SUFFIXES):
+            raise ValueError(
+                f"{path}: not a file of revision rows ({', '.join(REVISION_ROW_SUFFIXES)}); to check one document, "
+                f"run `vq-lsp check {path}`; to score the versions of a document, give the folder that holds them"
+            )
         return RevisionSource(from_jsonl(path, warn))
     raise ValueError(f"{path}: no such file or folder")
 
