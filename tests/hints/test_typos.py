@@ -266,6 +266,27 @@ def test_a_confusable_is_read_with_the_words_after_it(model):
         assert not [h for h in hints.choose(tt, mat, cfg) if h.code == "typo"], right
 
 
+def test_the_words_after_a_confusable_leave_out_the_word_being_typed(model):
+    """While the next words are typed at the end of a paragraph, a confusable is read on over
+    the finished words only: the text read stays the same for every letter of the word being
+    typed, so its forward passes are kept (by their tokens) instead of repeated per keystroke."""
+    sentence = "So they took there departure, leaving me"
+    start = sentence.index(" departure")
+    seen = []
+    for n in range(start, len(sentence) + 1):
+        text = "First paragraph.\n\n" + sentence[:n] + "\n\nNext paragraph.\n"
+        ids, offsets = model.tokenizer.encode_with_offsets(text)
+        starts = np.asarray([a for a, _ in offsets])
+        j = int(np.searchsorted(starts, text.index(" there") + len(" there")))
+        seen.append(typos._words_after(text, starts, len(ids), j))
+    assert sorted(set(seen), key=len) == ["", " departure,", " departure, leaving"]
+    finished = "So they took there departure, leaving me at the door.\n"
+    ids, offsets = model.tokenizer.encode_with_offsets(finished)
+    starts = np.asarray([a for a, _ in offsets])
+    j = int(np.searchsorted(starts, finished.index(" there") + len(" there")))
+    assert typos._words_after(finished, starts, len(ids), j) == " departure, leaving me"  # 4 tokens
+
+
 def test_capitalised_confusables_are_not_checked(model):
     text = "- Know your shell.\n- Know the basic commands.\n\nTheir eyes met. Now we know.\n"
     _, _, mat = material(model, text, "markdown")

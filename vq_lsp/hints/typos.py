@@ -623,16 +623,24 @@ def reads_on(word: str) -> bool:
 
 def _words_after(text: str, starts: Sequence[int], n_tokens: int, j: int) -> str:
     """The text of at most WORDS_AFTER_TOKENS tokens from token j on, stopping before the first
-    that holds a line break (a paragraph's findings depend on its own text only)."""
+    that holds a line break (a paragraph's findings depend on its own text only), and never
+    ending inside a word: a word the token limit cuts is left out, and so is a last word that
+    ends the paragraph without punctuation. That is the word being typed, and reading on over
+    each of its letters would cost a forward pass per keystroke for a word not written yet (a
+    finished paragraph ends in punctuation)."""
     k, last = j, min(j + WORDS_AFTER_TOKENS, n_tokens)
     while k < last:
         end = int(starts[k + 1]) if k + 1 < n_tokens else len(text)
         if "\n" in text[int(starts[k]) : end]:
             break
         k += 1
-    if k == j:
-        return ""
-    return text[int(starts[j]) : int(starts[k]) if k < n_tokens else len(text)]
+    stop = int(starts[k]) if k < n_tokens else len(text)
+    at_end = k == n_tokens or "\n" in text[stop : int(starts[k + 1]) if k + 1 < n_tokens else len(text)]
+    if k > j and text[stop - 1].isalnum() and (at_end or text[stop : stop + 1].isalnum()):
+        while k > j and not text[int(starts[k - 1])].isspace():
+            k -= 1
+        k = max(k - 1, j)  # the last word's first token (it starts with its space) goes too
+    return text[int(starts[j]) : int(starts[k]) if k < n_tokens else len(text)] if k > j else ""
 
 
 def _unique(words: list[str]) -> list[str]:
