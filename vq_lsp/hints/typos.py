@@ -521,7 +521,8 @@ class Detector:
         other word its closest dictionary words, for the scores only. `resolved`: `words` are
         already word_tokens' (start, end, first token, end token) spans. `continuation(jobs)`
         gives, for each (token index, piece ids), the log-probability of the pieces after the
-        first given the first (without it: a fixed EXTRA_PIECE_NATS per further piece)."""
+        first given the first (without it: a fixed EXTRA_PIECE_NATS per further piece, only
+        one-piece partners of a confusable, and no reading on over the words after it)."""
         starts = np.asarray(starts)
         spans = list(words) if resolved else word_tokens(text, starts, len(surprise), list(words))
         cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
