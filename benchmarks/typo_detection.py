@@ -371,11 +371,15 @@ def evaluate(cases, flag_nw, flag_rw) -> dict:
     return out
 
 
+def _without(preds, spans: set) -> list:
+    return [p for p in preds if p[0] not in spans]
+
+
 def precise_threshold(cases, target: float) -> tuple[float | None, dict | None]:
     """The lowest real-word gain threshold whose precision on these cases reaches `target`, a
     hint on one of the texts' own errors (case[3]) counted neither right nor wrong: it is a right
     hint, but no error was put there."""
-    cases = [(c[0], [p for p in c[1] if p[0] not in set(c[3])], *c[2:]) if len(c) > 3 else c for c in cases]
+    cases = [(c[0], _without(c[1], set(c[3])), *c[2:]) if len(c) > 3 else c for c in cases]
     gains = sorted(
         {
             round(item.gain, 2)

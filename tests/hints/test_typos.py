@@ -254,12 +254,9 @@ def test_a_confusable_is_read_with_the_words_after_it(model):
         tt, doc, mat = material(model, wrong)
         f = findings_by_word(mat)[word]
         assert f.fixes[0][0] == partner and typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold), wrong
-        (left_only,) = [
-            g
-            for g in typos.Detector(model.tokenizer).examine(
-                wrong, tt.token_starts, doc.surprise_array(), [(f.start, f.end)], doc.next_token_logprobs
-            )
-        ]
+        (left_only,) = typos.Detector(model.tokenizer).examine(
+            wrong, tt.token_starts, doc.surprise_array(), [(f.start, f.end)], doc.next_token_logprobs
+        )
         assert f.gain > left_only.gain + 2  # the words after make the partner far likelier than those before alone
         right = wrong.replace(f" {word} ", f" {partner} ")
         tt, _, mat = material(model, right)

@@ -328,8 +328,7 @@ class Evidence:
             return "code-like: no vowel"
         close = _close_lower(lower, 1)
         closest = max((dictionary().word_frequency[w] for w in close), default=0)
-        long_typo = len(lower) >= LONG_WORD_LETTERS and any(_fix_worthy(w) for w in close)
-        if closest < COMMON_FREQUENCY and not long_typo:
+        if closest < COMMON_FREQUENCY and not (len(lower) >= LONG_WORD_LETTERS and any(map(_fix_worthy, close))):
             return "jargon: no common word one edit away"
         if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
             return "used as code in this document"
