@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 
+from . import stdio
 from .settings import Settings
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # inference.argtypes.LOG_LEVELS
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return check(argv[1:])
     args = parse_args(argv)
+    reserved = stdio.reserve_stdout()  # only the protocol reaches the editor
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="vq-lsp %(levelname)s %(name)s: %(message)s")
     import torch  # after argument parsing: `vq-lsp --help` stays fast
 
@@ -124,10 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         state_layout=args.state_layout,
     )
     server = build(defaults)
-    code = server.start_io()
+    code = server.start_io(stdout=reserved.binary if reserved else None)
     if not server.engine_finished():  # an engine job nobody waits for any more: do not wait for it either
         logging.getLogger(__name__).warning("exiting while the engine finishes a job it no longer needs")
-        sys.stdout.flush()
+        if reserved:
+            reserved.binary.flush()
         sys.stderr.flush()
         os._exit(code)
     return code

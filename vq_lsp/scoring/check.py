@@ -31,7 +31,7 @@ import numpy as np
 import inference
 from inference import argtypes
 
-from .. import __version__
+from .. import __version__, stdio
 from ..hints import conventions, excludes, markup
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
@@ -263,6 +263,8 @@ def fails(findings: list[Finding], fail_on: str) -> bool:
 
 def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable[[str], None] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    reserved = stdio.reserve_stdout()  # the report stays parsable whatever a library prints
+    out = reserved.text if reserved else sys.stdout
     warn = warn or (lambda message: print(message, file=sys.stderr))
     root = root or Path.cwd()
     paths = [Path(p) for p in args.paths]
@@ -302,8 +304,8 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
             except ValueError as e:
                 problem = str(e)
         warn(f"{name}: skipped: {problem}")
-    write(findings, args.format, sys.stdout)
-    sys.stdout.flush()
+    write(findings, args.format, out)
+    out.flush()
     return 1 if fails(findings, args.fail_on) else 0
 
 

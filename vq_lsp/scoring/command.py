@@ -22,6 +22,7 @@ from tqdm import tqdm
 import inference
 from inference import argtypes
 
+from .. import stdio
 from ..hints import markup
 from ..settings import DiagnosticSettings
 from .output import RowWriter
@@ -214,6 +215,8 @@ def remembering(revisions: Iterator[Revision], texts: deque[str]) -> Iterator[Re
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    reserved = stdio.reserve_stdout()  # the rows stay parsable whatever a library prints
+    stdout = reserved.text if reserved else sys.stdout
     summary_holder: list[Summary] = []
 
     def warn(message: str) -> None:
@@ -249,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
         summary_holder.append(scorer.summary)
-        out = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
+        out = open(args.output, "w", encoding="utf-8", newline="") if args.output else stdout
         try:
             writer = RowWriter(
                 out,
@@ -268,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 **progress_screen(),
             )
-            writer.bar = bar if out is sys.stdout else None
+            writer.bar = bar if out is stdout else None
             with bar:
                 for row in bar:
                     writer.row(row, texts.popleft() if changes_only else None)
@@ -276,12 +279,12 @@ def main(argv: list[str] | None = None) -> int:
             writer.bar = None  # closed: the summary goes below it
             writer.summary(scorer.summary)
         finally:
-            if out is not sys.stdout:
+            if out is not stdout:
                 out.close()
     except (ValueError, OSError) as e:  # ModelLoadError is a ValueError
         print(f"vq-lsp score: error: {e}", file=sys.stderr)
         return 2
-    sys.stdout.flush()
+    stdout.flush()
     s = scorer.summary
     if s.revisions == 0:
         print("vq-lsp score: error: no revision could be scored", file=sys.stderr)
