@@ -23,6 +23,7 @@ H.after_startup(function()
   wait("the client to attach", function() return #vim.lsp.get_clients({ bufnr = buf, name = "vq_lsp" }) > 0 end)
   local client = vim.lsp.get_clients({ bufnr = buf, name = "vq_lsp" })[1]
   out.cmd = client.config.cmd
+  out.debounce_ms = client.flags.debounce_text_changes
   step("attached")
 
   wait("the tone diagnostic", function() return count(buf, "sentiment") == 1 end)
@@ -44,4 +45,21 @@ H.after_startup(function()
   wait(":VqLspScore's answer", function() return H.notified("^vq%-lsp:", from) end)
   out.score_message = H.notified("^vq%-lsp:", from)
   step("commands")
+
+  -- vq-lsp.toml written by another program (Neovim reports no file changes): applies without a restart
+  local config = vim.fs.joinpath(vim.fn.getcwd(), "vq-lsp.toml")
+  local function write(text)
+    local f = assert(io.open(config, "w"))
+    f:write(text)
+    f:close()
+  end
+  local t0 = vim.uv.hrtime()
+  write("[diagnostics]\nsentiment = false\n")
+  wait("the tone hint to go once vq-lsp.toml turns tone off", function() return count(buf, "sentiment") == 0 end)
+  out.toml_applied_ms = (vim.uv.hrtime() - t0) / 1e6
+  from = #out.messages
+  write('[diagnostics]\nsentiment-threshold = "high"\n')
+  wait("a message naming the bad value", function() return H.notified("sentimentThreshold", from) end)
+  out.bad_value_message = H.notified("sentimentThreshold", from)
+  step("workspace file")
 end)

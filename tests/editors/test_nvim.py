@@ -97,9 +97,9 @@ def run(tmp_path_factory, tiny_model_dir) -> dict:
 def enabled(tmp_path_factory, tiny_model_dir) -> dict:
     """`vim.lsp.enable("vq_lsp")` alone, `vq-lsp` from PATH, tone shown only in the code lens."""
     path = f"{VQ_LSP.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return drive(
-        ENABLE_DRIVER, tmp_path_factory.mktemp("nvim-enable"), tiny_model_dir, PATH=path, VQ_TEST_TONE_DISPLAY="lens"
-    )
+    tmp = tmp_path_factory.mktemp("nvim-enable")
+    (tmp / "vq-lsp.toml").write_text('words = ["recieve"]\n')  # the workspace root, by the plugin's root markers
+    return drive(ENABLE_DRIVER, tmp, tiny_model_dir, PATH=path, VQ_TEST_TONE_DISPLAY="lens")
 
 
 def sentiment(diags: list[dict]) -> list[dict]:
@@ -225,6 +225,16 @@ def test_enable_alone_attaches_to_a_markdown_buffer(enabled):
     label = max(scores["scores"], key=scores["scores"].get)
     assert f"vq-lsp: {label} {scores['scores'][label]:.2f} (document) · verify" in enabled["lens_titles"]
     assert enabled["score_message"].startswith(f"vq-lsp: {label} {scores['scores'][label]:.2f} (document, ")
+
+
+def test_the_workspace_file_applies_without_a_restart(enabled):
+    """Neovim offers no file watching: the server notices vq-lsp.toml's change itself, within 3 s."""
+    assert enabled["toml_applied_ms"] < 3000
+    assert "vq-lsp.toml" in enabled["bad_value_message"] and "'high' is invalid" in enabled["bad_value_message"]
+
+
+def test_edits_go_to_the_server_as_they_happen(enabled):
+    assert enabled["debounce_ms"] == 0  # Neovim's 150 ms default would hold hints back while the writer types
 
 
 def test_tone_display_lens_keeps_tone_off_the_text(enabled):

@@ -67,6 +67,7 @@ def build(defaults: Settings | None = None) -> VQServer:
     async def initialized(ls: VQServer, params: types.InitializedParams):
         workspace_files.report_problems(ls)
         await workspace_files.register_watchers(ls)
+        workspace_files.start_polling(ls)  # also where the editor reports no change of them
         if ls.docs.settings.diagnostics.grammar:
             grammar.checker().prepare()  # Harper's linter builds while the model loads
         await ls.load_model()

@@ -5,7 +5,11 @@ configuration file (vq_lsp/workspace/config_file.py) goes under the editor's set
 dictionaries (vq_lsp/workspace/dictionaries.py) into the documents' `Conventions`. Both are read
 again, with no restart, when the client reports a change of `vq-lsp.toml`, `pyproject.toml` or a
 word list (`workspace/didChangeWatchedFiles`, registered dynamically where the client allows it)
-or saves one of them (`textDocument/didSave`); every open document is then re-hinted.
+or saves one of them (`textDocument/didSave`); every open document is then re-hinted. Not every
+editor reports changes (Neovim offers no file watching by default, and a file written by another
+program is never saved in the editor), so the server also looks at the files' sizes and times
+itself every POLL_S seconds and reads them again when one changed: a setting written to
+`vq-lsp.toml` applies within a few seconds in any editor, and a bad value is reported at once.
 
 A word list open in the editor counts as its buffer says, saved or not: the quick fixes that add
 a word (dictionary_actions.py) are plain edits of the word list, which Neovim applies to a buffer
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WATCH_REGISTRATION = "vq-lsp/watch-workspace-files"
+POLL_S = 1.0  # how often the server looks at the files' sizes and times (four stat calls)
 REAPPLY = object()  # apply_settings(REAPPLY): the editor's last settings again, over a re-read file
 
 
@@ -58,6 +63,7 @@ class WorkspaceFiles:
         self._init_data: Any = None
         self._editor_data: Any = None
         self._tasks: set[asyncio.Future] = set()
+        self._seen: tuple = ()  # the files' stat fingerprint when last read
 
     def open(self, params: types.InitializeParams) -> None:
         self.root = root_of(params)
@@ -65,10 +71,33 @@ class WorkspaceFiles:
 
     def read(self) -> None:
         """Read the configuration file and the dictionaries again."""
+        self._seen = self.fingerprint()
         self.config = config_file.load(self.root)
         words, problems = dictionaries.load(self.root, self.config.words, self.buffers)
         self.problems += list(self.config.problems) + problems
         self.conventions = Conventions(words, str(self.root) if self.root else None)
+
+    def watched_paths(self) -> list[Path]:
+        """Every file whose content shapes the hints: the configuration files and the word lists."""
+        paths = [dictionaries.user_dictionary_path()]
+        if self.root is not None:
+            paths += [self.root / name for name in config_file.WATCHED]
+            paths.append(dictionaries.workspace_dictionary_path(self.root))
+        return paths
+
+    def fingerprint(self) -> tuple:
+        """(size, mtime) of each watched file, None for a missing one: what a change on disk moves."""
+        out = []
+        for path in self.watched_paths():
+            try:
+                st = path.stat()
+                out.append((st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def changed_on_disk(self) -> bool:
+        return self.fingerprint() != self._seen
 
     def word_list(self, uri: str) -> Path | None:
         """The word list a document is, if it is one."""
@@ -102,13 +131,33 @@ class WorkspaceFiles:
     def watch_buffer(self, ls: VQServer, uri: str, closed: bool = False) -> None:
         """didOpen, didChange, didClose: when the document is a word list, read it again (a task)."""
         if self.word_list(uri) is not None:
-            task = asyncio.ensure_future(buffer_changed(ls, uri, closed))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self.spawn(buffer_changed(ls, uri, closed))
+
+    def spawn(self, job) -> None:
+        """Run a coroutine as a task the server keeps until it ends."""
+        task = asyncio.ensure_future(job)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def take_problems(self) -> list[str]:
         out, self.problems = self.problems, []
         return out
+
+
+def start_polling(ls: VQServer) -> None:
+    """Read the files again whenever one changes on disk, whether or not the editor says so."""
+    ls.workspace_files.spawn(poll(ls))
+
+
+async def poll(ls: VQServer) -> None:
+    files = ls.workspace_files
+    while True:
+        await asyncio.sleep(POLL_S)
+        try:
+            if files.changed_on_disk():
+                await reload(ls)
+        except Exception:  # a failed read must not stop the polling; the next change is read again
+            log.exception("reading the workspace files again failed")
 
 
 async def register_watchers(ls: VQServer) -> None:
@@ -153,9 +202,11 @@ async def reload(ls: VQServer) -> None:
 
 
 async def files_changed(ls: VQServer, uris: list[str]) -> None:
-    """A change or save of these files: reload when one of them is ours."""
+    """A change or save of these files: reload when one of them is ours and the polling has not
+    read this change already (one message per bad value, not one per way of hearing of it)."""
     paths = [excludes.path_of(u) for u in uris]
-    if any(p is not None and ls.workspace_files.watches(Path(p)) for p in paths):
+    ours = any(p is not None and ls.workspace_files.watches(Path(p)) for p in paths)
+    if ours and ls.workspace_files.changed_on_disk():
         await reload(ls)
 
 

@@ -29,6 +29,11 @@ M.DOCUMENT_SCORES = "vqLsp/documentScores"
 M.VERIFY = "vqLsp.verify"
 M.PUBLISH = "textDocument/publishDiagnostics"
 
+--- Every edit goes to the server as it happens: the server coalesces a burst of edits itself, so
+--- the client's own delay (Neovim's default is 150 ms, restarted by every key) only makes hints
+--- wait until the writer pauses. Measured by benchmarks/nvim_typing.py.
+M.DEBOUNCE_MS = 0
+
 --- Neovim filetypes of the server's default `fileTypes` (Neovim sends the filetype as languageId).
 M.default_filetypes = { "text", "markdown", "rst", "asciidoc", "org", "tex", "mail", "gitcommit" }
 
@@ -138,7 +143,8 @@ function M.base_config()
   return {
     cmd = { "vq-lsp" },
     filetypes = vim.deepcopy(M.default_filetypes),
-    root_markers = { ".git" },
+    root_markers = { "vq-lsp.toml", ".git" },
+    flags = { debounce_text_changes = M.DEBOUNCE_MS },
     before_init = before_init,
     handlers = { [M.PUBLISH] = on_publish },
     commands = { [M.VERIFY] = verify_command },
