@@ -53,7 +53,8 @@ def nvim() -> str:
 
 
 def latencies(record: dict) -> tuple[list[float], int]:
-    """Per keystroke, ms until the first publish for its version or a newer one; keystrokes with a publish of their own."""
+    """Per keystroke, ms until the first publish for its version or a newer one; and how many
+    keystrokes got a publish of their own."""
     pubs = record["publishes"]
     out, own = [], 0
     for key in record["keys"]:
