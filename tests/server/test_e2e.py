@@ -158,6 +158,31 @@ async def test_hover_and_code_lens(client):
     assert f"{label} {res['scores'][label]:.2f}" in lenses[0].command.title
 
 
+async def lens_and_hover(client, uri: str) -> tuple[list[str], str | None]:
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0))
+    )
+    return [lens.command.title for lens in lenses], hover.contents.value if hover else None
+
+
+async def test_a_document_with_no_text_has_no_score(client):
+    uri = "file:///tmp/vq/empty.md"
+    open_doc(client, uri, "", version=1)
+    assert not (await diagnostics_for(client, uri, 1)).diagnostics
+    assert await lens_and_hover(client, uri) == ([], None)  # nothing to score: nothing shown
+    change(client, uri, 2, (0, 0, 0, 0, "The film was a delight from start to finish."))
+    await diagnostics_for(client, uri, 2)
+    (title,), hover = await lens_and_hover(client, uri)
+    assert title.endswith("(document) · verify") and "no text" not in title and "document: " in hover
+    change(client, uri, 3, (0, 0, 0, 44, " \n\n "))  # all of its words deleted
+    assert not (await diagnostics_for(client, uri, 3)).diagnostics
+    assert await lens_and_hover(client, uri) == (["vq-lsp: no text · verify"], "**vq-lsp** document: no text")
+    assert (await scores(client, uri))["scores"] == {}
+
+
 async def test_configuration_change_and_invalid_setting(client):
     uri = "file:///tmp/vq/config.txt"
     open_doc(client, uri, TEXT, version=1)

@@ -27,7 +27,7 @@ def scores(docs: Documents, uri: str) -> dict:
     return {
         "uri": uri,
         "version": st.version,
-        "scores": st.doc.scores,
+        "scores": st.doc.scores if hint_lsp.has_text(st.text) else {},  # an empty document has no score
         "tokens": st.doc.n_tokens,
         "windows": st.doc.window_count,
         "paragraphs": [

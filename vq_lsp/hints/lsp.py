@@ -94,6 +94,8 @@ def hover_text(
     language_id: str = "plaintext",
     cfg: DiagnosticSettings | None = None,
 ) -> str:
+    if not has_text(tt.text):
+        return f"**vq-lsp** document: {NO_TEXT}"
     label, p = selection.top_label(doc.scores)
     lines = [f"**vq-lsp** document: {label} {p:.2f} ({doc.n_tokens} tokens)"]
     lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
@@ -112,13 +114,24 @@ def hover_text(
     return "\n\n".join(lines)
 
 
-def code_lens(uri: str, doc: inference.IncrementalDocument) -> types.CodeLens:
-    label, p = selection.top_label(doc.scores)
+def has_text(text: str) -> bool:
+    """Whether a document has anything to score: an empty one, or one whose text was all deleted
+    (blanks and punctuation only), has no tone, and the model's score of nothing is no verdict."""
+    return any(ch.isalnum() for ch in text)
+
+
+NO_TEXT = "no text"
+
+
+def code_lens(uri: str, text: str, doc: inference.IncrementalDocument) -> types.CodeLens:
+    if has_text(text):
+        label, p = selection.top_label(doc.scores)
+        title = f"vq-lsp: {label} {p:.2f} (document) · verify"
+    else:
+        title = f"vq-lsp: {NO_TEXT} · verify"
     return types.CodeLens(
         range=types.Range(types.Position(0, 0), types.Position(0, 0)),
-        command=types.Command(
-            title=f"vq-lsp: {label} {p:.2f} (document) · verify", command=VERIFY_COMMAND, arguments=[uri]
-        ),
+        command=types.Command(title=title, command=VERIFY_COMMAND, arguments=[uri]),
     )
 
 

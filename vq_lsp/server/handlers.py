@@ -150,7 +150,7 @@ def build(defaults: Settings | None = None) -> VQServer:
             st = await ls.ready(params.text_document.uri, Documents.ready)
         except RequestFailed:
             return []
-        return [await ls.on_engine(hint_lsp.code_lens, st.uri, st.doc)]
+        return [await ls.on_engine(hint_lsp.code_lens, st.uri, st.text, st.doc)]
 
     @ls.feature(DOCUMENT_SCORES)
     async def document_scores(ls: VQServer, params: Any):
