@@ -21,11 +21,15 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from .lsp_helpers import VQ_LSP, change, diagnostics_for, make_client, model_loaded, open_doc
 
-# Sentences that make Harper print to fd 1 (found by linting the Gutenberg books and the revision
-# histories of the data folder paragraph by paragraph); each kind of print keeps one here.
+# Sentences that make Harper print to fd 1. Linting every paragraph of the data folder's 344
+# Gutenberg books and the revision histories' technical Markdown that has "forward to" (the
+# phrase of the only debugging print found in harper-py's library) found one kind of print, `gerund_form: ...`,
+# in three books; their sentences are kept here (public domain) beside the first one reported.
 HARPER_PRINTS = [
     "I am looking forward to dinner as a treat.",
-    "We were all looking forward to email as a way out.",
+    "Plato, like ourselves, is looking forward to changes in the moral and religious world.",
+    "We are looking forward to Christmas with great eagerness.",
+    "He was probably, in his heart, looking forward to heaven as simply the better alternative.",
 ]
 
 # Every Harper lint also prints from C and from a second thread, as a misbehaving native library would.
