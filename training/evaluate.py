@@ -81,6 +81,12 @@ def lm_report(net, batches) -> dict:
     }
 
 
+def edit_sequences(valid: torch.Tensor, docs: int, seq: int, seed: int) -> torch.Tensor:
+    """The held-out sequences the card's single-token edits are measured on: (docs, seq), BOS first."""
+    body = sample_chunks(valid, docs, seq - 1, 90_000, seed)  # (N, T-1)
+    return torch.cat([torch.full((docs, 1), BOS_ID), body], 1)
+
+
 @torch.no_grad()
 def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
     """Replace one random token per sequence; per layer, the fraction of later positions whose
@@ -242,8 +248,8 @@ def run_evaluate(args) -> Path:
     lm_batches = [pool_batch(valid, 2, lm_seq, 50_000 + i, args.seed, pool) for i in range(args.lm_batches)]
     report["held_out_lm"] = lm_report(net, lm_batches)
 
-    body = sample_chunks(valid, args.edit_docs, args.edit_seq - 1, 90_000, args.seed)  # (N, T-1)
-    ids = torch.cat([torch.full((args.edit_docs, 1), BOS_ID), body], 1)  # (N, T)
+    ids = edit_sequences(valid, args.edit_docs, args.edit_seq, args.seed)  # (N, T)
+    body = ids[:, 1:]
     report["single_token_edits"] = flip_report(net, ids, args.seed)
     reviews = [r[0] for r in test_ids[: args.edit_docs // 2]]  # real reviews, without BOS
     chunks = [b[1:].tolist() for b in body[: args.edit_docs - len(reviews)]]  # held-out LM text
