@@ -43,7 +43,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
     skipped = terminalreporter.stats.get("skipped", [])
     missing = sum(1 for r in skipped if isinstance(r.longrepr, tuple) and NO_FULL_DATA in str(r.longrepr[2]))
     if missing:
-        terminalreporter.write_line(f"{missing} tests not run: they {NO_FULL_DATA} (CI does)", yellow=True)
+        terminalreporter.write_line(
+            f"{missing} test(s) not run for want of the full data folder: set VQ_LSP_DATA (CI does)", yellow=True
+        )
 
 
 @pytest.fixture(scope="session")
