@@ -379,8 +379,7 @@ class Documents:
 
     def _pause(self, st: DocumentState, what: str, out: Outcome) -> None:
         """A change was lost: ignore incremental changes until the editor sends the full text."""
-        st.out_of_sync, st.in_doubt = what, True
-        st.tracked, st.doc, st.problem, st.material = None, None, None, None
+        st.pause(what)
         out.messages.append(
             Message(
                 "error",
@@ -409,8 +408,7 @@ class Documents:
                         f"({type(e).__name__}: {e}); rebuilt its state from the text",
                     )
                 )
-            st.doc, st.in_doubt = None, True
-            st.rebuilds += 1
+            st.mark_in_doubt()
 
     def _recompute(self, st: DocumentState) -> inference.EditResult:
         """The fullRecompute setting: rebuild the state from scratch over the new tokens (a dense pass).
@@ -515,8 +513,7 @@ class Documents:
         st = self.states.get(uri)
         if st is not None:
             st.forget_state()
-            st.rebuilds += 1
-            st.in_doubt = True
+            st.mark_in_doubt()
 
     def unavailable(self, uri: str) -> str | None:
         """Why a request on this open document cannot get a state, judged from what its last
