@@ -38,6 +38,55 @@ def full_data_dir() -> Path:
     return Path(folder)
 
 
+# The slow tier: the tests left out of `pytest -m "not slow"`, the fast tier of the README (CI runs both).
+# Each entry is a test file or a test (any parametrization) that took 8 s or more on one busy CPU core,
+# or whose module-wide server start did; what stays in the fast tier still drives the real server
+# end to end, checks exactness along edit sequences, and runs every command line.
+SLOW = (
+    "tests/reliability/test_big_opens.py",
+    "tests/reliability/test_faults.py",
+    "tests/reliability/test_fuzz.py",
+    "tests/reliability/test_hostile_storm.py",
+    "tests/reliability/test_long_session.py",
+    "tests/reliability/test_memory.py",
+    "tests/reliability/test_storms.py",
+    "tests/editors/test_nvim.py",
+    "tests/editors/test_nvim_dictionary.py",
+    "tests/batch/test_ray_batch.py",
+    "tests/server/test_requests_first.py",
+    "tests/server/test_fairness.py",
+    "tests/server/test_budget_use.py",
+    "tests/server/test_bad_model.py",
+    "tests/server/test_replay.py",
+    "tests/server/test_paragraph_context.py",
+    "tests/engine/test_replay.py",
+    "tests/engine/test_exactness.py::test_random_edit_sequences_stay_exact",
+    "tests/engine/test_exactness.py::test_windows_split_and_rebuild_stay_exact",
+    "tests/engine/test_exactness.py::test_small_pool_forces_full_respread_and_stays_exact",
+    "tests/engine/test_exactness.py::test_fixed_long_sequence_with_storms_relabels_and_stays_exact",
+    "tests/engine/test_model_folders.py::test_wrong_shaped_or_missing_tensor_is_named",
+    "tests/hints/test_reuse.py::test_random_edits_publish_what_a_fresh_computation_publishes",
+    "tests/batch/test_score.py::test_runs_as_a_program",
+    "tests/batch/test_score_hints.py",
+    "tests/server/test_snapshots_e2e.py",
+    "tests/training/test_pretrained_teacher.py",
+    "tests/training/test_reproduce_script.py",
+    "tests/training/test_context_scoring.py",
+    "tests/training/test_module_structure.py",
+    "tests/training/test_step_loop.py::test_full_run_saves_logs_and_follows_the_schedule",
+    "tests/typing/test_replay_ci.py",
+    "tests/typing/test_full_recompute.py",
+    "tests/test_dependencies.py",
+    "tests/test_dependencies_used.py",
+)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if any(item.nodeid == s or item.nodeid.startswith((s + "::", s + "[")) for s in SLOW):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """Say how many tests did not run for want of the full data folder, so a green run says what it left out."""
     skipped = terminalreporter.stats.get("skipped", [])
