@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import inference
+
 # Tests run many tiny tensor ops: one thread avoids OpenMP spin-waiting when the cores are busy.
 torch.set_num_threads(1)
 
@@ -55,7 +57,7 @@ SLOW = (
     "tests/batch/test_ray_batch.py",
     "tests/server/test_requests_first.py",
     "tests/server/test_fairness.py",
-    "tests/server/test_budget_use.py",
+    "tests/documents/test_budget_use.py",
     "tests/server/test_bad_model.py",
     "tests/server/test_replay.py",
     "tests/server/test_paragraph_context.py",
@@ -78,6 +80,9 @@ SLOW = (
     "tests/typing/test_full_recompute.py",
     "tests/test_dependencies.py",
     "tests/test_dependencies_used.py",
+    "tests/batch/test_git_text.py",
+    "tests/engine/test_paragraph_context.py::test_random_edits_with_paragraph_breaks_keep_paragraph_windows_and_exact_codes",
+    "tests/server/test_settings.py::test_model_from_the_command_line",
 )
 
 
@@ -99,16 +104,25 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 @pytest.fixture(scope="session")
 def gpt2_tokenizer(data_dir):
-    import inference
-
     folder = data_dir / "gpt2_tokenizer"
     return inference.Tokenizer.from_gpt2_files(folder / "vocab.json", folder / "merges.txt")
 
 
 @pytest.fixture(scope="session")
+def gpt2(gpt2_tokenizer) -> inference.Tokenizer:
+    """The GPT-2 tokenizer under the short name the server and documents tests use."""
+    return gpt2_tokenizer
+
+
+@pytest.fixture(scope="session")
+def model_dir(tiny_model_dir) -> Path:
+    """The shared tiny random VQ model folder (GPT-2 tokenizer, 256-token windows) the server loads."""
+    return tiny_model_dir
+
+
+@pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, gpt2_tokenizer) -> Path:
     """A small random VQ model folder with the GPT-2 tokenizer (no trained model needed)."""
-    import inference
     from tests.engine.helpers import tiny_model
 
     model = tiny_model(11, tokenizer=gpt2_tokenizer, vocab_size=50257, window_tokens=256, position_pool=25600)
