@@ -70,19 +70,6 @@ def _never(uri: str) -> bool:
     return False
 
 
-def touch(
-    states: OrderedDict[str, DocumentState],
-    st: DocumentState,
-    budget_bytes: float,
-    save: Callable[[DocumentState], None],
-    in_use: InUse = _never,
-) -> None:
-    """`st` was just used: it becomes the most recently used, and others make room for it."""
-    st.last_touch = time.monotonic()
-    states.move_to_end(st.uri)
-    evict_over_budget(states, budget_bytes, save, keep=st, in_use=in_use)
-
-
 def spared(st: DocumentState, in_use: InUse, now: float) -> bool:
     """Whether the budget must leave this document's state alone."""
     return in_use(st.uri) or now - st.last_edit < RECENT_EDIT_S or awaiting_hints(st)
