@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def data_dir(explicit: str | None = None) -> Path:
-    """--data, else $VQ_LSP_DATA, else the fallback the test suite uses too (tests/conftest.py)."""
+    """--data, else $VQ_LSP_DATA, else the data folder beside the repository (its developers' layout)."""
     return Path(explicit or os.environ.get("VQ_LSP_DATA") or REPO.parent / "shared" / "data")
 
 

@@ -43,6 +43,7 @@ from benchmarks.common import (
     softmax_twin,
     timed,
 )
+from vq_lsp.engine_flags import add_engine_flags
 
 METHODS = ("incremental", "dense", "prefix")
 
@@ -101,17 +102,14 @@ def main() -> None:
     ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--edits", type=int, default=60)
     ap.add_argument("--window", type=int, default=2048, help="window length in tokens (BOS included)")
-    ap.add_argument("--device", default=None)
-    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
-    ap.add_argument("--threads", type=int, default=None)
+    add_engine_flags(ap, "device", "threads", "precision", aliases={"precision": ("--dtype",)})
     ap.add_argument("--verify", action="store_true", help="check every edit against a dense pass (untimed)")
     ap.add_argument("--no-counts", action="store_true", help="skip the untimed dispatch counts")
     ap.add_argument("--per-edit", action="store_true", help="print one line per edit")
     ap.add_argument("--json", help="write every edit's record (times, MACs, counts) to this file")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dtype = getattr(torch, args.dtype)
+    torch.set_num_threads(args.threads)
+    dtype = getattr(torch, args.precision)
     model = load_for_window(args.model_dir, args.window, args.device, dtype)
     cfg, dev = model.config, model.device
     twin = softmax_twin(cfg, dev, dtype)
@@ -200,7 +198,7 @@ def main() -> None:
         f"changed tokens per edit (median): {median(changed)}"
     )
     print(
-        f"device: {dev}  dtype: {args.dtype}  threads: {torch.get_num_threads()}"
+        f"device: {dev}  dtype: {args.precision}  threads: {torch.get_num_threads()}"
         + (f"  verified: {mismatches} code mismatches" if args.verify else "")
     )
     header = ["method", "median ms", "p95 ms", "median MMACs", "p95 MMACs", "time / incremental", "MACs / incremental"]
@@ -214,7 +212,7 @@ def main() -> None:
             json.dumps(
                 {
                     "device": str(dev),
-                    "dtype": args.dtype,
+                    "dtype": args.precision,
                     "threads": torch.get_num_threads(),
                     "window": args.window,
                     "edits": records,

@@ -53,6 +53,7 @@ from benchmarks.optional import can_plot, require
 from inference import Splice, argtypes
 from inference.document import span_probs
 from inference.tokenizer import paragraph_breaks
+from vq_lsp.engine_flags import add_engine_flags
 
 BASELINES = ("dense", "prefix", "paragraph")
 SCENARIOS = ("atomic", "first 5%", "entire revision")
@@ -292,8 +293,8 @@ def run_all(chosen, args, dtype, root: Path) -> tuple[dict[str, list[Sample]], d
         "device": args.device,
         "dtype": dtype,
         "seed": args.seed,
-        "layout": args.layout,
-        "threads": args.threads or (1 if args.workers > 1 else torch.get_num_threads()),
+        "layout": args.state_layout,
+        "threads": args.threads,
     }
     indexed = [(i, o, n, i < args.timed_pairs) for i, (o, n) in enumerate(chosen)]
     chunks = max(1, min(len(indexed), 20 * args.workers))
@@ -334,21 +335,20 @@ def main() -> None:
         "--imdb", type=argtypes.non_negative_int, default=1000, help="IMDB test reviews for the context check (0: skip)"
     )
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    ap.add_argument("--device", type=argtypes.device, default=None)
-    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
-    ap.add_argument("--threads", type=argtypes.threads, default=None)
-    ap.add_argument(
-        "--layout",
-        choices=inference.LAYOUTS,
-        default="full",
-        help="the engine's state layout (inference.LAYOUTS; default full, load_model's default)",
+    add_engine_flags(
+        ap,
+        "device",
+        "threads",
+        "precision",
+        "state_layout",
+        notes={"threads": "(each worker's, when --workers is more than one)"},
+        aliases={"precision": ("--dtype",), "state_layout": ("--layout",)},
     )
     args = ap.parse_args()
     require("paper_table.py", "transformers", why="the prefix-KV baseline is a transformers OPT")
     plots = can_plot("paper_table.py")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dtype = getattr(torch, args.dtype)
+    torch.set_num_threads(args.threads)
+    dtype = getattr(torch, args.precision)
     root, out = data_dir(args.data), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model = load_for_window(args.model_dir, 2048, args.device, dtype)
@@ -362,9 +362,9 @@ def main() -> None:
     table = markdown_table(header, summarise(results))
     lines = [
         f"model: {model.path}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of 1536-2048 tokens, "
-        f"seed {args.seed}  device: {model.device}  dtype: {args.dtype}  layout: {args.layout}  "
+        f"seed {args.seed}  device: {model.device}  dtype: {args.precision}  layout: {args.state_layout}  "
         f"workers: {args.workers} "
-        f"(threads each: {args.threads or (1 if args.workers > 1 else torch.get_num_threads())})",
+        f"(threads each: {args.threads})",
         "cells: median over edits of (baseline / incremental); above 1x the engine is cheaper; "
         "time medians over the timed edits",
         "",

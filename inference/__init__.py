@@ -1,4 +1,4 @@
-"""VQ-OPT and its incremental engine. Public API (DESIGN.md, "The engine's public API"):
+"""VQ-OPT and its incremental engine. Public API (docs/architecture.md maps the package):
 
     model = inference.load_model(path=None, device=None)  # context="paragraph": each paragraph alone
     doc = inference.IncrementalDocument(model, model.tokenizer.encode(text))

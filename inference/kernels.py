@@ -100,7 +100,7 @@ def gather_codes(codebook: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
 
 
 def straight_through(continuous: torch.Tensor, quantized: torch.Tensor) -> torch.Tensor:
-    """Value exactly `quantized`, gradient to `continuous` (the bit-exact form from DESIGN.md)."""
+    """Value exactly `quantized`, gradient to `continuous` (the bit-exact form training/vq.py uses too)."""
     return quantized.detach() + (continuous - continuous.detach())
 
 

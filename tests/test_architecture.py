@@ -6,7 +6,10 @@
 - inside `vq_lsp`, each layer imports only the ones below it: `hints` <- `documents` <- `server`,
   `hints` <- `scoring`, `hints` <- `workspace` <- `server` and `scoring`, everything <- `settings`, and only
   `vq_lsp.server` imports pygls;
-- no package has an import cycle between its modules.
+- no package has an import cycle between its modules, nor a circle that only imports for
+  annotations close (a type-only circle: two modules that cannot be understood apart);
+- LSP types (lsprotocol) stay at the edge: `vq_lsp.server` and `vq_lsp/hints/lsp.py`, which turns
+  a hint into a diagnostic.
 
 Every import counts: relative ones, and those inside functions (a lazy import still ties two
 modules together). `from package import name` depends on the submodule `package.name` when
@@ -39,14 +42,41 @@ FORBIDDEN_EXTERNAL = {"inference": {"pygls", "lsprotocol"}}
 # the layers of vq_lsp: what each part may import besides itself and the package root (its __version__)
 VQ_LSP_LAYERS = {
     "vq_lsp.settings": set(),
+    "vq_lsp.engine_flags": {"vq_lsp.settings"},
     "vq_lsp.hints": {"vq_lsp.settings"},
     "vq_lsp.workspace": {"vq_lsp.settings", "vq_lsp.hints"},
     "vq_lsp.documents": {"vq_lsp.settings", "vq_lsp.hints"},
     "vq_lsp.server": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.documents", "vq_lsp.workspace"},
-    "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.workspace"},
-    "vq_lsp.cli": {"vq_lsp.settings", "vq_lsp.server", "vq_lsp.scoring"},
+    "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.engine_flags", "vq_lsp.hints", "vq_lsp.workspace"},
+    "vq_lsp.cli": {"vq_lsp.settings", "vq_lsp.engine_flags", "vq_lsp.server", "vq_lsp.scoring"},
 }
 ONLY_IMPORTED_BY = {"pygls": "vq_lsp.server"}  # within vq_lsp
+LSP_EDGE = ("vq_lsp.server", "vq_lsp.hints.lsp")  # the only modules that speak LSP types
+# Uses of LSP types outside the edge that remain, each named: a hint's severity is lsprotocol's
+# DiagnosticSeverity, so choosing hints (conventions) writes it; a severity of the hints' own, turned
+# into LSP's in hints/lsp.py, removes this entry.
+LSP_TYPES_ALLOWED = {"vq_lsp.hints.conventions"}
+# Type-only circles that remain, each named by its modules. Fixing one removes its entry (the test
+# wants this list exact, so it cannot go stale):
+TYPE_CIRCLES_ALLOWED = [
+    # WindowState (state) holds a window's tensors and also runs build/apply/verify (passes, heads),
+    # whose modules name WindowState in their annotations; constants builds the LM head (heads), which
+    # names LayerConstants. WindowState as a container, the algorithm in passes, ends it.
+    [
+        "inference.engine.constants",
+        "inference.engine.heads",
+        "inference.engine.layer",
+        "inference.engine.passes",
+        "inference.engine.plan",
+        "inference.engine.rows",
+        "inference.engine.state",
+        "inference.pass_costs",
+    ],
+    # DocumentState.previous is a Reusable, which takes a DocumentState over.
+    ["vq_lsp.documents.reuse", "vq_lsp.documents.state"],
+    # workspace_files names the VQServer it serves in annotations; language_server builds it.
+    ["vq_lsp.server.language_server", "vq_lsp.server.workspace_files"],
+]
 
 
 @dataclass(frozen=True)
@@ -141,13 +171,27 @@ def forbidden_imports(graph: list[Import]) -> list[str]:
     return bad
 
 
-def cycles(graph: list[Import]) -> list[list[str]]:
+def lsp_outside_the_edge(graph: list[Import]) -> list[str]:
+    """Imports of lsprotocol by product modules (inference, training, vq_lsp) outside LSP_EDGE."""
+    return [
+        imp.where()
+        for imp in graph
+        if not imp.internal
+        and imp.target.split(".")[0] == "lsprotocol"
+        and imp.source.split(".")[0] in ALLOWED
+        and not any(imp.source == edge or imp.source.startswith(edge + ".") for edge in LSP_EDGE)
+    ]
+
+
+def cycles(graph: list[Import], type_only: bool = False) -> list[list[str]]:
     """Import cycles between modules of one package (strongly connected components of two or
     more modules, or a module importing itself), each as its sorted module names. Imports under
-    `if TYPE_CHECKING:` do not count: they never run, and annotations may name each other."""
+    `if TYPE_CHECKING:` count only with `type_only`: they never run, so they make no import cycle,
+    but a circle they close still ties the modules' meanings together."""
     edges = nx.DiGraph()
     for imp in graph:
-        if imp.internal and not imp.type_only and imp.source.split(".")[0] == imp.target.split(".")[0]:
+        counted = type_only or not imp.type_only
+        if imp.internal and counted and imp.source.split(".")[0] == imp.target.split(".")[0]:
             edges.add_edge(imp.source, imp.target)
     found = [
         sorted(component)
@@ -168,6 +212,15 @@ def test_packages_import_only_what_their_layer_allows(graph):
 
 def test_no_package_has_an_import_cycle(graph):
     assert not cycles(graph), cycles(graph)
+
+
+def test_no_package_has_a_type_only_circle_but_the_named_ones(graph):
+    assert cycles(graph, type_only=True) == sorted(TYPE_CIRCLES_ALLOWED)
+
+
+def test_lsp_types_stay_in_the_server_and_the_hints_conversion(graph):
+    outside = lsp_outside_the_edge(graph)
+    assert {line.split(":")[0] for line in outside} == LSP_TYPES_ALLOWED, outside
 
 
 def test_the_graph_sees_relative_and_function_level_imports(graph):
@@ -238,3 +291,33 @@ def test_imports_for_annotations_only_make_no_cycle(tmp_path):
         },
     )
     assert cycles(import_graph(tmp_path, ("pkg",))) == []
+
+
+def test_a_circle_closed_by_annotations_is_a_type_only_circle(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from . import b\n",
+            "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n",
+        },
+    )
+    assert cycles(import_graph(tmp_path, ("pkg",)), type_only=True) == [["pkg.a", "pkg.b"]]
+
+
+def test_lsp_types_outside_the_edge_are_reported(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "vq_lsp/__init__.py": "",
+            "vq_lsp/documents/__init__.py": "",
+            "vq_lsp/documents/store.py": "from lsprotocol import types\n",
+            "vq_lsp/hints/__init__.py": "",
+            "vq_lsp/hints/lsp.py": "from lsprotocol import types\n",
+            "vq_lsp/server/__init__.py": "",
+            "vq_lsp/server/handlers.py": "import lsprotocol.types\n",
+        },
+    )
+    assert lsp_outside_the_edge(import_graph(tmp_path, ("vq_lsp",))) == [
+        "vq_lsp.documents.store:1 imports lsprotocol.types"
+    ]

@@ -158,7 +158,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
     if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
         sub.error(f"argument --out: {args.out} is a file, not a folder")
-    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "calibrate", "evaluate"}:
+    extracting = args.cmd == "teacher" and args.pretrained is not None  # reads the GGUF only, no data
+    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "calibrate", "evaluate"} and not extracting:
         try:
             args.data = resolve_data_dir(args.data)
         except SystemExit as e:

@@ -1,6 +1,6 @@
 """Evaluate a fine-tuned VQ model (and its dense teacher) into one JSON report.
 
-Why each figure is here (DESIGN.md, "Lessons from a feasibility run"): locality alone can be
+Why each figure is here: locality alone can be
 faked by a collapsed codebook, so the flip rate after single-token edits is always reported
 next to held-out code usage (codes used of 64, perplexity) and the LM loss gap between VQ on
 and VQ off. Accuracy/F1 use inference-time positions (evenly spread over the pool), the MAC

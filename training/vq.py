@@ -7,7 +7,7 @@ a Gumbel-softmax over code distances (the paper's pseudo-gradient), or plain str
 
 Codebooks are not trained by gradient: they follow an exponential moving average of the
 vectors assigned to them, and codes that fall out of use are re-seeded from recent vectors.
-DESIGN.md's lessons: a collapsed codebook fakes locality, so usage is tracked and reported.
+A collapsed codebook fakes locality (few codes in use, so few flips), so usage is tracked and reported.
 """
 
 from __future__ import annotations

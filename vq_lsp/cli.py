@@ -16,22 +16,10 @@ import os
 import sys
 
 from . import stdio
+from .engine_flags import add_engine_flags, checked
 from .settings import Settings
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # inference.argtypes.LOG_LEVELS
-
-
-def _checked(name: str):
-    """inference.argtypes.<name>, imported when a value is parsed: importing inference loads torch
-    (seconds), which `vq-lsp --help` should not wait for."""
-
-    def parse(text: str):
-        from inference import argtypes
-
-        return getattr(argtypes, name)(text)
-
-    parse.__name__ = name
-    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,42 +33,14 @@ def _parser() -> argparse.ArgumentParser:
     for q in (p, serve):
         # `vq-lsp --threads 2 serve`: the subcommand must not reset what was given before it
         keep = {} if q is p else {"default": argparse.SUPPRESS}
-        q.add_argument(
-            "--model", metavar="PATH", help="model folder (initializationOptions.modelPath overrides it)", **keep
-        )
-        q.add_argument(
-            "--device",
-            type=_checked("device"),
-            help="torch device: cpu, cuda, cuda:N (default: CUDA when present)",
-            **keep,
-        )
-        q.add_argument(
-            "--precision",
-            choices=("float32", "float64"),
-            **(keep or {"default": "float32"}),
-            help="engine dtype: float32 (default, serving) or float64 (verification mode)",
-        )
-        q.add_argument(
-            "--context",
-            choices=("window", "paragraph"),
-            **(keep or {"default": "window"}),
-            help="what a token sees: window (default) or paragraph (only its own paragraph)",
-        )
-        q.add_argument(
-            "--state-layout",
-            choices=("lean", "full"),
-            **(keep or {"default": "lean"}),
-            help="what a document's state keeps: lean (default, less memory) or full (faster edits)",
-        )
-        q.add_argument(
-            "--threads",
-            type=_checked("threads"),
-            **(keep or {"default": 1}),
-            help="torch threads, 1 to 1024 (default 1)",
+        add_engine_flags(
+            q,
+            keep_earlier=q is not p,
+            notes={"model": "(initializationOptions.modelPath overrides it)"},
         )
         q.add_argument(
             "--log-level",
-            type=_checked("log_level"),
+            type=checked("log_level"),
             **(keep or {"default": "WARNING"}),
             metavar="LEVEL",
             help=f"logging level on stderr: {', '.join(LOG_LEVELS)} (default WARNING)",

@@ -13,7 +13,8 @@ computed during the update, for the few changed keys only: it lets a changed key
 query's code distances at H x K cost instead of K x d, and storing it for every key would cost a
 quarter of the state.
 
-An update (one revision) goes layer by layer (DESIGN.md, "The incremental engine"):
+An update (one revision) goes layer by layer (docs/engine.md, "One update"; the terms are in
+docs/architecture.md, "Engine glossary"):
   D      dirty rows: their layer input changed (edited, inserted or relabelled at layer 0)
   keys   changed keys: D (new k, v) and D-before-the-edit plus deleted rows (old k, v)
   clean  queries at or after the first changed key get their code projections moved by the delta

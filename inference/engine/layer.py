@@ -134,7 +134,7 @@ def update_layer(
     if extra_next is not None:
         goes_next = goes_next | extra_next
     if next_cap is None:  # exact sizes: read the set (and the near-ties the moves left) on the host
-        next_rows, tie_rows, host_sets = read_sets(state, plan, l, goes_next, tied, codes)
+        next_rows, tie_rows, host_sets = read_sets(state, plan, run, l, goes_next, tied, codes)
         if tie_rows is not None:
             full_rows = tie_rows if full_rows is None else torch.cat([full_rows, tie_rows])
     else:  # padded: compacted without a sync; a set larger than next_cap overflows into a further pass
@@ -260,7 +260,7 @@ def _finish_next_rows(
     """Step 6: codes, output projection and FFN of the next layer's rows (and of the riders, in the
     same batched finish); returns how many rows' inputs were recomputed from codes (None: all)."""
     cfg, consts, view = state.cfg, state.consts, state.layer_views[l]
-    riders = plan.riders
+    riders = run.riders.slots if run.riders is not None else None
     if cfg.vq:
         codes = codes.index_select(0, next_rows)
         view.codes.index_put_((next_slots,), codes)
@@ -276,10 +276,10 @@ def _finish_next_rows(
         inputs = 0 if kept or not l else None  # None: every next row
         x_in = state.layer_input(l, next_slots)
     if riders is not None:  # the riders' layer outputs, from their codes, in the same batched finish
-        x_in = torch.cat([x_in, plan.rider_outputs if l else state.layer_input(0, riders)])
+        x_in = torch.cat([x_in, run.riders.outputs if l else state.layer_input(0, riders)])
     out = kernels.finish_rows(consts, l, state.net.layers[l].final_layer_norm, x_in, z)
     if riders is not None:
-        out, plan.rider_outputs = out[: len(next_rows)], out[len(next_rows) :]
+        out, run.riders.outputs = out[: len(next_rows)], out[len(next_rows) :]
     if kept:
         view.outputs.index_put_((next_slots,), out)
     run.carry = (next_slots, out)
@@ -289,6 +289,7 @@ def _finish_next_rows(
 def read_sets(
     state: WindowState,
     plan: EditPlan,
+    run: PassState,
     l: int,
     goes_next: torch.Tensor,
     tied: torch.Tensor | None,
@@ -299,7 +300,7 @@ def read_sets(
     the next rows if their code changed. Returns (next rows, near-tie rows or None, the layer's
     row sets on the host: dirty, recomputed in full, next)."""
     flags = (torch.stack([goes_next, tied]) if tied is not None else goes_next.unsqueeze(0)).numpy().copy()  # one read
-    dirty = plan.host_dirty
+    dirty = run.host_dirty
     flags[:, dirty] = 0  # the dirty rows (distinct) are listed first, and recomputed in full already
     next_rows = np.concatenate([dirty, np.flatnonzero(flags[0])])  # the dirty rows, then flipped ones (in order)
     ties = np.flatnonzero(flags[1] > state.cfg.vq_heads) if tied is not None else dirty[:0]
@@ -318,7 +319,7 @@ def read_sets(
         flipped = goes_next.numpy().copy()  # a second read, only after near-ties
         flipped[dirty] = 0
         next_rows = np.concatenate([dirty, np.flatnonzero(flipped)])
-    plan.host_dirty = next_rows
+    run.host_dirty = next_rows
     return torch.from_numpy(next_rows), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows]
 
 

@@ -24,7 +24,7 @@ from ..pass_costs import account_pass
 from . import layer as layer_update
 from . import rows as kernels
 from .heads import update_heads
-from .plan import EditPlan, PassState, plan_edit, reorder, stale_predecessors
+from .plan import EditPlan, PassState, Riders, plan_edit, reorder, stale_predecessors
 from .policy import bucket, capacities, growth, tie_rows
 
 if TYPE_CHECKING:
@@ -46,10 +46,9 @@ def apply_update(state: WindowState, splices: Sequence[Splice]) -> Cost:
         state, np.asarray(edit.old_order, dtype=np.int64), np.asarray(edit.inserted + edit.changed, dtype=np.int64)
     )
     a = plan.host.n_affected
-    plan.riders = (
-        torch.from_numpy(riders).to(state.key_pos.device) if len(riders) and a and state.outputs is None else None
-    )
-    rode, plan.rider_outputs = plan.riders is not None, None
+    rode = None
+    if len(riders) and a and state.outputs is None:
+        rode = Riders(torch.from_numpy(riders).to(state.key_pos.device))
     if a:  # (none: only the last rows were deleted, and no row sees a changed key)
         caps = (
             None
@@ -64,8 +63,8 @@ def apply_update(state: WindowState, splices: Sequence[Splice]) -> Cost:
                 plan.last_affected,
             )
         )
-        run_pass(state, plan, 0, plan.edited_rows, caps, cost, True, {}, finals)
-    update_heads(state, finals, riders, plan.rider_outputs if rode else None, cost)
+        run_pass(state, plan, 0, plan.edited_rows, caps, cost, True, {}, finals, rode)
+    update_heads(state, finals, riders, rode.outputs if rode is not None else None, cost)
     state.free += edit.deleted
     state.update_total()
     return cost
@@ -81,21 +80,22 @@ def run_pass(
     with_deleted: bool,
     extras: dict[int, tuple],
     finals: Finals,
+    riders: Riders | None = None,
 ) -> None:
     """Layers first..L-1 of an update; `caps` None: exact sizes (each layer reads its next set),
-    else fixed capacities and one host sync at the end, then a resumed pass on overflow."""
+    else fixed capacities and one host sync at the end, then a resumed pass on overflow. `riders`
+    ride the first pass only."""
     cfg = state.cfg
     layers = cfg.num_hidden_layers
-    run = PassState(first=first)
+    run = PassState(first=first, host_dirty=plan.host.edited_rows if caps is None else None, riders=riders)
     for l in range(first, layers):
         extra_full, extra_next = extras.get(l, (None, None))
         tie_cap, next_cap = (0, None) if caps is None else (caps[l][1], caps[l + 1][0])
         dirty = layer_update.update_layer(
             state, plan, run, l, dirty, tie_cap, next_cap, with_deleted, extra_full, extra_next
         )
-    if plan.riders is not None:  # they rode this pass (the first) through every layer
-        cost.incremental_macs += len(plan.riders) * layers * finish_row_macs(cfg)
-        plan.riders = None
+    if riders is not None:  # they rode this pass (the first) through every layer
+        cost.incremental_macs += len(riders.slots) * layers * finish_row_macs(cfg)
     if caps is None:  # exact sizes: the host read every set already
         sets = [rec.sets for rec in run.records]
         _account(state, plan, run, sets, cost)

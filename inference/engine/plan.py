@@ -36,11 +36,12 @@ class Reordering:
     deleted: list[int]  # slots of deleted tokens (freed once the update is done)
 
 
-@dataclass
+@dataclass(frozen=True)
 class HostPlan:
     """Host copies of the plan, for the accounting and the near-tie fixes that read them."""
 
     affected: np.ndarray  # A: slots of the affected rows, padded with the trash slot
+    edited_rows: np.ndarray  # local indices of the edited rows (layer 0's dirty rows), padded
     n_affected: int  # real rows of A
     n_edited: int  # rows whose input changed at layer 0 (inserted, new id or relabelled)
     is_new: np.ndarray  # per slot: inserted by this update
@@ -49,9 +50,10 @@ class HostPlan:
     order: np.ndarray  # the document order after the update
 
 
-@dataclass
+@dataclass(frozen=True)
 class EditPlan:
-    """What the passes of one update share: the affected rows A and per-row tables.
+    """What the passes of one update share: the affected rows A and per-row tables. It does not
+    change once built; what a pass works out as it goes is in its PassState.
 
     Exact sizes: A is just the affected rows, and the row sets inside it (dirty rows, near-ties,
     next rows; local indices into A) are read by the host. Bucketed: A is padded with the trash
@@ -63,7 +65,6 @@ class EditPlan:
     pad_index: int  # local index the padded entries of row sets hold
     pad_index_t: torch.Tensor  # the same, on the device (1,)
     edited_rows: torch.Tensor  # local indices of the edited rows: layer 0's dirty rows
-    host_dirty: np.ndarray  # exact sizes: the current layer's dirty rows (local), read by the host
     valid: torch.Tensor  # 1.0 for A's real rows, 0.0 for padding
     priority: torch.Tensor  # valid, and a hair more for edited rows: a capped next set never drops them
     deleted: torch.Tensor  # slots of deleted rows
@@ -74,12 +75,11 @@ class EditPlan:
     affected_pos_col: torch.Tensor  # positions of A (n, 1)
     edited_slots: torch.Tensor | None  # exact sizes: A[dirty] at layer 0 is the edited rows, in order
     host: HostPlan
-    no_rows: torch.Tensor | None = None  # all False (n,) (padded path, or a model without VQ)
-    valid_rows: torch.Tensor | None = None  # valid as bool
-    zero: torch.Tensor | None = None  # a scalar 0 of the state's dtype
-    empty: torch.Tensor | None = None  # an empty index
-    riders: torch.Tensor | None = None  # lean layout: rows riding the first pass for their output
-    rider_outputs: torch.Tensor | None = None  # their output at the layer the pass reached
+    # tables of the padded path (and of models without VQ); None with exact sizes
+    no_rows: torch.Tensor | None  # all False (n,)
+    valid_rows: torch.Tensor | None  # valid as bool
+    zero: torch.Tensor | None  # a scalar 0 of the state's dtype
+    empty: torch.Tensor | None  # an empty index
 
 
 @dataclass
@@ -110,10 +110,21 @@ class SavedSets:
 
 
 @dataclass
+class Riders:
+    """Lean layout: rows whose last-layer output the heads need although their input did not change
+    (the predecessors of edited tokens), riding the first pass's batched finish of every layer."""
+
+    slots: torch.Tensor
+    outputs: torch.Tensor | None = None  # their output at the layer the pass reached
+
+
+@dataclass
 class PassState:
-    """One pass over layers first..L-1."""
+    """One pass over layers first..L-1: what it works out as it goes (the plan stays as built)."""
 
     first: int
+    host_dirty: np.ndarray | None = None  # exact sizes: the current layer's dirty rows (local), read by the host
+    riders: Riders | None = None  # the first pass only
     counts: list = field(default_factory=list)  # padded: (near-ties, next rows) per layer, on the device
     records: list[LayerRecord] = field(default_factory=list)
     saved: dict[int, SavedSets] = field(default_factory=dict)
@@ -227,13 +238,20 @@ def plan_edit(state: WindowState, edit: Reordering) -> tuple[Cost, EditPlan | No
     )
     touched_t, deleted_t = moved.split([n_touched, n_deleted])
     state.key_pos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
+    padded = dict(no_rows=None, valid_rows=None, zero=None, empty=None)
+    if not exact or not cfg.vq:  # tables of the padded path (and of models without VQ)
+        padded = dict(
+            no_rows=torch.zeros(length, dtype=torch.bool, device=dev),
+            valid_rows=valid_t > 0,
+            zero=torch.zeros((), dtype=state.key_pos.dtype, device=dev),
+            empty=affected_t[:0],
+        )
     plan = EditPlan(
         affected=affected_t,
         last_affected=length - 1,
         pad_index=pad_index,
         pad_index_t=pad_index_t,
         edited_rows=dirty_t,
-        host_dirty=dirty,
         valid=valid_t,
         priority=priority_t,
         deleted=deleted_t,
@@ -243,6 +261,7 @@ def plan_edit(state: WindowState, edit: Reordering) -> tuple[Cost, EditPlan | No
         edited_slots=touched_t if exact else None,
         host=HostPlan(
             affected=affected,
+            edited_rows=dirty,
             n_affected=n_affected,
             n_edited=n_touched,
             is_new=is_new,
@@ -250,10 +269,8 @@ def plan_edit(state: WindowState, edit: Reordering) -> tuple[Cost, EditPlan | No
             deleted=deleted,
             order=order,
         ),
+        **padded,
     )
-    if not exact or not cfg.vq:  # tables of the padded path (and of models without VQ)
-        plan.no_rows, plan.valid_rows = torch.zeros(length, dtype=torch.bool, device=dev), valid_t > 0
-        plan.zero, plan.empty = torch.zeros((), dtype=state.key_pos.dtype, device=dev), affected_t[:0]
     if n_touched:
         state.embed_idx.index_put_((touched_t,), touched_embed.view(n_touched, 3))
     return cost, plan

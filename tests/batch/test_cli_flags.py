@@ -8,8 +8,10 @@ import argparse
 import contextlib
 import io
 import math
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -229,3 +231,46 @@ def test_vq_train_flag_combinations(inputs):
         ns, code, err = run(training.cli.parse_args, base + extra)
         assert code == 2 and flag in _error_line(err), err
     assert run(training.cli.parse_args, base + ["--steps", "10"])[0].warmup == 1
+
+
+BENCHMARKS = ("edit_latency.py", "paper_table.py")  # the benchmarks that take the engine flags
+
+
+def test_engine_flags_have_one_default_the_servers_everywhere(inputs):
+    """`vq-lsp`, `vq-lsp serve`, `vq-lsp score` and `vq-lsp check` give an engine flag left out the server
+    setting's default; the engine flags are declared in vq_lsp/engine_flags.py only (the benchmarks that
+    load the engine take them from there too)."""
+    from vq_lsp.engine_flags import ENGINE_FLAGS
+    from vq_lsp.scoring import check
+
+    parsed = {
+        "vq-lsp": lsp_cli.parse_args([]),
+        "vq-lsp serve": lsp_cli.parse_args(["serve"]),
+        "vq-lsp score": command.parse_args([str(inputs / "revs")]),
+        "vq-lsp check": check.build_parser().parse_args([str(inputs)]),
+    }
+    for name, ns in parsed.items():
+        given = {dest: getattr(ns, dest) for dest in ENGINE_FLAGS if hasattr(ns, dest)}
+        assert given == {dest: ENGINE_FLAGS[dest].default for dest in given}, name
+        assert {"model", "device", "threads"} <= set(given), name
+    assert {"precision", "context", "state_layout"} <= set(vars(parsed["vq-lsp score"]))
+
+    root = Path(__file__).resolve().parents[2]
+    declared = re.compile(r"add_argument\(\s*\"--(model|device|threads|precision|context|state-layout)\"")
+    for path in [*sorted((root / "vq_lsp").rglob("*.py")), *(root / "benchmarks" / n for n in BENCHMARKS)]:
+        assert not declared.search(path.read_text(encoding="utf-8")), path
+    for name in BENCHMARKS:
+        assert "add_engine_flags(" in (root / "benchmarks" / name).read_text(encoding="utf-8"), name
+
+
+def test_the_threads_flag_takes_the_range_its_setting_declares(capsys):
+    import dataclasses
+
+    from vq_lsp.cli import parse_args
+    from vq_lsp.settings import Settings
+
+    meta = next(f.metadata for f in dataclasses.fields(Settings) if f.name == "threads")
+    assert parse_args(["--threads", str(meta["hi"])]).threads == meta["hi"]
+    with pytest.raises(SystemExit):
+        parse_args(["--threads", str(meta["hi"] + 1)])
+    assert f"from {meta['lo']} to {meta['hi']}" in capsys.readouterr().err

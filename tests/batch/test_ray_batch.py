@@ -63,7 +63,7 @@ def test_float32_rows_equal_too(local_ray, tmp_path, tiny_model_dir, capsys):
     for i, text in enumerate([A, B, C]):
         (tmp_path / f"r{i}.txt").write_text(text)
     rows32 = _same_as_single_process([str(tmp_path), "--precision", "float32"], tiny_model_dir, capsys)
-    rows64, _ = _run([str(tmp_path), "--model", str(tiny_model_dir), "--verify"], capsys)
+    rows64, _ = _run([str(tmp_path), "--model", str(tiny_model_dir), "--precision", "float64", "--verify"], capsys)
     assert [r.get("scores") for r in rows32] != [r.get("scores") for r in rows64]
 
 

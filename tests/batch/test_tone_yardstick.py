@@ -21,7 +21,7 @@ def percent_or_dash(cell: str) -> float | None:
     return float(cell[:-1]) / 100
 
 
-def test_tiny_run_writes_a_table_of_shares(tiny_model_dir, data_dir, tmp_path, capsys):
+def test_tiny_run_writes_a_table_of_shares(full_data_dir, tiny_model_dir, tmp_path, capsys):
     code = tone_yardstick.main(
         [
             "--model",
@@ -39,7 +39,7 @@ def test_tiny_run_writes_a_table_of_shares(tiny_model_dir, data_dir, tmp_path, c
             "--paragraphs",
             "3",
             "--data",
-            str(data_dir),
+            str(full_data_dir),
             "--out",
             str(tmp_path),
         ]

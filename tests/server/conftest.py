@@ -1,4 +1,4 @@
-"""Server test fixtures: the GPT-2 tokenizer and a tiny model folder the server can load."""
+"""Server test fixtures: a model folder the server cannot load."""
 
 from __future__ import annotations
 
@@ -6,19 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
-import inference
-
-
-@pytest.fixture(scope="session")
-def gpt2(gpt2_tokenizer) -> inference.Tokenizer:
-    return gpt2_tokenizer
-
-
-@pytest.fixture(scope="session")
-def model_dir(tiny_model_dir) -> Path:
-    """The shared tiny random VQ model folder (GPT-2 tokenizer, 256-token windows)."""
-    return tiny_model_dir
 
 
 @pytest.fixture(scope="session")

@@ -328,3 +328,27 @@ async def test_grammar_lints_come_with_quick_fixes_and_go_when_turned_off(client
     await wait_until(
         client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics if d.code == "grammar"]) == 2
     )
+
+
+async def test_quick_fixes_land_in_place_in_files_with_lone_carriage_returns(client):
+    """Lines ended by a lone \\r (old Mac files): the grammar fix and the word fixes are placed by text sync's
+    rule, so each edit lands on the hint's own line, not on line 0 or past the text's end (where no hint's
+    word was found, so no fix was offered)."""
+    uri = (ROOT / "carriage-returns.txt").as_uri()
+    lines = [
+        "Notes",
+        "",
+        "He go to the market every morning before the shops open.",
+        "",
+        "We will leave for the coast tomorow if the trains are running again.",
+    ]
+    open_doc(client, uri, "\r".join(lines) + "\r", language="plaintext")
+    got = await diagnostics_for(client, uri, 1)
+    (grammar,) = [d for d in got.diagnostics if d.code == "grammar"]
+    assert (grammar.range.start.line, grammar.range.start.character) == (2, 3)
+    actions = await actions_for(client, uri, grammar)
+    assert actions and actions[0].title == "Replace 'go' with 'goes'"
+    assert actions[0].edit.changes[uri][0].range == grammar.range
+    (typo,) = [d for d in got.diagnostics if d.code == "typo"]
+    assert typo.range.start == types.Position(4, lines[4].index("tomorow"))
+    assert "Ignore 'tomorow' in this document" in [a.title for a in await actions_for(client, uri, typo)]

@@ -6,21 +6,20 @@ document is edited; its state goes to the snapshot cache (`save`) and is read ba
 from the text when needed.
 
 What counts and what is spared:
-- a state being built counts with the windows built so far (half-built states of documents
-  that took turns were once uncounted, and RSS peaked at twice the budget);
+- a state being built counts with the windows built so far: documents that take turns building
+  would otherwise hold several uncounted half-built states at once;
 - a document the user is in is never dropped: one with a request or an edit waiting for it
   (`in_use`), or edited in the last RECENT_EDIT_S seconds; nor a state built whose hints are
-  not chosen yet. Edits count as use: a note typed
-  into without hovers was dropped when a long document finished building, and its next
-  keystroke waited for every build queued behind (51 s at worst with four books);
+  not chosen yet. Edits count as use: a note typed into without hovers would otherwise be dropped
+  when a long document finishes building, and its next keystroke would wait for every build
+  queued behind;
 - among the rest, the least recently used goes first, but when one state alone frees enough,
   the least recently used of those that do is dropped instead of several small ones.
 
 The server's own working memory beside the states (Harper's second linter, the open documents'
 texts, tokens and hint material, what working out a long document's first hints leaves) comes
-out of the budget too (`WorkingMemory`): uncounted, it was 250-330 MiB on top of the states once
-a long document had been hinted, and a dozen books restored in tabs peaked 540 MiB over the
-budget. It is measured, not estimated: resident memory above the server's baseline less the
+out of the budget too (`WorkingMemory`): it is hundreds of MiB once a long document has been
+hinted. It is measured, not estimated: resident memory above the server's baseline less the
 states' bytes, taken before each build, once the states dropped for it are released.
 """
 
@@ -69,19 +68,6 @@ class WorkingMemory:
 
 def _never(uri: str) -> bool:
     return False
-
-
-def touch(
-    states: OrderedDict[str, DocumentState],
-    st: DocumentState,
-    budget_bytes: float,
-    save: Callable[[DocumentState], None],
-    in_use: InUse = _never,
-) -> None:
-    """`st` was just used: it becomes the most recently used, and others make room for it."""
-    st.last_touch = time.monotonic()
-    states.move_to_end(st.uri)
-    evict_over_budget(states, budget_bytes, save, keep=st, in_use=in_use)
 
 
 def spared(st: DocumentState, in_use: InUse, now: float) -> bool:

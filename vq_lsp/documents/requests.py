@@ -62,8 +62,7 @@ def verify(docs: Documents, uri: str) -> dict:
         "rebuilt": False,
     }
     if not (check.codes_equal and result["tokensMatchText"]):
-        st.doc, st.tracked, st.in_doubt = None, None, True
-        st.rebuilds += 1
+        st.mark_in_doubt(tokens_too=True)
         docs.ensure(st, Outcome())
         result["rebuilt"] = True
     text = docs.states[uri].text

@@ -85,6 +85,22 @@ class DocumentState:
         current = self.material is not None and self.material.version == self.version
         self.unhinted_version = None if current else self.version
 
+    def mark_in_doubt(self, *, tokens_too: bool = False) -> None:
+        """Its engine state can no longer be trusted (the engine refused an edit, its tokens disagree
+        with the text's, verify() failed, processing it failed): dropped and counted as a rebuild; the
+        next build is a dense pass from the text, never a snapshot. tokens_too: its tokens are in doubt
+        as well, and are taken from the text again."""
+        self.doc, self.in_doubt = None, True
+        if tokens_too:
+            self.tracked = None
+        self.rebuilds += 1
+
+    def pause(self, why: str) -> None:
+        """A change was lost: its text is in doubt, so everything built from it goes, and incremental
+        changes are ignored until the editor sends the full text (`out_of_sync` says why)."""
+        self.out_of_sync, self.in_doubt = why, True
+        self.tracked, self.doc, self.problem, self.material = None, None, None, None
+
     def forget_state(self) -> None:
         """Drop tokens, engine state, build and hint material (the text stays): rebuilt on next use."""
         self.tracked, self.doc, self.problem, self.builder, self.material = None, None, None, None, None

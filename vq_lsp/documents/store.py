@@ -139,7 +139,7 @@ class Documents:
             elif isinstance(ev, Refresh):
                 eager = True
             elif isinstance(ev, SettingsChanged):
-                memory.evict_over_budget(self.states, self.state_budget_bytes(), self._save, in_use=self.in_use)
+                self._make_room()
             else:
                 raise TypeError(f"unknown event {ev!r}")
         st = self.states.get(uri)
@@ -235,9 +235,7 @@ class Documents:
         if st.builder is None or st.builder.model is not self.model:
             # room for the whole state before its first window: half-built states count too
             need = self._build_need(st)
-            memory.evict_over_budget(
-                self.states, self.state_budget_bytes(need), self._save, keep=st, in_use=self.in_use, need_bytes=need
-            )
+            self._make_room(keep=st, need=need)
             self._report_thrashing(st)
             st.builder = inference.DocumentBuilder(self.model, st.tracked.ids)
             st.build_started = time.perf_counter()
@@ -281,9 +279,7 @@ class Documents:
         if st.tracked is None or self.model is None:
             return False
         need = self._build_need(st)
-        memory.evict_over_budget(
-            self.states, self.state_budget_bytes(need), self._save, keep=st, in_use=self.in_use, need_bytes=need
-        )
+        self._make_room(keep=st, need=need)
         if sum(s.bytes() for s in self.states.values()) + need <= self.state_budget_bytes(need):
             return False
         return any(s is not st and s.doc is not None and memory.awaiting_hints(s) for s in self.states.values())
@@ -301,14 +297,7 @@ class Documents:
         source = reuse.live_twin(self.states.values(), st, self.model)
         if source is None:
             return False
-        memory.evict_over_budget(
-            self.states,
-            self.state_budget_bytes(source.doc.state_bytes()),
-            self._save,
-            keep=st,
-            in_use=lambda uri: uri == source.uri or self.in_use(uri),
-            need_bytes=source.doc.state_bytes(),
-        )
+        self._make_room(keep=st, need=source.doc.state_bytes(), spare=source.uri)
         st.doc, st.last_cost = reuse.copy_state(source.doc)
         st.handed_over()
         self.reused += 1
@@ -379,8 +368,7 @@ class Documents:
 
     def _pause(self, st: DocumentState, what: str, out: Outcome) -> None:
         """A change was lost: ignore incremental changes until the editor sends the full text."""
-        st.out_of_sync, st.in_doubt = what, True
-        st.tracked, st.doc, st.problem, st.material = None, None, None, None
+        st.pause(what)
         out.messages.append(
             Message(
                 "error",
@@ -409,8 +397,7 @@ class Documents:
                         f"({type(e).__name__}: {e}); rebuilt its state from the text",
                     )
                 )
-            st.doc, st.in_doubt = None, True
-            st.rebuilds += 1
+            st.mark_in_doubt()
 
     def _recompute(self, st: DocumentState) -> inference.EditResult:
         """The fullRecompute setting: rebuild the state from scratch over the new tokens (a dense pass).
@@ -515,8 +502,7 @@ class Documents:
         st = self.states.get(uri)
         if st is not None:
             st.forget_state()
-            st.rebuilds += 1
-            st.in_doubt = True
+            st.mark_in_doubt()
 
     def unavailable(self, uri: str) -> str | None:
         """Why a request on this open document cannot get a state, judged from what its last
@@ -576,7 +562,18 @@ class Documents:
         save_state(self.snapshots, st, self.settings)
 
     def touch(self, st: DocumentState) -> None:
-        memory.touch(self.states, st, self.state_budget_bytes(), self._save, in_use=self.in_use)
+        """`st` was just used: it becomes the most recently used, and others make room for it."""
+        st.last_touch = time.monotonic()
+        self.states.move_to_end(st.uri)
+        self._make_room(keep=st)
+
+    def _make_room(self, keep: DocumentState | None = None, need: float = 0.0, spare: str | None = None) -> None:
+        """Drop least recently used states until the rest, and `need` bytes about to be allocated, fit what
+        the budget leaves the states; never `keep`, a document in use, or the document `spare`."""
+        in_use = self.in_use if spare is None else (lambda uri: uri == spare or self.in_use(uri))
+        memory.evict_over_budget(
+            self.states, self.state_budget_bytes(need), self._save, keep=keep, in_use=in_use, need_bytes=need
+        )
 
     def memory(self) -> dict:
         return memory.report(self.states, self.budget_bytes(), self.snapshots.stats(), self.working)

@@ -14,7 +14,7 @@ whatever follows, judging only from text[p - 1] and text[p]:
 The pre-tokenizer has no look-behind and BPE never merges across pieces, so the tokens before
 such a p depend only on text[:p + 1] and the tokens from p on only on text[p:]. That is what
 makes splicing the re-tokenized middle between the old prefix and suffix tokens exact; the
-property test in tests/server/test_textsync.py checks it against tokenizing from scratch.
+property test in tests/documents/test_textsync.py checks it against tokenizing from scratch.
 """
 
 from __future__ import annotations

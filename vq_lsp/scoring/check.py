@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 import inference
-from inference import argtypes
 
 from .. import __version__, stdio
+from ..engine_flags import add_engine_flags
 from ..hints import conventions, excludes, markup
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
@@ -101,13 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when a hint of this severity or a more severe one exists (default warning: typos "
         "are warnings, tone information, unlikely words hints); never: always 0",
     )
-    ap.add_argument(
-        "--model",
-        metavar="DIR|NAME",
-        help="model folder or installed name (default: the configuration file's modelPath, else the bundled model)",
+    add_engine_flags(
+        ap, "model", "device", "threads", notes={"model": "(the configuration file's modelPath when not given)"}
     )
-    ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: cpu)")
-    ap.add_argument("--threads", type=argtypes.threads, default=1, help="CPU threads for torch (default 1)")
     return ap
 
 
@@ -286,7 +282,7 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
     try:
         model = inference.load_model(
             args.model or settings.model_path,
-            device=args.device or "cpu",
+            device=args.device,
             dtype=settings.precision,
             context=settings.context,
         )

@@ -23,6 +23,7 @@ import inference
 from inference import argtypes
 
 from .. import stdio
+from ..engine_flags import add_engine_flags
 from ..hints import markup
 from ..settings import DiagnosticSettings
 from .output import RowWriter
@@ -92,46 +93,13 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument(
         "--verify", action="store_true", help="check every revision against a full dense pass (default: off)"
     )
-    ap.add_argument(
-        "--model",
-        metavar="DIR|NAME",
-        help="model folder, or the name of a model installed with "
-        "vq-train export --install NAME (default: the bundled model)",
-    )
-    ap.add_argument("--device", type=argtypes.device, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
-    ap.add_argument(
-        "--threads",
-        type=argtypes.threads,
-        help="CPU threads for torch, 1 to 1024 (with --ray: per worker) (default: torch's own choice, "
-        "usually one per CPU core)",
-    )
+    add_engine_flags(ap, notes={"threads": "(with --ray: per worker)"})
     ap.add_argument(
         "--dense",
         choices=("torch", "onnx", "auto"),
         default="torch",
         help="backend of the full passes (first revision, --verify): torch (default), onnx (ONNX Runtime, "
         "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)",
-    )
-    ap.add_argument(
-        "--precision",
-        choices=("float64", "float32"),
-        default="float64",
-        help="engine dtype: float64 (default: verification grade) or float32 (half the memory and time)",
-    )
-    ap.add_argument(
-        "--context",
-        choices=inference.CONTEXTS,
-        default="window",
-        help="what a token sees: window (default: the text before it in its window, up to "
-        "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
-        "on the text before it)",
-    )
-    ap.add_argument(
-        "--state-layout",
-        choices=inference.LAYOUTS,
-        default="full",
-        help="what a document's state keeps: full (default: every layer's output, faster edits) or lean "
-        "(layer outputs recomputed from the codes when an edit needs them: about a fifth less memory)",
     )
     ap.add_argument(
         "--ray",

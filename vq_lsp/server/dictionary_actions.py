@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..documents import textsync
 from ..hints import ignores, markup, typos
 from ..hints.lsp import SOURCE
 from ..workspace import dictionaries
@@ -28,25 +29,22 @@ if TYPE_CHECKING:
 TEACHABLE = ("typo", "surprise")  # diagnostic codes whose word can be added to a dictionary
 
 
-def lsp_offset(text: str, line: int, character: int) -> int:
-    """The char offset of an LSP position (UTF-16 column)."""
-    start = 0
-    for _ in range(line):
-        nl = text.find("\n", start)
-        if nl < 0:
-            return len(text)
-        start = nl + 1
-    units, i = 0, start
-    while i < len(text) and text[i] != "\n" and units < character:
-        units += 2 if ord(text[i]) > 0xFFFF else 1
-        i += 1
-    return i
+def lsp_offsets(text: str, starts: list[int], rng: types.Range) -> tuple[int, int] | None:
+    """The char offsets of an LSP range in `text` (`starts`: textsync.line_starts(text)), by text sync's rule
+    (\\r\\n, \\r and \\n end a line; columns in UTF-16 units); None for a range outside the text (a client's
+    stale diagnostic)."""
+    try:
+        return (
+            textsync.offset_at(text, starts, rng.start.line, rng.start.character),
+            textsync.offset_at(text, starts, rng.end.line, rng.end.character),
+        )
+    except textsync.TextSyncError:
+        return None
 
 
-def lsp_position(text: str, offset: int) -> types.Position:
-    line = text.count("\n", 0, offset)
-    column = text[text.rfind("\n", 0, offset) + 1 : offset]
-    return types.Position(line, len(column.encode("utf-16-le")) // 2)
+def lsp_position(text: str, starts: list[int], offset: int) -> types.Position:
+    """The LSP position of a char offset, by text sync's rule."""
+    return types.Position(*textsync.position_at(text, starts, offset))
 
 
 def _file_edit(path: Path, word: str, can_create: bool) -> types.WorkspaceEdit | None:
@@ -87,11 +85,10 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
     lists = [("your dictionary", dictionaries.user_dictionary_path())]
     if ls.workspace_files.root is not None:
         lists.insert(0, ("the workspace dictionary", dictionaries.workspace_dictionary_path(ls.workspace_files.root)))
-    out, seen = [], set()
+    out, seen, starts = [], set(), textsync.line_starts(text)
     for d in ours:
-        a = lsp_offset(text, d.range.start.line, d.range.start.character)
-        b = lsp_offset(text, d.range.end.line, d.range.end.character)
-        word = text[a:b].strip()
+        span = lsp_offsets(text, starts, d.range)
+        word = "" if span is None else text[span[0] : span[1]].strip()
         if not word or " " in word or word in seen or typos.is_word(word):
             continue  # a dictionary word (a confusable, an unlikely word) has nothing to teach
         seen.add(word)
@@ -115,7 +112,7 @@ def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list
                     )
                 )
         at, insert = ignores.document_words_insert(text, st.language_id, word)
-        pos = lsp_position(text, at)
+        pos = lsp_position(text, starts, at)
         out.append(
             types.CodeAction(
                 title=f"Ignore {word!r} in this document",

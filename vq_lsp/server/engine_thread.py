@@ -4,8 +4,8 @@ Engine states are touched by this thread only, so jobs never run concurrently. J
 two lanes: URGENT (edits of documents that have a state, requests, hints) and BUILD (one
 window's dense pass of a document being built). The worker always takes the oldest urgent job
 before any build job, and a build is submitted one window at a time, so an edit or a request
-waits for at most one window of someone else's build, however many documents are building
-(a FIFO pool made it wait for one window of every building document, in turn).
+waits for at most one window of someone else's build, however many documents are building (with
+one FIFO queue it would wait for one window of every building document, in turn).
 
 Nothing here knows LSP or the engine: `submit(fn, *args)` returns an awaitable future.
 """

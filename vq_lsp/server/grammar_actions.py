@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..documents import textsync
 from ..hints import conventions, ignores
 from ..hints.lsp import SOURCE
-from .dictionary_actions import lsp_offset, lsp_position
+from .dictionary_actions import lsp_offsets, lsp_position
 
 if TYPE_CHECKING:
     from .language_server import VQServer
@@ -33,14 +34,14 @@ async def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -
     if not ours or not ls.docs.settings.diagnostics.grammar:
         return []
     text, lints = await ls.on_engine(_lints, ls, uri)
-    out = []
+    out, starts = [], textsync.line_starts(text)
     for d in ours:
-        a = lsp_offset(text, d.range.start.line, d.range.start.character)
-        b = lsp_offset(text, d.range.end.line, d.range.end.character)
-        for lint in (lint for lint in lints if (lint.start, lint.end) == (a, b)):
+        span = lsp_offsets(text, starts, d.range)
+        for lint in (lint for lint in lints if (lint.start, lint.end) == span):
             for i, fix in enumerate(lint.fixes):
                 edit = types.TextEdit(
-                    range=types.Range(lsp_position(text, fix.start), lsp_position(text, fix.end)), new_text=fix.text
+                    range=types.Range(lsp_position(text, starts, fix.start), lsp_position(text, starts, fix.end)),
+                    new_text=fix.text,
                 )
                 shown = f"{fix.text!r}" if fix.text else "nothing"
                 out.append(

@@ -14,8 +14,7 @@ adds latency and is kept as an option.
 `caught_up(key)` waits until the events submitted *so far* are processed, not for events that
 arrive later: a request sent in the middle of an edit storm is answered after at most the batch
 in progress and the one holding its predecessors, instead of waiting for the storm to end
-(`idle`, which waits until no work is left, starved such requests for as long as edits kept
-coming faster than the engine).
+(waiting until no work is left would starve it for as long as edits come faster than the engine).
 """
 
 from __future__ import annotations
