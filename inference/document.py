@@ -223,6 +223,32 @@ class IncrementalDocument:
             windows=len(checks),
         )
 
+    # ----------------------------------------------------------------- at rest
+    def at_rest(self) -> bool:
+        """Whether the state is the one an open of the same tokens builds: the same windows, each
+        with an open's positions. Then its scores equal a fresh open's, whatever edits led here."""
+        ids = self.token_ids
+        return self._bounds() == self._split(ids) and all(w.at_rest() for w in self.windows)
+
+    def settle(self) -> EditResult:
+        """Bring the state to rest (see `at_rest`): windows whose extent differs from an open's cut
+        are rebuilt by a dense pass, the others re-spread where their positions differ (an
+        update that recomputes the rows from the first moved one on). Edits keep their cheap,
+        history-dependent positions (a token inserted between two others takes a free position
+        between them); settling when the document is idle, and before scores that must not depend
+        on the history (`vq-lsp score`), makes the same text give the same scores."""
+        t0 = time.perf_counter()
+        cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
+        ids = self.token_ids
+        want, have = self._split(ids), self._bounds()
+        if want != have:
+            kept = dict(zip(have, self.windows))
+            self.windows = [kept.get((a, b)) or self._fresh(ids[a:b], cost) for a, b in want]
+        for w in self.windows:
+            if not w.at_rest():
+                cost.add(w.settle())
+        return self._done(cost, t0)
+
     # ----------------------------------------------------------------- editing
     def _validate(self, splices: Sequence[Splice]) -> list[Splice]:
         n = self.n_tokens
