@@ -4,7 +4,7 @@ A window's rows are BOS at pool position 0 followed by its tokens at increasing 
 (0, P). One layout rule places the rows of a window that is opened or re-spread: row i sits at
 i * stride, the stride depending only on the *capacity bucket* of the row count (buckets grow
 geometrically, BUCKETS_PER_OCTAVE to a doubling, like a growing array's capacity), so the rows
-fill between about 0.84 and all of the pool. The model is not order-only (a row's position
+fill between about two thirds and all of the pool. The model is not order-only (a row's position
 embedding reaches its scores), so the positions an edit history leaves behind decide what a
 writer sees: this rule is what makes a document typed at its end equal, bit for bit, a fresh
 open of the same text. Tokens appended at the end continue at the bucket's stride; an append
@@ -28,14 +28,15 @@ import torch
 NEW = -1  # marks a row that still needs a position
 
 
-BUCKETS_PER_OCTAVE = 4  # capacity buckets per doubling: 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...
+BUCKETS_PER_OCTAVE = 2  # capacity buckets per doubling: 4, 6, 8, 12, 16, 24, 32, ...
 
 
 def capacity_bucket(n: int) -> int:
-    """The smallest capacity bucket holding n rows: k * 2**j with k in 4..7 (and j >= 0)."""
+    """The smallest capacity bucket holding n rows (at least 4): k * 2**j, k in [B, 2B) for
+    B = BUCKETS_PER_OCTAVE (a power of two)."""
     if n <= 4:
         return 4
-    j = (n - 1).bit_length() - 3  # 2**(j+2) < n <= 2**(j+3): k = ceil(n / 2**j) lies in 5..8
+    j = max(0, (n - 1).bit_length() - BUCKETS_PER_OCTAVE.bit_length())  # then ceil(n / 2**j) <= 2B
     return -(-n // 2**j) * 2**j
 
 
