@@ -23,9 +23,10 @@ trunk (the codes) against the tail (the same codes finished at the fresh open's 
 position embedding rides the residual stream to the heads). Costs: MACs of the edits and of
 settling against a dense pass per revision, and relabelled rows.
 
-`--accuracy N` also scores N IMDB test reviews (not those typed) by a fresh open with the layout
-`spread_positions` gives and with the even spread over the whole pool (stride pool // rows), so
-that a change of the open's layout can be seen not to cost accuracy.
+`--edits N` measures the median MAC saving of N single-token edits in the 10,000-word document of
+benchmarks.typing_word_hints. `--accuracy N` also scores N IMDB test reviews (not those typed) by
+a fresh open with the layout `spread_positions` gives and with the even spread over the whole
+pool (stride pool // rows), so that a change of the open's layout can be seen not to cost accuracy.
 
 Runs against another checkout for a before/after comparison (`PYTHONPATH=OTHER python -m
 benchmarks.same_text`): a checkout without `settle` reports the live state only.
@@ -266,6 +267,27 @@ def accuracy(model, rows: list[dict]) -> dict:
     }
 
 
+def edit_savings(model, data: Path, words: int, edits: int) -> dict:
+    """Median MAC saving of single-token edits (replace, insert, delete in turn, at seeded random
+    places) in the long Markdown document of benchmarks.typing_word_hints: a dense pass over the
+    edited windows against the update. What a layout change may cost the engine's saving."""
+    import inference
+    from benchmarks.typing_word_hints import document
+
+    ids = model.tokenizer.encode(document(data, words))
+    doc = inference.IncrementalDocument(model, ids)
+    rng = random.Random(5)
+    savings = []
+    for k in range(edits):
+        at = rng.randrange(1, doc.n_tokens - 1)
+        new = [ids[rng.randrange(len(ids))]]
+        splice = [inference.Splice(at, at + 1, new), inference.Splice(at, at, new), inference.Splice(at, at + 1, [])][
+            k % 3
+        ]
+        savings.append(doc.apply([splice]).cost.speedup)
+    return {"words": words, "tokens": len(ids), "edits": edits, "median_mac_saving": float(np.median(savings))}
+
+
 # ----------------------------------------------------------------- run and report
 def run(args) -> dict:
     import inference
@@ -302,6 +324,7 @@ def run(args) -> dict:
         print(f"  {kind:9s} {name[:50]:50s} {len(texts):4d} revisions, {seconds:6.1f} s", file=sys.stderr)
     start = sizes["typing"] + sizes["splices"]
     acc = accuracy(model, reviews[start : start + args.accuracy]) if args.accuracy else None
+    saving = edit_savings(model, data, args.edit_words, args.edits) if args.edits else None
     return {
         "command": ["python", "-m", "benchmarks.same_text", *recorded_command(args.argv)],
         "hardware": "one CPU core (torch.set_num_threads(1))",
@@ -311,6 +334,7 @@ def run(args) -> dict:
         "compares": [asdict(c) for c in compares],
         "costs": [asdict(c) for c in costs],
         "accuracy": acc,
+        "edit_savings": saving,
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
@@ -417,6 +441,13 @@ def report(results: dict) -> str:
             f"{100 * acc['accuracy_whole_pool']:.1f}% spread over the whole pool; "
             f"mean |score difference| {acc['mean_abs_diff']:.3f}.",
         ]
+    saving = results.get("edit_savings")
+    if saving:
+        lines += [
+            "",
+            f"Single-token edits in a {saving['words']:,}-word Markdown document ({saving['tokens']:,} tokens): "
+            f"median MAC saving {saving['median_mac_saving']:.1f}x over {saving['edits']} edits.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -425,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a small sample (a couple of minutes on one core)")
     parser.add_argument("--precision", default="float32", choices=("float32", "float64"))
     parser.add_argument("--accuracy", type=int, default=0, help="also compare the open's layouts on N reviews")
+    parser.add_argument("--edits", type=int, default=0, help="also measure N single-token edits' MAC saving")
+    parser.add_argument("--edit-words", type=int, default=10000, help="words of the document --edits edits")
     parser.add_argument("--name", default="same_text", help="results file stem")
     argv = sys.argv[1:] if argv is None else argv
     args_name = parser.parse_known_args(argv)[0].name

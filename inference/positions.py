@@ -41,10 +41,15 @@ def capacity_bucket(n: int) -> int:
 
 
 def layout_stride(n: int, pool: int) -> int:
-    """Pool positions between two neighbouring rows of the layout of n rows (at least 1)."""
+    """Pool positions between two neighbouring rows of the layout of n rows (at least 1).
+
+    One less than an even division of the pool by the bucket: pools and buckets are round numbers,
+    and a stride that is a multiple of the position embedding's fine period (`position_repeat`)
+    would give every row the same fine position, a layout unlike the random subsets the model was
+    trained on (single-token edits on it flipped more codes)."""
     if n > pool:
         raise ValueError(f"{n} rows do not fit a pool of {pool} positions")
-    return max(1, pool // min(capacity_bucket(n), pool))
+    return max(1, (pool - 1) // min(capacity_bucket(n), pool))
 
 
 def spread_positions(n: int, pool: int) -> torch.Tensor:
