@@ -4,7 +4,7 @@ A window's rows are BOS at pool position 0 followed by its tokens at increasing 
 (0, P). One layout rule places the rows of a window that is opened or re-spread: row i sits at
 i * stride, the stride depending only on the *capacity bucket* of the row count (buckets grow
 geometrically, BUCKETS_PER_OCTAVE to a doubling, like a growing array's capacity), so the rows
-fill between about two thirds and all of the pool. The model is not order-only (a row's position
+fill between four fifths and all of the pool. The model is not order-only (a row's position
 embedding reaches its scores), so the positions an edit history leaves behind decide what a
 writer sees: this rule is what makes a document typed at its end equal, bit for bit, a fresh
 open of the same text. Tokens appended at the end continue at the bucket's stride; an append
@@ -28,7 +28,7 @@ import torch
 NEW = -1  # marks a row that still needs a position
 
 
-BUCKETS_PER_OCTAVE = 2  # capacity buckets per doubling: 4, 6, 8, 12, 16, 24, 32, ...
+BUCKETS_PER_OCTAVE = 4  # capacity buckets per doubling: 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...
 
 
 def capacity_bucket(n: int) -> int:
