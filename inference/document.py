@@ -25,6 +25,7 @@ from .edits import Splice, apply_splices
 from .engine import WindowState
 from .engine.heads import predecessor_logprobs
 from .engine.policy import LSE_CHUNK_ROWS
+from .positions import spread_array
 from .tokenizer import paragraph_breaks
 from .windowing import cut_document, estimate_build_bytes, estimate_state_bytes, line_end_flags, new_window, tiles
 
@@ -223,6 +224,32 @@ class IncrementalDocument:
             windows=len(checks),
         )
 
+    # ----------------------------------------------------------------- at rest
+    def at_rest(self) -> bool:
+        """Whether the state is the one an open of the same tokens builds: the same windows, each
+        with an open's positions. Then its scores equal a fresh open's, whatever edits led here."""
+        ids = self.token_ids
+        return self._bounds() == self._split(ids) and all(w.at_rest() for w in self.windows)
+
+    def settle(self) -> EditResult:
+        """Bring the state to rest (see `at_rest`): windows whose extent differs from an open's cut
+        are rebuilt by a dense pass, the others re-spread where their positions differ (an
+        update that recomputes the rows from the first moved one on). Edits keep their cheap,
+        history-dependent positions (a token inserted between two others takes a free position
+        between them); settling when the document is idle, and before scores that must not depend
+        on the history (`vq-lsp score`), makes the same text give the same scores."""
+        t0 = time.perf_counter()
+        cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
+        ids = self.token_ids
+        want, have = self._split(ids), self._bounds()
+        if want != have:
+            kept = dict(zip(have, self.windows))
+            self.windows = [kept.get((a, b)) or self._fresh(ids[a:b], cost) for a, b in want]
+        for w in self.windows:
+            if not w.at_rest():
+                cost.add(w.settle())
+        return self._done(cost, t0)
+
     # ----------------------------------------------------------------- editing
     def _validate(self, splices: Sequence[Splice]) -> list[Splice]:
         n = self.n_tokens
@@ -260,8 +287,11 @@ class IncrementalDocument:
             i += 1
         return out
 
-    def apply(self, splices: Sequence[Splice]) -> EditResult:
-        """Apply one revision (splices against the current document) and return scores and cost."""
+    def apply(self, splices: Sequence[Splice], at_rest: bool = False) -> EditResult:
+        """Apply one revision (splices against the current document) and return scores and cost.
+
+        at_rest: leave the state at rest (see `settle`), the edited windows updated straight to an
+        open's layout in the same update: the scores are then a fresh open's of the new text."""
         t0 = time.perf_counter()
         splices = self._validate(splices)
         per_window: dict[int, list[Splice]] = {}
@@ -279,8 +309,8 @@ class IncrementalDocument:
 
         cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
         if self.model.context == "paragraph":
-            self.windows = self._apply_paragraphs(per_window, cost)
-            return self._done(cost, t0)
+            self.windows = self._apply_paragraphs(per_window, cost, at_rest)
+            return self._rest(cost, t0, at_rest)
         new_windows: list[WindowState] = []
         for i, w in enumerate(self.windows):
             local = per_window.get(i)
@@ -289,12 +319,23 @@ class IncrementalDocument:
                 continue
             size = w.n_tokens + sum(len(s.new_ids) - (s.end - s.start) for s in local)
             if 0 < size <= self.capacity:
-                cost.add(w.apply(local))
+                cost.add(self._update(w, local, size, at_rest))
                 new_windows.append(w)
             elif size > self.capacity:
                 ids = apply_splices(w.token_ids(), local)
                 new_windows += [self._fresh(ids[a:b], cost) for a, b in self._split(ids)]
         self.windows = self._merge_small(new_windows, cost)
+        return self._rest(cost, t0, at_rest)
+
+    def _update(self, w: WindowState, local: list[Splice], size: int, at_rest: bool) -> Cost:
+        """A window's incremental update, straight to an open's layout of its `size` tokens when at_rest."""
+        layout = spread_array(size + 1, self.model.config.position_pool) if at_rest else None
+        return w.apply(local, layout)
+
+    def _rest(self, cost: Cost, t0: float, at_rest: bool) -> EditResult:
+        """The end of `apply`: with at_rest, what the update left unlike an open (the windows' cut) settled."""
+        if at_rest:
+            cost.add(self.settle().cost)
         return self._done(cost, t0)
 
     def _done(self, cost: Cost, t0: float) -> EditResult:
@@ -317,7 +358,9 @@ class IncrementalDocument:
             return paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids)
         return paragraph_breaks([before, *ids], m.paragraph_ids, m.newline_end_ids)[1:]
 
-    def _apply_paragraphs(self, per_window: dict[int, list[Splice]], cost: Cost) -> list[WindowState]:
+    def _apply_paragraphs(
+        self, per_window: dict[int, list[Splice]], cost: Cost, at_rest: bool = False
+    ) -> list[WindowState]:
         """Context "paragraph": every paragraph break ends a window, and a paragraph that fits one
         window is exactly one window (a longer one is tiled by windows of at most capacity).
 
@@ -379,7 +422,7 @@ class IncrementalDocument:
                         out += self._fresh_split(text[a:b], cost)
                     else:
                         if i in new:
-                            cost.add(windows[i].apply(per_window[i]))
+                            cost.add(self._update(windows[i], per_window[i], b - a, at_rest))
                         out.append(windows[i])
             else:
                 out += self._fresh_split(text[start:end], cost)

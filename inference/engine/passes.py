@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 Finals = list[tuple[np.ndarray, torch.Tensor]]  # (slots, outputs) of each pass's last layer, for the heads
 
 
-def apply_update(state: WindowState, splices: Sequence[Splice]) -> Cost:
-    """Host bookkeeping (order, positions, the affected rows A), then the batched layer passes."""
+def apply_update(state: WindowState, splices: Sequence[Splice], layout: np.ndarray | None = None) -> Cost:
+    """Host bookkeeping (order, positions, the affected rows A), then the batched layer passes.
+    `layout`: the positions of every row after the update (see plan_edit)."""
     edit = reorder(state, splices)
-    cost, plan = plan_edit(state, edit)
+    cost, plan = plan_edit(state, edit, layout)
     if plan is None:
         return cost
     finals: Finals = []

@@ -18,7 +18,7 @@ import torch
 
 from ..costs import Cost
 from ..edits import Splice
-from ..positions import NEW, assign_positions
+from ..positions import NEW, Assignment, assign_positions
 from .policy import FAR, bucket
 
 if TYPE_CHECKING:
@@ -156,9 +156,10 @@ def reorder(state: WindowState, splices: Sequence[Splice]) -> Reordering:
     return Reordering(old_order, new_order, inserted, changed, deleted)
 
 
-def plan_edit(state: WindowState, edit: Reordering) -> tuple[Cost, EditPlan | None]:
+def plan_edit(state: WindowState, edit: Reordering, layout: np.ndarray | None = None) -> tuple[Cost, EditPlan | None]:
     """Positions, the affected rows and the device tables of an update; (cost, None) when no row
-    changed. Writes the new positions and embedding rows of the edited slots into the state."""
+    changed. Writes the new positions and embedding rows of the edited slots into the state.
+    `layout`: every row's position after the update (a re-spread), instead of assign_positions."""
     cfg = state.cfg
     dev = state.key_pos.device
     pos_before = state.pos_host.copy()
@@ -166,7 +167,11 @@ def plan_edit(state: WindowState, edit: Reordering) -> tuple[Cost, EditPlan | No
     is_new = np.zeros(len(state.ids_host), dtype=bool)
     is_new[edit.inserted] = True
     proposal[is_new[edit.new_order]] = NEW
-    assignment = assign_positions(proposal, cfg.position_pool)
+    if layout is None:
+        assignment = assign_positions(proposal, cfg.position_pool)
+    else:
+        moved = np.nonzero((proposal != NEW) & (proposal != layout))[0]
+        assignment = Assignment(positions=np.asarray(layout, dtype=np.int64), relabelled=moved, full_respreads=0)
     order = np.asarray(edit.new_order, dtype=np.int64)
     relabelled = order[assignment.relabelled].tolist()
     state.pos_host[order] = assignment.positions

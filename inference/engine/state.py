@@ -20,7 +20,7 @@ import torch
 from ..costs import Cost, dense_macs
 from ..edits import Splice
 from ..model import VQOPT
-from ..positions import spread_positions
+from ..positions import spread_array, spread_positions
 from . import heads, passes
 from .constants import LayerConstants
 from .policy import FAR, SLACK
@@ -360,13 +360,14 @@ class WindowState:
         self.free = list(range(cap - 1, old - 1, -1)) + self.free
         self.make_views()
 
-    def apply(self, splices: Sequence[Splice]) -> Cost:
-        """Apply validated, sorted, non-overlapping splices (window-local token offsets) as one revision."""
+    def apply(self, splices: Sequence[Splice], layout: np.ndarray | None = None) -> Cost:
+        """Apply validated, sorted, non-overlapping splices (window-local token offsets) as one revision.
+        `layout`: every row's position afterwards (a re-spread), else they are assigned (positions.py)."""
         t0 = time.perf_counter()
         before = (self.ids_host[self.order].copy(), self.pos_host[self.order].copy())
         try:
             with torch.no_grad():
-                cost = passes.apply_update(self, splices)
+                cost = passes.apply_update(self, splices, layout)
         except BaseException:
             self.build(*before)  # never leave a half-updated state behind
             raise
@@ -376,6 +377,15 @@ class WindowState:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return cost
+
+    def at_rest(self) -> bool:
+        """Whether the rows sit where an open of the same tokens puts them (positions.spread_positions)."""
+        return bool(np.array_equal(self.pos_host[self.rows()], spread_array(len(self.order), self.cfg.position_pool)))
+
+    def settle(self) -> Cost:
+        """Re-spread the rows to an open's layout, as an update that relabels the rows that moved
+        (every row from the first moved one on is recomputed; the rows before it keep their state)."""
+        return self.apply([], spread_array(len(self.order), self.cfg.position_pool))
 
     # ----------------------------------------------------------------- checking
     def verify(self) -> WindowCheck:

@@ -44,7 +44,11 @@ def test_paragraph_score_after_context_is_the_engines_span_score(distilled):
         out, valid = forward_padded(net, [example], lambda n: spread_positions(n, pool))
         ours = doc_probs(out.cls_logits, scored_rows([example], valid))[0]
         whole = doc_probs(out.cls_logits, valid)[0]
+    model.net.config = model.config.replace(
+        window_tokens=2 * (len(ctx) + len(para))
+    )  # context and paragraph in one window
     doc = inference.IncrementalDocument(model, ctx + para)
+    assert doc.window_count == 1
     engine = doc.span_scores(len(ctx), len(ctx) + len(para))
     torch.testing.assert_close(ours, torch.tensor([engine[k] for k in net.config.labels]), atol=2e-3, rtol=0)
     assert not torch.allclose(ours, whole, atol=1e-4)  # the context's tokens would have counted

@@ -48,11 +48,20 @@ class Refresh:
 
 
 @dataclass(frozen=True)
+class Settle:
+    """The document has been idle since `version`: bring its state to rest (the positions a fresh
+    open gives, IncrementalDocument.settle) and choose its hints from exact scores, so that at rest
+    they are those `vq-lsp check` gives the same text, whatever edits led to it."""
+
+    version: int | None
+
+
+@dataclass(frozen=True)
 class SettingsChanged:
     """The settings changed: re-choose hints, from the hint material where it is current."""
 
 
-Event = Opened | Edited | Closed | ChangeLost | Refresh | SettingsChanged
+Event = Opened | Edited | Closed | ChangeLost | Refresh | Settle | SettingsChanged
 
 
 def merge_edits(events: Iterable[Event]) -> list[Event]:

@@ -70,6 +70,9 @@ class DocumentState:
     thrash_reported: bool = False  # said once that the budget keeps dropping and rebuilding it
     unhinted_version: int | None = None  # given a state at this version with no hints for it (memory.py)
     previous: Reusable | None = None  # its state before it was opened again, until its tokens are known
+    settling: bool = False  # a Settle was processed: the next hints are chosen from exact scores
+    settled: bool = False  # at rest, and its hints chosen from exact scores, since its last edit
+    published: list | None = None  # the diagnostics of its last hints for its own version
 
     def bytes(self) -> int:
         """Memory its engine state holds: the built state, or the windows built so far."""

@@ -32,7 +32,7 @@ from ..hints import conventions
 from ..hints.material import HintMaterial
 from ..settings import Settings
 from . import memory, remap, reuse
-from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, merge_edits
+from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, Settle, merge_edits
 from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, text_problem
 from .snapshots import SnapshotStore, restore_state, save_state
 from .state import DocumentState, Message, Outcome
@@ -138,6 +138,10 @@ class Documents:
                     self._pause(st, ev.reason, out)
             elif isinstance(ev, Refresh):
                 eager = True
+            elif isinstance(ev, Settle):
+                st = self.states.get(uri)
+                if st is not None and st.version == ev.version and not st.settled:
+                    self._settle(st, out)
             elif isinstance(ev, SettingsChanged):
                 self._make_room()
             else:
@@ -156,6 +160,22 @@ class Documents:
         if st.problem is None and st.doc is None:
             out.needs_build = eager or not self._material_current(st)
         return out
+
+    def _settle(self, st: DocumentState, out: Outcome) -> None:
+        """An idle document: its state brought to rest, its next hints chosen from exact scores."""
+        if st.doc is None or st.problem is not None:
+            return
+        if not st.doc.at_rest():
+            try:
+                res = st.doc.settle()
+            except Exception as e:  # a state in doubt is rebuilt from its text
+                log.exception("settling %s failed", st.uri)
+                out.messages.append(Message("warning", f"vq-lsp: could not settle {st.uri} ({e}); rebuilding it"))
+                st.doc, st.in_doubt = None, True
+                st.rebuilds += 1
+                return
+            st.last_cost = res.cost.as_dict() | {"splices": 0, "settle": True}
+        st.settling = True
 
     def process_now(self, uri: str, events: Sequence[Event]) -> Outcome:
         """`process`, the whole build and `hints` in one call (tests, scripts): the server runs
@@ -186,8 +206,12 @@ class Documents:
         if st.problem is not None:
             out.diagnostics = [] if not pending else None
             return out
+        settling, st.settling = st.settling and not pending, False
         if st.doc is not None:
-            st.material = HintMaterial.of(st.tracked, st.doc, st.version, st.language_id, self.settings.diagnostics)
+            exact = {"tolerance": 0.0} if settling else {}  # scores read afresh, none reused (reuse.py)
+            st.material = HintMaterial.of(
+                st.tracked, st.doc, st.version, st.language_id, self.settings.diagnostics, **exact
+            )
         elif not (self._material_current(st) and st.tracked is not None):
             return out
         chosen = conventions.choose(
@@ -195,6 +219,12 @@ class Documents:
         )
         if not pending:
             out.diagnostics = [h.lsp(st.tracked.position, st.version) for h in chosen]
+            if settling:  # published again only where settling changed them
+                st.settled = st.doc is not None
+                if out.diagnostics == st.published:
+                    out.diagnostics = None
+                    return out
+            st.published = out.diagnostics
             return out
         try:
             moved = remap.move(st.tracked.text, st.tracked.lines, chosen, [c for _, cs in pending for c in cs])
@@ -337,7 +367,7 @@ class Documents:
 
     # ----------------------------------------------------------------- edits
     def _change(self, st: DocumentState, version: int | None, changes: list[Change], out: Outcome) -> None:
-        st.version, st.material = version, None
+        st.version, st.material, st.settled, st.published = version, None, False, None
         if st.out_of_sync and all(c.range is not None for c in changes):
             return
         first_full = max((i for i, c in enumerate(changes) if c.range is None), default=None)

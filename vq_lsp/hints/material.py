@@ -198,9 +198,10 @@ class HintMaterial:
         version: int | None,
         language_id: str = "plaintext",
         cfg: DiagnosticSettings | None = None,
+        tolerance: float = reuse.REUSE_TOLERANCE_NATS,
     ) -> HintMaterial:
         lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
-        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay, reuse.REUSE_TOLERANCE_NATS)
+        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay, tolerance)
 
     @classmethod
     def with_layout(

@@ -1,7 +1,11 @@
 """Score every revision of a document, each as an edit of the one before.
 
 One IncrementalDocument chain per document: the first revision is a dense pass, every later
-one is the Splice list `inference.diff` finds against the previous revision. A row per
+one is the Splice list `inference.diff` finds against the previous revision, applied at rest
+(`apply(..., at_rest=True)`): the edited rows go straight to the positions an open of the new
+text gives them, so every row's scores are those `vq-lsp check` and a freshly opened editor
+give the same text, whatever revisions led to it (the rows after a middle edit are recomputed,
+which the row's MACs count). A row per
 revision holds document and paragraph scores, the hints an editor would show (picked by the
 server's rule, hints/selection.py), tokens, changed tokens, incremental and dense MACs and
 seconds; `Summary` adds the rows up (the same totals for the Ray scorer, ray.py).
@@ -116,7 +120,7 @@ class BatchScorer:
         else:
             splices = inference.diff(chain.ids, ids)
             changed = sum(max(s.end - s.start, len(s.new_ids)) for s in splices)
-            macs = chain.doc.apply(splices).cost.incremental_macs
+            macs = chain.doc.apply(splices, at_rest=True).cost.incremental_macs
             chain.ids = ids
         doc = chain.doc
         dense = doc.dense_macs()

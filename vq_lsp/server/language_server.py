@@ -45,7 +45,7 @@ from pygls.lsp.server import LanguageServer
 import inference
 
 from .. import __version__
-from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged
+from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, Settle
 from ..documents.heap import HeapTrimmer, resident_bytes
 from ..documents.state import Level, Outcome
 from ..documents.store import PRETOKENIZE_CHARS, Documents
@@ -65,6 +65,9 @@ _LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warnin
 EXIT_GRACE_S = 2.0  # at exit, wait this long for a running engine job before leaving without it
 BURST_PUBLISH_S = 0.05  # during a burst, publish moved hints at most this often per document
 HINTS_WAIT_S = 120.0  # a build waits at most this long for the hints of a state it needs the room of
+# a document left this long after an edit is settled: its state brought to a fresh open's positions
+# and its hints chosen from exact scores (documents/events.py: Settle), republished if they changed
+SETTLE_AFTER_S = 1.0
 
 
 class Recovery(enum.Enum):
@@ -96,6 +99,7 @@ class VQServer(LanguageServer):
         self._stopping = False
         self._inbox: asyncio.Queue | None = None
         self._last_publish: dict[str, float] = {}  # uri -> time.monotonic() of its last publish
+        self._settle_timers: dict[str, asyncio.TimerHandle] = {}  # uri -> its Settle, due when it stays idle
         self.workspace_files = WorkspaceFiles()  # vq-lsp.toml and word lists, under the editor's settings
         self.waiting: Counter[str] = Counter()  # uri -> requests and edits waiting for it now
         self.docs.in_use = lambda uri: self.waiting.get(uri, 0) > 0  # read on the engine thread
@@ -211,6 +215,9 @@ class VQServer(LanguageServer):
         then publish hints (moved through newer edits when those are already waiting)."""
         if self.protocol._shutdown:
             return  # shutting down: the engine thread no longer takes work
+        timer = self._settle_timers.pop(uri, None)
+        if timer is not None:  # newer work: the document is not idle
+            timer.cancel()
         try:
             opened = [ev for ev in events if isinstance(ev, Opened) and len(ev.text) >= PRETOKENIZE_CHARS]
             if opened:  # a long text is tokenized here, beside the engine thread, not on it
@@ -263,6 +270,15 @@ class VQServer(LanguageServer):
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=uri, version=out.version, diagnostics=out.diagnostics)
             )
+        if any(isinstance(ev, Edited) for ev in events) and not superseded():
+            loop = asyncio.get_running_loop()
+            self._settle_timers[uri] = loop.call_later(SETTLE_AFTER_S, self._settle_if_idle, uri, out.version)
+
+    def _settle_if_idle(self, uri: str, version: int | None) -> None:
+        """SETTLE_AFTER_S after an edit's hints, with nothing newer queued: settle the document."""
+        self._settle_timers.pop(uri, None)
+        if not self.protocol._shutdown and not self.coalescer.busy(uri):
+            self.coalescer.submit(uri, Settle(version))
 
     def _closing(self, uri: str) -> bool:
         """Whether a close of `uri` waits to be processed: then nothing is built for it."""
