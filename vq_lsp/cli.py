@@ -62,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument(
             "--context",
             choices=("window", "paragraph"),
-            **(keep or {"default": "window"}),
-            help="what a token sees: window (default) or paragraph (only its own paragraph)",
+            **(keep or {"default": "paragraph"}),
+            help="what a token sees: paragraph (default: only its own paragraph) or window (the text before it)",
         )
         q.add_argument(
             "--state-layout",

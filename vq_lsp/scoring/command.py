@@ -120,10 +120,10 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument(
         "--context",
         choices=inference.CONTEXTS,
-        default="window",
-        help="what a token sees: window (default: the text before it in its window, up to "
-        "window_tokens) or paragraph (only its own paragraph: a paragraph's scores never depend "
-        "on the text before it)",
+        default="paragraph",
+        help="what a token sees: paragraph (default, as the server: only its own paragraph, so a paragraph's "
+        "scores never depend on the text before it) or window (the text before it in its window, up to "
+        "window_tokens)",
     )
     ap.add_argument(
         "--state-layout",
