@@ -374,7 +374,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="two texts of each kind of about 3,000 characters, one of the repository's docs (a few minutes on one core)",
+        help="two texts of each kind of about 3,000 characters (a few minutes on one core)",
     )
     p.add_argument("--texts", type=int, help="texts of each kind (default 8, --quick 2)")
     p.add_argument("--chars", type=int, help="each text cut near this many characters (default 8,000, --quick 3,000)")
