@@ -46,7 +46,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO, data_dir, markdown_table, write_results
+from benchmarks.common import REPO, data_dir, markdown_table, recorded_command, write_results
 from benchmarks.typo_detection import ONE_EDIT, corrupt
 from training.data import read_jsonl_gz
 from training.neutral import part_of
@@ -290,7 +290,7 @@ def run(args) -> dict:
         print(f"{kind}: {figures[-1].texts} texts, {figures[-1].seconds} s", file=sys.stderr)
     d = settings.diagnostics
     return {
-        "command": "python -m benchmarks.quiet_prose " + shlex.join(args.argv),
+        "command": "python -m benchmarks.quiet_prose " + shlex.join(recorded_command(args.argv)),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
         f"({platform.machine()}, shared with other jobs), {settings.precision}",
         "defaults": {
