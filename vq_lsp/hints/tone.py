@@ -4,9 +4,9 @@ A block shows its top label when it has at least `toneMinWords` words and the la
 reaches `sentimentThreshold`. With `toneGate` above 0, a document must also read as an opinion piece
 as a whole: the score of all its tone blocks together (their tokens' class log-probabilities summed,
 the same aggregate as a paragraph's score, see inference.document.span_probs) must reach the gate, or
-no block shows a tone. Why: a well-edited technical or encyclopedic document has a few paragraphs the
-head reads as confidently positive (a feature praised, a failure described), while the document as a
-whole reads near 0.5; a review reads one way throughout. The gate never asks more of the document
+no block shows a tone. Why: even scored alone, a few paragraphs of a well-edited technical or
+encyclopedic document come out confident, while the document's prose as a whole reads near 0.5; a
+review reads one way throughout (docs/server.md, Tone, has the measurements). The gate never asks more of the document
 than `sentimentThreshold` asks of a paragraph (a threshold of 0 shows every tone). Kept in one
 place so the server, `vq-lsp check` and `vq-lsp score` decide alike (hints/selection.py,
 scoring/output.py).
@@ -25,7 +25,7 @@ PROBABILITY_FLOOR = 1e-6  # `vq-lsp score` rounds scores to 6 decimals
 
 @dataclass(frozen=True)
 class Block:
-    """A prose block's tone scores, its words (as the tone gate counts them) and its token count."""
+    """A prose block's tone scores, its words (as `toneMinWords` counts them) and its token count."""
 
     scores: dict[str, float]
     words: int
