@@ -1,7 +1,7 @@
 """How quiet the server is on clean, edited prose, and what it still finds there: at the server's defaults.
 
     python -m benchmarks.quiet_prose [--quick] [--texts 8] [--chars 8000] [--per-kind 2] [--seed 0] [--threads 1]
-        [--eval [--eval-texts 30]]
+        [--context window|paragraph] [--eval [--eval-texts 30]]
 
 Every text goes through `vq-lsp check`'s own path (`vq_lsp.scoring.check.check_text` with the default
 `Settings()`, the model loaded with the default `context` and `precision`), so each figure is what a writer
@@ -14,10 +14,12 @@ gets with no configuration. Clean prose of three kinds, none from `$VQ_LSP_DATA/
 - fiction: excerpts of Gutenberg `valid` books (plain text; tone also reported on narration paragraphs,
   those without quotation marks).
 
-Texts are cut at a paragraph break near `--chars` characters. Per kind: hints per 1,000 words by kind
-(tone, typo on a word missing from the dictionary, typo on a dictionary word i.e. a real-word
-confusion, grammar) and the share of tone-eligible paragraphs (at least `toneMinWords` words) that show a
-tone. Then errors are planted in the same texts, in prose words, a few apart: non-word typos (one-letter
+`--context` scores with the other context instead, every other setting at its default, to compare the
+two on the same texts. Texts are cut at a paragraph break near `--chars` characters. Per kind: hints
+per 1,000 words by kind (tone, typo on a word missing from the dictionary, typo on a dictionary word
+i.e. a real-word confusion, grammar) and the share of tone-eligible paragraphs (at least
+`toneMinWords` words) that show a tone. Then errors are planted in the same texts, in prose words,
+at least 60 characters apart: non-word typos (one-letter
 swaps, drops, doublings, neighbour keys), real-word swaps (the confusion sets the detector knows:
 their/there, form/from ...), and four classic grammar errors ("could have" -> "could of", "an" -> "a"
 before a vowel, a doubled "the", "this is" -> "this are"); recall is the share of planted errors with a
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import dataclasses
 import gzip
 import json
 import platform
@@ -273,7 +276,7 @@ def run(args) -> dict:
 
     torch.set_num_threads(args.threads)
     data = data_dir(args.data)
-    settings = Settings()
+    settings = Settings() if args.context is None else dataclasses.replace(Settings(), context=args.context)
     model = inference.load_model(None, device="cpu", dtype=settings.precision, context=settings.context)
     n = args.texts or (2 if args.quick else 8)
     chars = args.chars or (3000 if args.quick else 8000)
@@ -381,6 +384,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--per-kind", type=int, default=2, help="planted errors of each kind per text, at most")
     p.add_argument("--eval", action="store_true", help="also report eval/ PEPs, once, at the end")
     p.add_argument("--eval-texts", type=int, default=30, help="PEPs with --eval")
+    p.add_argument(
+        "--context",
+        choices=("window", "paragraph"),
+        help="score with this context instead of the server's default (results: quiet_prose_CONTEXT.{md,json})",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
@@ -393,7 +401,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     results = run(args)
-    write_results(args.out, NAME, results, report(results))
+    write_results(args.out, NAME if args.context is None else f"{NAME}_{args.context}", results, report(results))
     return 0
 
 
