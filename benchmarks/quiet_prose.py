@@ -337,10 +337,15 @@ def report(results: dict) -> str:
     recall_rows = [[k["kind"], *[share(k["found"][e], k["planted"][e]) for e in ERRORS]] for k in results["kinds"]]
     return "\n".join(
         [
-            "# Hints on clean prose at the server's defaults, and planted errors found",
+            "# Hints on clean prose, and planted errors found",
             "",
-            f"Defaults: `context: {d['context']}`, `sentimentThreshold` {d['sentiment_threshold']}, "
-            f"`toneMinWords` {d['tone_min_words']}, `toneGate` {d['tone_gate']}; every text through `vq-lsp check`'s "
+            (
+                "Settings: the server's defaults"
+                if d["context"] == Settings().context
+                else f"Settings: the server's defaults but `context: {d['context']}`"
+            )
+            + f" (`context: {d['context']}`, `sentimentThreshold` {d['sentiment_threshold']}, "
+            f"`toneMinWords` {d['tone_min_words']}, `toneGate` {d['tone_gate']}); every text through `vq-lsp check`'s "
             "path with no configuration. Tone shown: share of paragraphs of at least `toneMinWords` words with a "
             "tone hint (every one is wrong on this prose). Other columns: hints per 1,000 prose words.",
             "",
