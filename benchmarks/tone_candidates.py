@@ -1,6 +1,7 @@
 """Which tone rule and `context` to serve: the candidates side by side, on data no tuning run reads as eval.
 
     python -m benchmarks.tone_candidates [--part calibration|test] [--docs 12] [--reviews 300] [--threads 1]
+        [--dump FILE]
 
 Every document is scored twice with the bundled model, at the server's default precision: once with
 `context: window` (a paragraph's tokens see the text before it in their window) and once with
