@@ -1,24 +1,25 @@
 """Tone hints on the project's yardstick: held-out opinion text in other styles, and neutral prose.
 
     python -m benchmarks.tone_yardstick --model MODEL [--model MODEL ...] [--reviews 400] [--sentences 1000]
-        [--paragraphs 600] [--seed 0] [--threads 1]
+        [--peps 60] [--seed 0] [--threads 1]
 
 Reports on `$VQ_LSP_DATA/eval/` only, which no training or tuning run reads, so the figures say how the
 tone hints generalise. Three sets, each a seeded random sample:
 
 - reviews: Pang and Lee polarity v2.0 film reviews (full length, lowercased and tokenized), balanced;
 - sentences: Pang and Lee sentence polarity v1.0 snippets, balanced;
-- PEP paragraphs: prose paragraphs of the latest revision of each Python Enhancement Proposal, read as
+- PEPs: the latest revision of Python Enhancement Proposals, each a whole document read as
   reStructuredText by the server's own markup rules (`vq_lsp.hints.markup`: no literal blocks, directives,
-  tables or titles) and kept when they have at least `toneMinWords` words, i.e. the paragraphs the server
-  could give a tone, less the header fields at the top of each PEP; their right answer is "no tone".
+  tables or titles); the paragraphs counted are those with at least `toneMinWords` words, less the header
+  fields at the top of each PEP; their right answer is "no tone".
 
-Each text is scored alone by a fresh `IncrementalDocument` (a dense pass; its score is the mean of the
-per-token class scores, what the server shows for a one-paragraph text or with `context: paragraph`), at the
-server's default precision. Whether a hint is shown is decided by the server's rule
-(`vq_lsp.hints.selection.shown_tone` with the default `DiagnosticSettings`). Figures per set: accuracy and
-positive rate (opinion sets), the share of texts with a shown tone hint, and the share of shown hints
-that are right (opinion sets). Results: benchmarks/results/tone_yardstick.{md,json}.
+Everything is scored as the server scores it with its default settings (`vq_lsp.settings.Settings`: its
+`context` and `precision`, and `vq_lsp.hints.tone.shown` with the default `DiagnosticSettings`, the
+document gate included). A review or a snippet is one paragraph (the files hold no blank lines), so its
+score is the mean of its tokens' class scores; a PEP's paragraphs are its tone blocks, shown or not by
+the rule over the whole document. Figures per set: accuracy and positive rate (opinion sets: of the
+document score), the share of texts (PEPs: of paragraphs) with a shown tone hint, and the share of shown
+hints that are right (opinion sets). Results: benchmarks/results/tone_yardstick.{md,json}.
 """
 
 from __future__ import annotations
@@ -36,15 +37,15 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from benchmarks.common import REPO, data_dir, markdown_table, write_results
-from vq_lsp.hints import markup
-from vq_lsp.hints.selection import shown_tone
-from vq_lsp.settings import DiagnosticSettings
+from vq_lsp.hints import markup, tone
+from vq_lsp.hints.material import tone_blocks
+from vq_lsp.settings import DiagnosticSettings, Settings
 
 NAME = "tone_yardstick"
-PRECISION = "float32"  # the server's default `precision`
 PREAMBLE = re.compile(r"PEP: *\d+\s*\n")  # a PEP's header fields (Title:, Author:, ...): metadata, not prose
 
 
@@ -63,6 +64,7 @@ class SetFigures:
 
     set: str
     texts: int
+    units: int  # texts (opinion sets) or eligible paragraphs (PEPs) the shares are of
     accuracy: float | None
     positive_rate: float
     shown_share: float
@@ -100,48 +102,57 @@ def sentence_snippets(folder: Path, n: int, seed: int) -> list[Text]:
     return out
 
 
-def pep_paragraphs(folder: Path, n: int, seed: int, min_words: int) -> list[Text]:
-    """A seeded sample of the prose paragraphs (reStructuredText tone blocks of at least min_words
-    words) of each PEP's latest revision."""
-    pool = []
+def peps(folder: Path, n: int, seed: int) -> list[Text]:
+    """A seeded sample of whole PEPs (latest revision), as reStructuredText documents."""
     with gzip.open(folder / "python_peps.jsonl.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            text = json.loads(line)["revisions"][-1]["text"]
-            for a, b, words in markup.layout(text, markup.RST).tone:
-                if words >= min_words and not PREAMBLE.match(text, a):
-                    pool.append(Text(text[a:b], None, words))
-    return random.Random(f"{seed}-peps").sample(pool, min(n, len(pool)))
+        texts = [json.loads(line)["revisions"][-1]["text"] for line in f]
+    chosen = random.Random(f"{seed}-peps").sample(texts, min(n, len(texts)))
+    return [Text(t, None, count_words(t, markup.RST)) for t in chosen]
 
 
 # ----------------------------------------------------------------------------------- scoring
 def score(model, texts: list[Text], label: str, cfg: DiagnosticSettings) -> SetFigures:
-    """Figures of one model on one set: each text scored alone by a dense pass."""
+    """Figures of one model on one set. Opinion texts: one paragraph each, judged by the document score.
+    Neutral documents: every tone block, shown or not by the server's rule over the whole document."""
     import inference
 
     t0 = time.perf_counter()
     if "positive" not in model.config.labels:
         raise ValueError(f"the model's labels {model.config.labels} have no 'positive'")
-    shown, right_shown, correct, positive, scored = 0, 0, 0, 0, 0
+    shown, right_shown, correct, positive, scored, units = 0, 0, 0, 0, 0, 0
     for t in texts:
-        ids = model.tokenizer.encode(t.text)
+        ids, offsets = model.tokenizer.encode_with_offsets(t.text)
         if not ids:
             continue
-        scores = inference.IncrementalDocument(model, ids).scores
-        top = max(scores, key=scores.get)
+        doc = inference.IncrementalDocument(model, ids)
         scored += 1
-        positive += top == "positive"
-        correct += t.label is not None and top == t.label
-        hint = shown_tone(scores, t.n_words, cfg)
-        if hint is not None:
-            shown += 1
-            right_shown += t.label is not None and hint[0] == t.label
+        if t.label is not None:
+            scores = doc.scores
+            top = max(scores, key=scores.get)
+            units += 1
+            positive += top == "positive"
+            correct += top == t.label
+            hint = tone.shown([tone.Block(scores, t.n_words, len(ids))], cfg)[0]
+            if hint is not None:
+                shown += 1
+                right_shown += hint[0] == t.label
+            continue
+        starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
+        blocks = tone_blocks(starts, doc, markup.layout(t.text, markup.RST))
+        picks = tone.shown([tone.Block(sc, n, tb - ta) for _, _, ta, tb, sc, n in blocks], cfg)
+        for (a, _, _, _, sc, n), pick in zip(blocks, picks):
+            if n >= cfg.tone_min_words and not PREAMBLE.match(t.text, a):
+                units += 1
+                positive += max(sc, key=sc.get) == "positive"
+                shown += pick is not None
     opinion = texts[0].label is not None if texts else False
     return SetFigures(
         set=label,
         texts=scored,
-        accuracy=correct / scored if opinion and scored else None,
-        positive_rate=positive / scored if scored else 0.0,
-        shown_share=shown / scored if scored else 0.0,
+        units=units,
+        accuracy=correct / units if opinion and units else None,
+        positive_rate=positive / units if units else 0.0,
+        shown_share=shown / units if units else 0.0,
         shown_right=right_shown / shown if opinion and shown else None,
         seconds=round(time.perf_counter() - t0, 1),
     )
@@ -151,27 +162,33 @@ def run(args) -> dict:
     import inference
 
     torch.set_num_threads(args.threads)
-    cfg = DiagnosticSettings()
+    defaults = Settings()
+    cfg = defaults.diagnostics
     folder = data_dir(args.data) / "eval"
     sets = {
         "movie reviews (lowercased, tokenized)": movie_reviews(folder, args.reviews, args.seed),
         "review sentences": sentence_snippets(folder, args.sentences, args.seed),
-        "PEP prose paragraphs (neutral)": pep_paragraphs(folder, args.paragraphs, args.seed, cfg.tone_min_words),
+        "PEPs, whole documents (neutral), per paragraph": peps(folder, args.peps, args.seed),
     }
     names = args.name or [Path(m).name for m in args.model]
     if len(names) != len(args.model):
         raise SystemExit("give one --name per --model")
     models = []
     for path, name in zip(args.model, names):
-        model = inference.load_model(path, device="cpu", dtype=PRECISION)
+        model = inference.load_model(path, device="cpu", dtype=defaults.precision, context=defaults.context)
         figures = [score(model, texts, label, cfg) for label, texts in sets.items()]
         models.append({"name": name, "sets": [asdict(f) for f in figures]})
         print(f"{name}: done", file=sys.stderr)
     return {
         "command": "python -m benchmarks.tone_yardstick " + shlex.join(shown_argv(args.argv, names)),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
-        f"({platform.machine()}, shared with other jobs), {PRECISION}",
-        "rule": {"sentiment_threshold": cfg.sentiment_threshold, "tone_min_words": cfg.tone_min_words},
+        f"({platform.machine()}, shared with other jobs), {defaults.precision}",
+        "rule": {
+            "context": defaults.context,
+            "sentiment_threshold": cfg.sentiment_threshold,
+            "tone_min_words": cfg.tone_min_words,
+            "tone_gate": cfg.tone_gate,
+        },
         "seed": args.seed,
         "models": models,
     }
@@ -197,12 +214,22 @@ def percent(x: float | None) -> str:
 
 def report(results: dict) -> str:
     rule = results["rule"]
-    header = ["set", "model", "texts", "accuracy", "positive rate", "tone hint shown on", "shown hints that are right"]
+    header = [
+        "set",
+        "model",
+        "texts",
+        "paragraphs",
+        "accuracy",
+        "positive rate",
+        "tone hint shown on",
+        "shown hints that are right",
+    ]
     rows = [
         [
             s["set"],
             m["name"],
             str(s["texts"]),
+            str(s["units"]) if s["accuracy"] is None else "-",
             percent(s["accuracy"]),
             percent(s["positive_rate"]),
             percent(s["shown_share"]),
@@ -217,14 +244,14 @@ def report(results: dict) -> str:
             "# Tone hints on the yardstick (`$VQ_LSP_DATA/eval/`, never read by training or tuning)",
             "",
             "Seeded random samples: Pang and Lee film reviews (full length, lowercased and tokenized, balanced), "
-            "their sentence polarity snippets (balanced), and prose paragraphs of the latest revision of each PEP "
-            "(reStructuredText read by the server's markup rules, header fields left out, paragraphs of at least "
-            f"{rule['tone_min_words']} words; a tone hint on them is wrong). Each text is scored alone by a dense "
-            "pass (a fresh IncrementalDocument: the mean of the per-token class scores), which is the server's tone "
-            "score for a one-paragraph text (reviews and snippets are one paragraph each) and, for a PEP paragraph, "
-            "its score with the `context: paragraph` setting. A tone hint is shown where the "
-            f"server's rule shows one: top class at least {rule['sentiment_threshold']} and at least "
-            f"{rule['tone_min_words']} words.",
+            "their sentence polarity snippets (balanced), and whole PEPs (latest revision, reStructuredText read by "
+            "the server's markup rules; their paragraphs of at least "
+            f"{rule['tone_min_words']} words, header fields left out, are counted; a tone hint on them is wrong). "
+            "Everything is scored as the server does at its defaults: "
+            f"`context: {rule['context']}`, a tone shown where the top class reaches {rule['sentiment_threshold']} "
+            f"on a paragraph of at least {rule['tone_min_words']} words and the document's prose blocks together "
+            f"reach {rule['tone_gate']} (`toneGate`). A review or a snippet is one paragraph, so the gate never "
+            "hides its tone; a PEP's paragraphs are judged within their document.",
             "",
             f"Command: `{results['command']}` (a model folder outside the repository appears by its label in <>).",
             "",
@@ -242,7 +269,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--name", action="append", help="label of each --model in the report (default: folder name)")
     p.add_argument("--reviews", type=int, default=400, help="film reviews, half positive")
     p.add_argument("--sentences", type=int, default=1000, help="sentence snippets, half positive")
-    p.add_argument("--paragraphs", type=int, default=600, help="PEP prose paragraphs")
+    p.add_argument("--peps", type=int, default=60, help="whole PEPs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")

@@ -619,7 +619,12 @@ def table(r: dict) -> str:
         ("dictionary_plus_close_word_no_model", "same dictionary rules, no model"),
         ("pyspellchecker", "pyspellchecker (every unknown word)"),
     ]
-    lines = [f"{r.get('label', '')}: report split, model {Path(r['model']).name}.", ""]
+    lines = [
+        f"{r.get('label', '')}: report split, model {Path(r['model']).name}, scored with `context: window` in "
+        "float64 (the engine's defaults; the server reads each paragraph alone in float32: "
+        "`python -m benchmarks.quiet_prose` measures there).",
+        "",
+    ]
     if "command" in r:
         lines += [f"`{r['command'].strip()}`, {r['hardware']}.", ""]
     for kind in KINDS:

@@ -5,7 +5,9 @@ opinion is noise however "accurate" the model is on reviews, and a confident wro
 lowercased note is worse than none. The server shows a paragraph's tone when its top class
 reaches ``sentimentThreshold`` and the paragraph has at least ``toneMinWords`` words
 (``vq_lsp.hints.choose``); these figures apply the same rule, with the server's defaults, to
-each text scored as one block:
+each text scored alone, as a document of one paragraph. That is what the server shows for such a
+document; in a longer one a paragraph is also judged with the rest of its document (the
+``toneGate`` of hints/tone.py), which these figures leave out:
 
 * ``accuracy``, ``positive_rate``: the top class against the label (balanced sets should sit near
   50% positive);
@@ -115,6 +117,7 @@ def hint_report(scores_of, sets: dict[str, list[tuple[str, int]]], temperature: 
             report[name]["ece_before_calibration"] = expected_calibration_error(scaled(probs, 1 / temperature), labels)
     report["rule"] = (
         f"hint shown where the top class reaches {DEFAULTS.sentiment_threshold} and the text has at "
-        f"least {DEFAULTS.tone_min_words} words (the server's defaults); each text scored as one block"
+        f"least {DEFAULTS.tone_min_words} words (the server's defaults); each text scored alone, as a document "
+        "of one paragraph (in a longer document the server's document gate, toneGate, also applies)"
     )
     return report

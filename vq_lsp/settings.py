@@ -83,6 +83,16 @@ class DiagnosticSettings:
             100_000,
         ),
     )
+    tone_gate: float = field(
+        default=0.6,
+        metadata=_meta(
+            "A document shows tones only when all its prose blocks together read at least this sure of one label "
+            "(never more than sentimentThreshold; 0: off): a neutral document's few confident paragraphs stay "
+            "unmarked (benchmarks/tone_candidates.py).",
+            0.0,
+            1.0,
+        ),
+    )
     source_comments: bool = field(
         default=True,
         metadata=_meta(
@@ -139,11 +149,11 @@ class Settings:
         ),
     )
     context: str = field(
-        default="window",
+        default="paragraph",
         metadata=_meta(
-            "What a token sees: window (the text before it in its window of up to 2,048 tokens, the paper's setting) "
-            "or paragraph (only its own paragraph: a paragraph's tone never depends on the text before it, and an "
-            "edit's work stays inside its paragraph).",
+            "What a token sees: paragraph (only its own paragraph: a paragraph's tone never depends on the text "
+            "before it, neutral prose gets a third as many tones, and an edit's work stays inside its paragraph) or "
+            "window (the text before it in its window of up to 2,048 tokens, the paper's setting).",
             choices=("window", "paragraph"),
         ),
     )

@@ -87,7 +87,8 @@ def test_documents_spread_over_both_workers_and_rows_keep_input_order(local_ray,
         for name, texts in docs:
             f.write(json.dumps({"doc": name, "revisions": [{"text": t} for t in texts]}) + "\n")
     single, _ = _run([str(path), "--model", str(tiny_model_dir)], capsys)
-    scorer = ray_scoring.RayScorer(ray_scoring.LOCAL, 2, tiny_model_dir, 1, hints=DiagnosticSettings())
+    load = {"context": "paragraph"}  # vq-lsp score's default (the engine's own is the window)
+    scorer = ray_scoring.RayScorer(ray_scoring.LOCAL, 2, tiny_model_dir, 1, load, hints=DiagnosticSettings())
     got = [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in scorer.score(from_jsonl(path, print))]
     assert got == single[:-1]
     assert [r["index"] for r in got] == list(range(9))

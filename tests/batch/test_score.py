@@ -185,7 +185,7 @@ def test_dense_backend_onnx_gives_the_torch_rows(folder, tiny_model_dir, capsys)
 
 def test_paragraph_context_scores_each_paragraph_alone(folder, tiny_model_dir, capsys):
     """--context paragraph: the second paragraph keeps its score bit for bit while the first one is
-    rewritten (revisions 10 -> 11); with the default window context the rewrite reaches it."""
+    rewritten (revisions 10 -> 11); with the window context the rewrite reaches it."""
     got = {}
     for context in ("paragraph", "window"):
         code, out, err = _run([str(folder), "--model", str(tiny_model_dir), "--verify", "--context", context], capsys)

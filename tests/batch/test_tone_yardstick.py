@@ -10,8 +10,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import tone_yardstick  # noqa: E402
 
-SETS = ["movie reviews (lowercased, tokenized)", "review sentences", "PEP prose paragraphs (neutral)"]
-HEADER = "| set | model | texts | accuracy | positive rate | tone hint shown on | shown hints that are right |"
+SETS = ["movie reviews (lowercased, tokenized)", "review sentences", "PEPs, whole documents (neutral), per paragraph"]
+HEADER = (
+    "| set | model | texts | paragraphs | accuracy | positive rate | tone hint shown on | shown hints that are right |"
+)
 
 
 def percent_or_dash(cell: str) -> float | None:
@@ -36,7 +38,7 @@ def test_tiny_run_writes_a_table_of_shares(full_data_dir, tiny_model_dir, tmp_pa
             "2",
             "--sentences",
             "4",
-            "--paragraphs",
+            "--peps",
             "3",
             "--data",
             str(full_data_dir),
@@ -51,6 +53,7 @@ def test_tiny_run_writes_a_table_of_shares(full_data_dir, tiny_model_dir, tmp_pa
     for model in results["models"]:
         assert [s["set"] for s in model["sets"]] == SETS
         assert [s["texts"] for s in model["sets"]] == [2, 4, 3]
+        assert model["sets"][2]["units"] > 3  # a PEP's shares are of its paragraphs
         for s in model["sets"]:
             for key in ("accuracy", "positive_rate", "shown_share", "shown_right"):
                 assert s[key] is None or 0.0 <= s[key] <= 1.0, (s["set"], key, s[key])
@@ -69,6 +72,7 @@ def test_tiny_run_writes_a_table_of_shares(full_data_dir, tiny_model_dir, tmp_pa
     assert [(r[0].strip(), r[1]) for r in rows] == [(s, m) for s in SETS for m in ("tiny", "tiny again")]
     for row in rows:
         assert int(row[2]) > 0
-        for cell in row[3:]:
+        assert row[3] == "-" if row[0].strip() != SETS[2] else int(row[3]) > 0
+        for cell in row[4:]:
             share = percent_or_dash(cell.strip())
             assert share is None or 0.0 <= share <= 1.0, row

@@ -49,13 +49,16 @@ def test_memory_budget_drops_least_recently_used(docs):
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
-def test_a_build_makes_room_for_its_pass_as_well_as_its_state(docs):
+def test_a_build_makes_room_for_its_pass_as_well_as_its_state(model_dir):
     """Two states fit the budget, but not two states and the second one's build: the first is
-    dropped before the second is built (a build's pass temporaries count, not only states)."""
+    dropped before the second is built (a build's pass temporaries count, not only states). With
+    the window context, where a build's pass spans the whole window (a paragraph's pass is small)."""
     import inference
 
+    docs = Documents(Settings(model_path=str(model_dir), device="cpu", context="window"))
+    docs.load_model()
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
-    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
+    docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=1e7)
     docs.process_now("mem://first", [Opened(1, "plaintext", text)])
     st = docs.states["mem://first"]
     state = st.bytes()
@@ -63,16 +66,13 @@ def test_a_build_makes_room_for_its_pass_as_well_as_its_state(docs):
     build = inference.estimate_build_bytes(docs.model, ids) - inference.estimate_state_bytes(docs.model, ids)
     assert build > 0
     budget = 2 * state + build / 2  # both states fit; the second build's temporaries do not
-    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
+    docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=budget / 2**20)
     docs.process_now("mem://second", [Opened(1, "plaintext", text + " More.")])
     assert docs.states["mem://first"].doc is None and docs.states["mem://second"].doc is not None
     budget = 2 * state + 2 * build  # room for both and a build: nothing dropped
-    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
+    docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=budget / 2**20)
     docs.process_now("mem://third", [Opened(1, "plaintext", text + " Even more.")])
     assert docs.states["mem://second"].doc is not None and docs.states["mem://third"].doc is not None
-    for uri in ("mem://first", "mem://second", "mem://third"):
-        docs.states.pop(uri)
-    docs.settings = Settings(model_path=docs.settings.model_path)
 
 
 def test_the_servers_working_memory_counts_against_the_budget(docs):

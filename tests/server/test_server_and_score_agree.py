@@ -30,8 +30,8 @@ start to finish: fresh bread, kind people and music in every street.
 |-----|---------|
 | becuase | wrod |
 
-The second day was awful. The train was late, the hotel lost our booking, and I could not beleive how
-rude the staff were to every guest who asked them for help with there luggage.
+The second day was even better. The train was early, the hotel gave us a lovely room, and I could not
+beleive how kind the staff were to every guest who asked them for help with there luggage.
 
 ```
 teh recieve becuase

@@ -17,8 +17,8 @@ from vq_lsp.settings import Settings, parse
 @pytest.fixture(scope="module")
 def both(tiny_model_dir):
     out = {}
-    for full in (False, True):
-        d = Documents(Settings(model_path=str(tiny_model_dir), device="cpu", full_recompute=full))
+    for full in (False, True):  # the window context: one window, so an edit's dense cost is the document's
+        d = Documents(Settings(model_path=str(tiny_model_dir), device="cpu", context="window", full_recompute=full))
         d.load_model()
         out[full] = d
     return out

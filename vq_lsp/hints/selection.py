@@ -1,6 +1,7 @@
 """The one rule that picks hints from a text's material, for the server and `vq-lsp score` alike.
 
-A prose block shows its tone when it has enough words and its top label is probable enough;
+A prose block shows its tone when it has enough words, its top label is probable enough and the
+document as a whole reads as an opinion piece (hints/tone.py);
 typos are the findings whose gain reaches their kind's threshold, strongest evidence first, at
 most `max_typo_hints`; unlikely words (when asked for) are the most surprising prose words at
 or above the threshold, at most `max_surprise_hints`, never a word already shown as a typo (one
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..settings import DiagnosticSettings
-from . import typos
+from . import tone, typos
 from .material import HintMaterial
 
 
@@ -45,26 +46,21 @@ class Selection:
     surprises: tuple[SurpriseHint, ...]  # most surprising first
 
 
-def top_label(scores: dict[str, float]) -> tuple[str, float]:
-    """The likeliest label and its probability."""
-    label = max(scores, key=scores.get)
-    return label, scores[label]
+top_label = tone.top_label
 
 
 def shown_tone(scores: dict[str, float], n_words: int, cfg: DiagnosticSettings) -> tuple[str, float] | None:
-    """(label, probability) of a prose block of `n_words` words whose tone is shown, else None."""
-    label, p = top_label(scores)
-    if n_words >= cfg.tone_min_words and p >= cfg.sentiment_threshold:
-        return label, p
-    return None
+    """(label, probability) of a prose block of `n_words` words whose tone is shown when it is the
+    document's only block, else None (a document of several blocks: `tone.shown`)."""
+    return tone.shown([tone.Block(scores, n_words, 1)], cfg)[0]
 
 
 def select(material: HintMaterial, cfg: DiagnosticSettings) -> Selection:
     """The hints the settings ask for: tone of long prose paragraphs, typos, and (if asked) unlikely words."""
     tones = []
     if cfg.sentiment:
-        for a, b, _, _, scores, n_words in material.paragraphs:
-            shown = shown_tone(scores, n_words, cfg)
+        blocks = [tone.Block(scores, n_words, tb - ta) for _, _, ta, tb, scores, n_words in material.paragraphs]
+        for (a, b, *_), shown in zip(material.paragraphs, tone.shown(blocks, cfg)):
             if shown is not None:
                 tones.append(ToneHint(a, b, *shown))
     chosen_typos: list[typos.WordFinding] = []

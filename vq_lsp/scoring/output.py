@@ -17,7 +17,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from ..hints.selection import shown_tone
+from ..hints import tone
 from ..settings import DiagnosticSettings
 from .hint_changes import ListedHint, changes
 from .revisions import CommitHeader
@@ -155,8 +155,8 @@ class RowWriter:
     def _hints(self, r: dict) -> list[ListedHint]:
         """The row's hints in the order they are listed: paragraph tones, typos, unexpected words."""
         hints = []
-        for p in r["paragraphs"]:
-            shown = shown_tone(p["scores"], p["words"], self.tone)  # the server's rule for a shown tone
+        blocks = [tone.Block(p["scores"], p["words"], p["tokens"]) for p in r["paragraphs"]]
+        for p, shown in zip(r["paragraphs"], tone.shown(blocks, self.tone)):  # the server's rule for a shown tone
             if shown is not None:
                 hints.append(
                     ListedHint(

@@ -1,0 +1,368 @@
+"""Which tone rule and `context` to serve: the candidates side by side, on data no tuning run reads as eval.
+
+    python -m benchmarks.tone_candidates [--part calibration|test] [--docs 12] [--reviews 300] [--threads 1]
+        [--dump FILE]
+
+Every document is scored twice with the bundled model, at the server's default precision: once with
+`context: window` (a paragraph's tokens see the text before it in their window) and once with
+`context: paragraph` (each paragraph alone). The tone blocks are the server's (`vq_lsp.hints.markup`),
+their scores the server's (`material.tone_blocks`); each candidate rule then decides which blocks show
+a tone. Sets (none from `$VQ_LSP_DATA/eval/`):
+
+- technical: Rust book chapters and Wikipedia articles of one part of `training/neutral.py`'s split by
+  document (`--part`; the bundled model's neutral training read only the `train` part), the command-line
+  README (its paragraphs were in neutral training), and the repository's own docs;
+- narration: excerpts of about 1,500 words of Gutenberg `valid` books of that part, paragraphs without
+  quotation marks (speech may carry an opinion; all paragraphs are reported too);
+- reviews: IMDB training reviews that fine-tuning held out (`--holdout 1000`, seed 0: the rows
+  `training/data.py:imdb_examples` keeps apart), each a document; the calibration part is the first
+  half of them, the test part the second;
+- short: the first sentence of each of those reviews.
+
+Figures: tone shown per eligible paragraph (neutral sets: all wrong), and for reviews the accuracy of the
+document score, the share of reviews with a shown tone and the share of shown hints that are right.
+Results: benchmarks/results/tone_candidates.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import random
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmarks.common import REPO, data_dir, markdown_table, recorded_command, write_results
+from training.data import clean_imdb, imdb_examples, read_jsonl_gz
+from training.neutral import part_of
+from vq_lsp.hints import markup, tone
+from vq_lsp.hints.material import tone_blocks
+from vq_lsp.settings import DiagnosticSettings
+
+NAME = "tone_candidates"
+PRECISION = "float32"  # the server's default precision and state layout
+LAYOUT = "lean"
+QUOTES = ('"', "“", "”", "‘")
+REPO_DOCS = ("docs/server.md", "docs/engine.md", "docs/cli.md", "docs/configuration.md", "training/README.md")
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One document to score: its text, markup, set and (reviews) label."""
+
+    text: str
+    kind: str
+    set: str
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Figures:
+    set: str
+    context: str
+    rule: str
+    paragraphs: int
+    shown: float  # share of eligible paragraphs with a shown tone
+    documents: int
+    accuracy: float | None  # reviews: document score's top label right
+    docs_with_tone: float | None  # reviews: share with at least one shown tone
+    shown_right: float | None  # reviews: share of shown tones that match the label
+
+
+# ----------------------------------------------------------------------------------- data
+def excerpts(text: str, words: int, count: int, seed: str) -> list[str]:
+    """`count` paragraph-aligned excerpts of about `words` words from a book, at seeded places."""
+    paras = [p for p in text.split("\n\n") if p.strip()]
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        i = rng.randrange(max(1, len(paras) - 200))
+        got, n = [], 0
+        while i < len(paras) and n < words:
+            got.append(paras[i].strip())
+            n += len(paras[i].split())
+            i += 1
+        out.append("\n\n".join(got) + "\n")
+    return out
+
+
+def load_sets(data: Path, part: str, docs: int, reviews: int, seed: int) -> dict[str, list[Doc]]:
+    rev = data / "revisions"
+    rng = random.Random(seed)
+    rust = [
+        Doc(r["revisions"][-1]["text"], markup.MARKDOWN, "technical")
+        for r in read_jsonl_gz(rev / "rust_book_chapters.jsonl.gz")
+        if part_of("rust_book/" + r["doc"]) == part
+    ]
+    wiki = [
+        Doc(r["versions"][-1], markup.PLAIN, "encyclopedic")
+        for r in read_jsonl_gz(rev / "wiki_versions.jsonl.gz")
+        if part_of("wikipedia/" + r["title"]) == part
+    ]
+    readme = [
+        Doc(r["revisions"][-1]["text"], markup.MARKDOWN, "technical")
+        for r in read_jsonl_gz(rev / "art_of_command_line_README_en.jsonl.gz")
+    ]
+    own = [Doc((REPO / p).read_text(), markup.MARKDOWN, "technical") for p in REPO_DOCS]
+    books = [
+        r
+        for r in read_jsonl_gz(data / "gutenberg" / "gutenberg_subset.jsonl.gz")
+        if r.get("split") == "valid" and part_of(f"gutenberg/{r['author']}/{r['title']}", 0.5, 0.5) == part
+    ]
+    rng.shuffle(books)
+    story = [
+        Doc(t, markup.PLAIN, "narration")
+        for b in books[: max(1, docs // 3)]
+        for t in excerpts(b["text"], 1500, 3, f"{seed}-{b['title']}")
+    ]
+    _, held = imdb_examples(data, "train", seed=0, holdout=1000)
+    half = held[: len(held) // 2] if part == "calibration" else held[len(held) // 2 :]
+    half = half[:reviews]
+    labels = ("negative", "positive")
+    review_docs = [Doc(clean_imdb(t), markup.PLAIN, "reviews", labels[y]) for t, y in half]
+    short = [
+        Doc(s, markup.PLAIN, "short", labels[y])
+        for t, y in half
+        for s in [first_sentence(clean_imdb(t))]
+        if len(s.split()) >= 3
+    ]
+    rng.shuffle(rust)
+    rng.shuffle(wiki)
+    return {
+        "technical (Rust book, command-line README, the repository's docs)": rust[:docs] + readme + own,
+        "encyclopedic (Wikipedia)": wiki[: 2 * docs],
+        "narration (Gutenberg excerpts)": story,
+        "reviews (IMDB held-out, full)": review_docs,
+        "short (first sentence of each review)": short,
+    }
+
+
+def first_sentence(text: str) -> str:
+    for end in (". ", "! ", "? "):
+        at = text.find(end)
+        if 0 < at:
+            text = text[: at + 1]
+    return text.split("\n")[0].strip()
+
+
+# ----------------------------------------------------------------------------------- scoring
+@dataclass(frozen=True)
+class Scored:
+    """A document's tone blocks as the server sees them, under one context."""
+
+    doc: Doc
+    blocks: tuple[tone.Block, ...]
+    quoted: tuple[bool, ...]
+    top: str  # the whole document's top label
+    tokens: int
+    build_seconds: float  # the document's first build (dense pass), one thread
+    state_bytes: int  # what its engine state holds
+
+
+def score_doc(model, doc: Doc) -> Scored | None:
+    import inference
+
+    ids, offsets = model.tokenizer.encode_with_offsets(doc.text)
+    if not ids:
+        return None
+    t0 = time.perf_counter()
+    d = inference.IncrementalDocument(model, ids)
+    seconds = time.perf_counter() - t0
+    starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
+    lay = markup.layout(doc.text, doc.kind)
+    got = tone_blocks(starts, d, lay)
+    blocks = tuple(tone.Block(scores, n, tb - ta) for _, _, ta, tb, scores, n in got)
+    quoted = tuple(any(q in doc.text[a:b] for q in QUOTES) for a, b, *_ in got)
+    scores = d.scores
+    return Scored(doc, blocks, quoted, max(scores, key=scores.get), len(ids), seconds, d.state_bytes())
+
+
+def rules() -> dict[str, Callable[[DiagnosticSettings], DiagnosticSettings]]:
+    """Candidate rules, as changes to the default settings (selection decides with them)."""
+    import dataclasses
+
+    d = DiagnosticSettings()
+
+    def with_(**kw):
+        return lambda cfg: dataclasses.replace(cfg, **kw)
+
+    out = {
+        "threshold 0.75, no gate (the rule before)": with_(sentiment_threshold=0.75, tone_gate=0.0),
+        "threshold 0.85, no gate": with_(sentiment_threshold=0.85, tone_gate=0.0),
+        "threshold 0.75, document gate 0.6": with_(sentiment_threshold=0.75, tone_gate=0.6),
+        "threshold 0.75, document gate 0.65": with_(sentiment_threshold=0.75, tone_gate=0.65),
+        "threshold 0.7, document gate 0.6": with_(sentiment_threshold=0.7, tone_gate=0.6),
+        "threshold 0.65, document gate 0.6": with_(sentiment_threshold=0.65, tone_gate=0.6),
+    }
+    out[f"defaults (threshold {d.sentiment_threshold}, gate {d.tone_gate})"] = with_(
+        sentiment_threshold=d.sentiment_threshold, tone_gate=d.tone_gate
+    )
+    return out
+
+
+def figures(
+    set_name: str, context: str, rule: str, scored: list[Scored], cfg: DiagnosticSettings, narration_only: bool
+) -> Figures:
+    """One rule's figures on one set; `narration_only`: paragraphs without quotation marks only."""
+    paragraphs = shown = with_tone = right = correct = 0
+    opinion = scored and scored[0].doc.label is not None
+    for s in scored:
+        picks = tone.shown(s.blocks, cfg)
+        any_shown = False
+        for block, pick, quoted in zip(s.blocks, picks, s.quoted):
+            if block.words < cfg.tone_min_words or (narration_only and quoted):
+                continue
+            paragraphs += 1
+            if pick is not None:
+                shown += 1
+                any_shown = True
+                right += pick[0] == s.doc.label
+        with_tone += any_shown
+        correct += s.doc.label is not None and s.top == s.doc.label
+    n = len(scored)
+    return Figures(
+        set=set_name + (", narration paragraphs" if narration_only else ""),
+        context=context,
+        rule=rule,
+        paragraphs=paragraphs,
+        shown=shown / paragraphs if paragraphs else 0.0,
+        documents=n,
+        accuracy=correct / n if opinion and n else None,
+        docs_with_tone=with_tone / n if opinion and n else None,
+        shown_right=right / shown if opinion and shown else None,
+    )
+
+
+def run(args) -> dict:
+    import inference
+
+    torch.set_num_threads(args.threads)
+    data = data_dir(args.data)
+    sets = load_sets(data, args.part, args.docs, args.reviews, args.seed)
+    base = DiagnosticSettings()
+    out, timing, costs, dumped = [], {}, {}, []
+    for context in ("window", "paragraph"):
+        model = inference.load_model(None, device="cpu", dtype=PRECISION, context=context, layout=LAYOUT)
+        t0 = time.perf_counter()
+        for name, docs in sets.items():
+            scored = [s for s in (score_doc(model, d) for d in docs) if s is not None]
+            if args.dump:
+                dumped.append({"context": context, "set": name, "docs": [dump(s) for s in scored]})
+            if name.startswith("technical"):
+                tokens = sum(s.tokens for s in scored)
+                costs[context] = {
+                    "tokens": tokens,
+                    "build_ms_per_1k_tokens": round(1000 * sum(s.build_seconds for s in scored) / tokens * 1000, 1),
+                    "state_bytes_per_token": round(sum(s.state_bytes for s in scored) / tokens),
+                }
+            for rule, change in rules().items():
+                cfg = change(base)
+                out.append(figures(name, context, rule, scored, cfg, False))
+                if name.startswith("narration"):
+                    out.append(figures(name, context, rule, scored, cfg, True))
+            print(f"{context} {name}: {len(scored)} documents", file=sys.stderr)
+        timing[context] = round(time.perf_counter() - t0, 1)
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dumped))
+    return {
+        "command": "python -m benchmarks.tone_candidates " + shlex.join(recorded_command(args.argv)),
+        "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
+        f"({platform.machine()}, shared with other jobs), {PRECISION}",
+        "part": args.part,
+        "seconds": timing,
+        "costs": costs,
+        "figures": [asdict(f) for f in out],
+    }
+
+
+def dump(s: Scored) -> dict:
+    """A scored document's blocks, for trying further rules without scoring again (--dump)."""
+    return {
+        "label": s.doc.label,
+        "top": s.top,
+        "blocks": [[b.scores, b.words, b.tokens, q] for b, q in zip(s.blocks, s.quoted)],
+    }
+
+
+def percent(x: float | None) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def report(results: dict) -> str:
+    header = ["set", "context", "rule", "paragraphs", "tone shown", "reviews", "accuracy", "reviews with tone", "right"]
+    rows = [
+        [
+            f["set"],
+            f["context"],
+            f["rule"],
+            str(f["paragraphs"]),
+            percent(f["shown"]),
+            str(f["documents"]),
+            percent(f["accuracy"]),
+            percent(f["docs_with_tone"]),
+            percent(f["shown_right"]),
+        ]
+        for f in results["figures"]
+    ]
+    return "\n".join(
+        [
+            "# Tone rule and context candidates, side by side",
+            "",
+            f"Part `{results['part']}` of the split by document (`training/neutral.py`); nothing from "
+            "`$VQ_LSP_DATA/eval/`. Each document scored with both contexts; each rule applied to the same scores. "
+            "On the neutral sets every shown tone is wrong.",
+            "",
+            f"Command: `{results['command']}`.",
+            "",
+            f"Hardware: {results['hardware']}.",
+            "",
+            markdown_table(header, rows),
+            "",
+            "Cost of each context on the technical documents (the first build, a dense pass, and the engine state "
+            f"it keeps, `{LAYOUT}` layout):",
+            "",
+            markdown_table(
+                ["context", "tokens", "build ms per 1,000 tokens", "state bytes per token"],
+                [
+                    [c, f"{v['tokens']:,}", str(v["build_ms_per_1k_tokens"]), f"{v['state_bytes_per_token']:,}"]
+                    for c, v in results["costs"].items()
+                ],
+            ),
+            "",
+        ]
+    )
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--part", choices=("calibration", "test"), default="calibration")
+    p.add_argument("--docs", type=int, default=12, help="Rust book chapters (and twice as many Wikipedia articles)")
+    p.add_argument("--reviews", type=int, default=300, help="held-out IMDB reviews")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
+    p.add_argument("--dump", help="also write every document's block scores to this JSON file")
+    p.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    args = p.parse_args(argv)
+    args.argv = argv
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    results = run(args)
+    write_results(args.out, f"{NAME}_{args.part}", results, report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

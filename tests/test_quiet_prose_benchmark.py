@@ -1,0 +1,50 @@
+"""benchmarks/quiet_prose.py in its quick mode on a tiny sample: the report has every kind of prose
+and every planted error kind, its counts add up, and the errors it plants are found where the
+server's hints are (a benchmark whose planting or matching broke would report zero recall)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from benchmarks import quiet_prose as qp
+
+
+def test_planted_errors_are_where_the_report_says():
+    text = (
+        "The parser could have read their files without any trouble at all, as the tests showed.\n\n"
+        "Nobody knew it then, but this is an old format that most modern readers quietly skip.\n\n"
+        "Each record holds an index into a table of values kept at the end of every file.\n\n"
+        "Writers rarely look at these records, because the tools show them something simpler.\n"
+    )
+    bad, planted = qp.plant(text, "notes.md", random.Random(1), per_kind=1)
+    kinds = {p.kind for p in planted}
+    assert {"could of", "this are", "a before a vowel", "the the"} <= kinds
+    at = {p.kind: bad[p.start : p.end] for p in planted}
+    assert at["could of"] == "of" and at["this are"] == "are" and at["a before a vowel"] == "a"
+    assert at["the the"] == "the the"
+    for p in planted:
+        if p.kind == "non-word":
+            assert not qp.typos.is_word(bad[p.start : p.end])
+        if p.kind == "real-word":
+            assert qp.typos.is_word(bad[p.start : p.end])
+
+
+def test_quick_run_reports_sane_figures(tmp_path):
+    assert qp.main(["--quick", "--texts", "1", "--chars", "1500", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "quiet_prose.json").read_text())
+    assert results["defaults"]["context"] == "paragraph"
+    kinds = {k["kind"]: k for k in results["kinds"]}
+    assert set(kinds) == {"technical", "encyclopedic", "fiction"}
+    planted = found = 0
+    for k in kinds.values():
+        assert k["texts"] >= 1 and k["words"] > 100
+        assert 0 <= k["hints"]["tone"] <= k["paragraphs"]
+        assert 0 <= k["narration_tones"] <= k["narration_paragraphs"] <= k["paragraphs"]
+        assert set(k["planted"]) == set(qp.ERRORS)
+        assert all(0 <= k["found"][e] <= k["planted"][e] for e in qp.ERRORS)
+        planted += k["planted"]["non-word"]
+        found += k["found"]["non-word"]
+    assert planted >= 3 and found >= 1  # non-word typos are planted in each kind, and found
+    md = (tmp_path / "quiet_prose.md").read_text()
+    assert "| prose | texts | words | tone shown |" in md and "| fiction |" in md

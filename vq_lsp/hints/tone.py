@@ -1,0 +1,77 @@
+"""The tone rule: which prose blocks of a document show their tone.
+
+A block shows its top label when it has at least `toneMinWords` words and the label's probability
+reaches `sentimentThreshold`. With `toneGate` above 0, a document must also read as an opinion piece
+as a whole: the score of all its tone blocks together (their tokens' class log-probabilities summed,
+the same aggregate as a paragraph's score, see inference.document.span_probs) must reach the gate, or
+no block shows a tone. Why: even scored alone, a few paragraphs of a well-edited technical or
+encyclopedic document come out confident, while the document's prose as a whole reads near 0.5; a
+review reads one way throughout (docs/server.md, Tone, has the measurements). The gate never asks more of the document
+than `sentimentThreshold` asks of a paragraph (a threshold of 0 shows every tone). Kept in one
+place so the server, `vq-lsp check` and `vq-lsp score` decide alike (hints/selection.py,
+scoring/output.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..settings import DiagnosticSettings
+
+PROBABILITY_FLOOR = 1e-6  # `vq-lsp score` rounds scores to 6 decimals
+
+
+@dataclass(frozen=True)
+class Block:
+    """A prose block's tone scores, its words (as `toneMinWords` counts them) and its token count."""
+
+    scores: dict[str, float]
+    words: int
+    tokens: int
+
+
+def top_label(scores: dict[str, float]) -> tuple[str, float]:
+    """The likeliest label and its probability."""
+    label = max(scores, key=scores.get)
+    return label, scores[label]
+
+
+def document_scores(blocks: Sequence[Block]) -> dict[str, float] | None:
+    """The tone blocks' joint score: softmax of the token-weighted mean of their log-probabilities
+    (equal to the span score of all their tokens, since a block's log-softmax shift is label-free).
+    Probabilities are floored at PROBABILITY_FLOOR, so a block read as certain weighs as a very sure one
+    and `vq-lsp score`'s rounded scores give the server's answer."""
+    total = sum(b.tokens for b in blocks)
+    if not total:
+        return None
+    labels = list(blocks[0].scores)
+    mean = {k: sum(b.tokens * math.log(max(b.scores[k], PROBABILITY_FLOOR)) for b in blocks) / total for k in labels}
+    top = max(mean.values())
+    z = sum(math.exp(v - top) for v in mean.values())
+    return {k: math.exp(v - top) / z for k, v in mean.items()}
+
+
+def block_tone(scores: dict[str, float], n_words: int, cfg: DiagnosticSettings) -> tuple[str, float] | None:
+    """(label, probability) a block would show on its own (no document gate), else None."""
+    label, p = top_label(scores)
+    if n_words >= cfg.tone_min_words and p >= cfg.sentiment_threshold:
+        return label, p
+    return None
+
+
+def opinion_document(blocks: Sequence[Block], cfg: DiagnosticSettings) -> bool:
+    """Whether the document as a whole reads as an opinion piece (always, with the gate off)."""
+    gate = min(cfg.tone_gate, cfg.sentiment_threshold)  # never asks more of a document than of a paragraph
+    if gate <= 0.0:
+        return True
+    joint = document_scores(blocks)
+    return joint is not None and top_label(joint)[1] >= gate
+
+
+def shown(blocks: Sequence[Block], cfg: DiagnosticSettings) -> list[tuple[str, float] | None]:
+    """Per block, the (label, probability) it shows, or None."""
+    if not opinion_document(blocks, cfg):
+        return [None] * len(blocks)
+    return [block_tone(b.scores, b.words, cfg) for b in blocks]
