@@ -3,12 +3,16 @@ word the model flags gets no grammar hint), ignore comments, and the setting tha
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from vq_lsp import settings
 from vq_lsp.hints import conventions, grammar, ignores, lsp, markup
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
+from vq_lsp.workspace import config_file
 
 TEXT = (
     "# Notes\n\nHe go to the market every morning.\n\n```\nhe go\n```\n\n"
@@ -170,3 +174,21 @@ def test_configure_sets_the_rules_the_hints_use():
 
 def _plain(text: str) -> markup.Layout:
     return markup.layout(text, markup.PLAIN)
+
+
+def test_grammar_rules_setting_from_the_editor_and_from_vq_lsp_toml(tmp_path):
+    parsed, warnings = settings.parse({"vqLsp": {"grammar": {"rules": {"AnA": False, "Formatting": True}}}})
+    assert warnings == [] and parsed.grammar.rules == {"AnA": False, "Formatting": True}
+    _, bad = settings.parse({"grammar": {"rules": {"AnA": "off"}}})
+    assert len(bad) == 1 and bad[0].startswith("grammar.rules")
+    (tmp_path / "vq-lsp.toml").write_text("[grammar.rules]\nLongSentences = true\nRepetition = false\n")
+    config = config_file.load(tmp_path)
+    assert config.problems == ()
+    rules = grammar.Rules.of(config.apply(settings.Settings()).grammar.rules)
+    assert rules.keeps("LongSentences", "Readability") and not rules.keeps("RepeatedWords", "Repetition")
+    assert ("LongSentences", True) in rules.harper_switches()
+
+
+def test_the_rule_list_in_the_docs_is_the_installed_harpers():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "grammar-rules.md").read_text(encoding="utf-8")
+    assert doc == grammar.rules_markdown(), "docs/grammar-rules.md is out of date: regenerate it (see its head)"

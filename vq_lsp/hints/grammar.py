@@ -32,6 +32,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .markup import Layout
 from .reuse import paragraph_spans
@@ -185,17 +186,69 @@ class Rules:
 
     def unknown(self) -> list[str]:
         """The names that are neither a Harper rule, a kind nor DEMONSTRATIVE_RULE."""
-        known = set(rule_names()) | set(KINDS) | {DEMONSTRATIVE_RULE}
-        return [name for name, _ in self.named if name not in known]
+        names = [name for name, _ in self.named if name not in KINDS and name != DEMONSTRATIVE_RULE]
+        known = set(rule_names()) if names else set()  # Harper's list takes half a second to build
+        return [name for name in names if name not in known]
 
 
-def rule_names() -> list[str]:
-    """Every rule Harper has (harper-py's default configuration), sorted; [] without harper-py."""
+@lru_cache(maxsize=1)
+def rule_names() -> tuple[str, ...]:
+    """Every rule Harper has (harper-py's default configuration), sorted; () without harper-py."""
     try:
         import harper
     except ImportError:
-        return []
-    return sorted(harper.get_default_lint_config())
+        return ()
+    return tuple(sorted(harper.get_default_lint_config()))
+
+
+def rules_markdown() -> str:
+    """docs/grammar-rules.md: the names `grammar.rules` accepts, written from Harper's own list
+    and descriptions and this module's defaults (tests/hints/test_grammar.py fails when the
+    file differs from what the installed Harper gives)."""
+    import harper
+
+    descriptions = harper.Linter().get_lint_descriptions()
+    harper_on = harper.get_default_lint_config()
+    lines = [
+        "# Grammar rules",
+        "",
+        "The names the `grammar.rules` setting accepts (editor settings, or `[grammar.rules]` in",
+        "`vq-lsp.toml`): a lint kind or a rule, to `true` (shown) or `false` (hidden). A rule named",
+        "wins over its kind. Written by `vq_lsp.hints.grammar.rules_markdown` from the installed",
+        "harper-py; regenerate with",
+        "`python -c \"from vq_lsp.hints.grammar import rules_markdown as m; print(m(), end='')\"`"
+        " > docs/grammar-rules.md.",
+        "",
+        "## Kinds",
+        "",
+        "| kind | shown by default |",
+        "|---|---|",
+    ]
+    lines += [f"| `{k}` | {'yes' if k in DEFAULT_KINDS else 'no'} |" for k in KINDS if k not in SKIPPED_KINDS]
+    lines += [
+        "",
+        "`Spelling` and `Typo` lints are never shown: the model's typo hints are the spelling check.",
+        "",
+        "## Rules",
+        "",
+        "A rule's default is its kind's unless the table says otherwise; a rule Harper leaves off runs",
+        "only when named.",
+        "",
+        "| rule | default | what it checks |",
+        "|---|---|---|",
+        f"| `{DEMONSTRATIVE_RULE}` | shown | vq-lsp's own: `this are`, `these is`, `those was` "
+        "(a demonstrative and a verb of the other number). |",
+    ]
+    for name in sorted(harper_on):
+        if name == "SpellCheck":
+            default = "never run (the model's typo hints)"
+        elif name in DEFAULT_RULES:
+            default = "shown" if DEFAULT_RULES[name][1] else "hidden"
+        else:
+            default = "its kind's" if harper_on[name] else "hidden (off in Harper)"
+        text = " ".join(descriptions.get(name, "").split()).replace("|", "\\|")
+        lines.append(f"| `{name}` | {default} | {text} |")
+    return "\n".join(lines) + "\n"
 
 
 def demonstrative_lints(text: str) -> list[GrammarLint]:

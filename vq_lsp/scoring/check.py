@@ -32,7 +32,7 @@ import inference
 from inference import argtypes
 
 from .. import __version__
-from ..hints import conventions, excludes, markup
+from ..hints import conventions, excludes, grammar, markup
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
 from ..workspace import config_file, dictionaries
@@ -274,6 +274,8 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
     for problem in config.problems:
         warn(f"vq-lsp check: warning: {problem}")
     settings = config.apply(Settings())
+    for name in grammar.checker().configure(grammar.Rules.of(settings.grammar.rules)):
+        warn(f"vq-lsp check: warning: grammar.rules: {name!r} is neither a Harper rule nor a lint kind; ignored")
     words, problems = dictionaries.load(root, config.words)
     for problem in problems:
         warn(f"vq-lsp check: warning: {problem}")
