@@ -328,3 +328,15 @@ async def test_grammar_lints_come_with_quick_fixes_and_go_when_turned_off(client
     await wait_until(
         client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics if d.code == "grammar"]) == 2
     )
+    config.write_text('words = ["recieve"]\n[grammar.rules]\nAnA = false\n')  # a rule turned off by name
+    watched_change(client, config)
+    await wait_until(
+        client,
+        PUBLISH,
+        lambda: [d.range.start.line for d in client.published[uri][-1].diagnostics if d.code == "grammar"] == [2],
+    )
+    config.write_text('words = ["recieve"]\n')
+    watched_change(client, config)
+    await wait_until(
+        client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics if d.code == "grammar"]) == 2
+    )

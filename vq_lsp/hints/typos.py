@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -49,6 +49,12 @@ COMMON_FREQUENCY = 5000
 # In a technical document a word used in its code is a typo only when one edit from a word this common
 # ("teh" beside "the"), not from a merely common one ("stdin" beside "stain").
 VERY_COMMON_FREQUENCY = 1_000_000
+# Prefixes written with a hyphen ("pre-commit", "non-zero") that the word list lacks as words.
+HYPHENED_PREFIXES = frozenset({"pre", "non", "multi", "semi", "anti", "sub", "inter", "intra", "post", "mis", "bi"})
+# In a technical document a confusable is flagged only when its partner gains at least this much
+# (nats): the default real-word threshold was chosen where prose and reviews dominate, and technical
+# prose uses "off", "tail", "write" in senses fiction rarely does.
+TECHNICAL_REAL_WORD_GAIN = 5.0
 # A word this long one edit from a word worth suggesting is a typo of it, not jargon, in any document
 # ("signatues", "connsists"): long jargon is a compound or a prefixed word ("wildcard", "deallocated",
 # "subshells"), two or more edits from any word, or used in the document's code.
@@ -300,13 +306,23 @@ class Evidence:
     uses: dict
     code_words: frozenset
     technical: bool
+    writers: frozenset = frozenset()  # spellings the document makes the writer's words (hints/jargon.py)
+    confusables: dict = field(default_factory=dict)  # lower-case confusable words of its prose -> uses
 
     def excuse(self, f: WordFinding, text: str) -> str:
-        """Why a finding is never shown whatever its gain, or "" (only non-words are excused)."""
+        """Why a finding is never shown whatever its gain, or "" (non-words, and real-word
+        findings in a technical document: `_real_word_excuse`)."""
+        if f.kind == "real-word":
+            return self._real_word_excuse(f)
         if f.kind != "non-word":
             return ""
         if deliberate(f.word, self.uses.get(f.word.lower(), 0)):
             return "used as a name or coinage"
+        if f.word.islower() and f.word in self.writers:
+            return "the writer's word: used consistently in this document"
+        hyphened = text[f.end : f.end + 1] == "-" and text[f.end + 1 : f.end + 2].isalpha()
+        if hyphened and f.word.lower() in HYPHENED_PREFIXES:
+            return "a prefix joined by a hyphen"
         if ing_plural(f.word.lower()):
             return "the plural of a word in -ing"
         if stretched(f.word.lower()):
@@ -332,6 +348,20 @@ class Evidence:
             return "jargon: no common word one edit away"
         if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
             return "used as code in this document"
+        return ""
+
+    def _real_word_excuse(self, f: WordFinding) -> str:
+        """A real-word hint in a technical document needs stronger evidence than in prose: a gain
+        of TECHNICAL_REAL_WORD_GAIN ("take one off the top" is not "of the top"), and a word
+        the document uses as its own vocabulary (more often than the partner suggested, and at
+        least twice) is not confused with it ("write" among databases is not "right")."""
+        if not self.technical or not f.fixes:
+            return ""
+        if f.gain < TECHNICAL_REAL_WORD_GAIN:
+            return "technical text: too little evidence for a confusable"
+        own, partner = self.confusables.get(f.word, 0), self.confusables.get(f.fixes[0][0].lower(), 0)
+        if own >= 2 and own > partner:
+            return f"the document's own word: {f.word!r} used {own} times, {f.fixes[0][0]!r} {partner}"
         return ""
 
 
