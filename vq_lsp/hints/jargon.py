@@ -10,9 +10,9 @@ the document (for `vq-lsp check` over a folder: the files checked together) uses
   twice is still flagged: writers slip the same way twice, rarely three times);
 - never in a paragraph that also spells the fix the model likes best there ("recieve" beside
   "receive": the writer knows the word and slipped), `Usage.crowded`;
-- and it is no known misspelling: not one edit from a very common word ("teh", "adn"), nor a
-  dictionary word with two neighbouring letters swapped ("recieve") or a letter doubled
-  ("successs"), the slips a hand makes;
+- and it is no known misspelling: not one edit from a very common word ("teh"), nor one slip of
+  the hand (a swap, a doubled, dropped or neighbouring-key letter) from a long or common
+  dictionary word ("recieve", "successs", "laso"), `misspelling`;
 - and it is no near-miss of another such spelling the document uses as often or more
   ("signatues" beside "signatures" when neither is in the dictionary).
 
@@ -35,10 +35,11 @@ JARGON_MIN_USES = 3
 # A spelling one edit from a word this common (pyspellchecker's counts: "the", "and", "are") is a
 # slip of it however often it is repeated.
 VERY_COMMON = typos.VERY_COMMON_FREQUENCY
-# A spelling that is a word this common with two neighbouring letters swapped or a letter doubled is
-# a slip of it ("recieve": receive 52,000); a rarer word so near is as likely a coincidence ("nats":
-# ants 7,800).
-SLIP_FREQUENCY = 20_000
+# A spelling one slip of the hand from a dictionary word this long, or this common (pyspellchecker's
+# counts), is a slip of it: long words have few neighbours ("signatues"), common ones are typed
+# often ("laso"); a short, rarer word so near is as likely a coincidence ("nats": hats 8,500).
+SLIP_LETTERS = 6
+SLIP_FREQUENCY = 100_000
 
 
 @dataclass(frozen=True)
@@ -69,22 +70,55 @@ def crowded_by(findings: Iterable[typos.WordFinding], words: Iterable[str]) -> s
 
 @lru_cache(maxsize=16384)
 def misspelling(lower: str) -> bool:
-    """A known slip: one edit from a very common word, or a common dictionary word
-    (SLIP_FREQUENCY) with two neighbouring letters swapped or one letter doubled."""
+    """A known slip: one edit from a very common word ("teh"), or one slip of the hand (two
+    neighbouring letters swapped, a letter doubled, dropped, or struck on a neighbouring key)
+    from a dictionary word that is long (SLIP_LETTERS: "signatues", "dtermine") or common
+    (SLIP_FREQUENCY: "laso", "foth"). Short, rarer words are too many for a near one to say so:
+    "nats" is a slip of "hats" as much as it is a unit."""
     freq = typos.dictionary().word_frequency
     if any(freq[w] >= VERY_COMMON for w in typos.close_words(lower)):
         return True
-    for i in range(len(lower) - 1):
-        swapped = lower[:i] + lower[i + 1] + lower[i] + lower[i + 2 :]
-        if swapped != lower and _worthy(swapped):
-            return True
-        if lower[i] == lower[i + 1] and _worthy(lower[:i] + lower[i + 1 :]):
-            return True
+    for w in slipped_from(lower):
+        if w in typos.dictionary() and freq[w] >= typos.MIN_FIX_FREQUENCY:
+            if len(w) >= SLIP_LETTERS or freq[w] >= SLIP_FREQUENCY:
+                return True
     return False
 
 
-def _worthy(word: str) -> bool:
-    return typos.is_word(word) and typos.dictionary().word_frequency[word] >= SLIP_FREQUENCY
+_KEYS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+@lru_cache(maxsize=32)
+def neighbours(ch: str) -> frozenset[str]:
+    """The keys next to `ch` on a QWERTY keyboard (its row, the rows above and below)."""
+    for r, row in enumerate(_KEYS):
+        c = row.find(ch)
+        if c >= 0:
+            near = {row[j] for j in (c - 1, c + 1) if 0 <= j < len(row)}
+            for other in (r - 1, r + 1):
+                if 0 <= other < len(_KEYS):
+                    near |= {_KEYS[other][j] for j in (c - 1, c, c + 1) if 0 <= j < len(_KEYS[other])}
+            return frozenset(near)
+    return frozenset()
+
+
+def slipped_from(w: str) -> set[str]:
+    """The spellings `w` is one slip of the hand from: two neighbouring letters swapped back, a
+    doubled or neighbouring-key letter taken out, a neighbouring key put back, a dropped letter
+    (not the first) put back."""
+    out = set()
+    n = len(w)
+    for i in range(n - 1):
+        out.add(w[:i] + w[i + 1] + w[i] + w[i + 2 :])
+    for i in range(n):
+        around = ({w[i - 1]} if i > 0 else set()) | ({w[i + 1]} if i + 1 < n else set())
+        if w[i] in around or any(w[i] in neighbours(c) for c in around):
+            out.add(w[:i] + w[i + 1 :])
+        out.update(w[:i] + c + w[i + 1 :] for c in neighbours(w[i]))
+    for i in range(1, n + 1):  # not before the first letter: a word's first letter is seldom dropped
+        out.update(w[:i] + c + w[i:] for c in "abcdefghijklmnopqrstuvwxyz")
+    out.discard(w)
+    return out
 
 
 def near_miss(lower: str, uses: dict) -> bool:

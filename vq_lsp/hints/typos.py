@@ -54,7 +54,7 @@ HYPHENED_PREFIXES = frozenset({"pre", "non", "multi", "semi", "anti", "sub", "in
 # In a technical document a confusable is flagged only when its partner gains at least this much
 # (nats): the default real-word threshold was chosen where prose and reviews dominate, and technical
 # prose uses "off", "tail", "write" in senses fiction rarely does.
-TECHNICAL_REAL_WORD_GAIN = 5.0
+TECHNICAL_REAL_WORD_GAIN = 8.0
 # A word this long one edit from a word worth suggesting is a typo of it, not jargon, in any document
 # ("signatues", "connsists"): long jargon is a compound or a prefixed word ("wildcard", "deallocated",
 # "subshells"), two or more edits from any word, or used in the document's code.
