@@ -99,11 +99,13 @@ def test_a_real_word_hint_in_technical_text_needs_stronger_evidence():
     assert not prose.excuse(own, "write")
 
 
-def test_writes_among_databases_and_one_off_the_top_are_not_confusables(model):
+def test_writes_among_databases_and_work_off_the_event_loop_are_not_confusables(model):
     text = (
         "# Storage\n\nA database that takes many writes keeps a log, and each write is appended to it "
-        "before the write returns.\n\nThe queue hands out jobs in order: each worker takes one off the top "
-        "and writes its result to `results.db`.\n\nA write that fails is retried; reads never wait for a "
+        "before the write returns.\n\nThe model runs on one engine thread, off the event loop, and "
+        "writes its result to `results.db`.\n\nA write that fails is retried; reads never wait for a "
         "write.\n"
     )
     assert not {"write", "off", "writes"} & set(typo_hints(model, text))
+    prose = "They could not recieve the letters, so they wrote to the office form the station.\n"
+    assert "form" in typo_hints(model, "# Notes\n\nRun `zsh` first.\n\n" + prose)  # clear evidence still shows

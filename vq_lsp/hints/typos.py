@@ -54,7 +54,7 @@ HYPHENED_PREFIXES = frozenset({"pre", "non", "multi", "semi", "anti", "sub", "in
 # In a technical document a confusable is flagged only when its partner gains at least this much
 # (nats): the default real-word threshold was chosen where prose and reviews dominate, and technical
 # prose uses "off", "tail", "write" in senses fiction rarely does.
-TECHNICAL_REAL_WORD_GAIN = 8.0
+TECHNICAL_REAL_WORD_GAIN = 5.0
 # A word this long one edit from a word worth suggesting is a typo of it, not jargon, in any document
 # ("signatues", "connsists"): long jargon is a compound or a prefixed word ("wildcard", "deallocated",
 # "subshells"), two or more edits from any word, or used in the document's code.
@@ -352,7 +352,7 @@ class Evidence:
 
     def _real_word_excuse(self, f: WordFinding) -> str:
         """A real-word hint in a technical document needs stronger evidence than in prose: a gain
-        of TECHNICAL_REAL_WORD_GAIN ("take one off the top" is not "of the top"), and a word
+        of TECHNICAL_REAL_WORD_GAIN ("off the event loop" is not "of the event loop"), and a word
         the document uses as its own vocabulary (more often than the partner suggested, and at
         least twice) is not confused with it ("write" among databases is not "right")."""
         if not self.technical or not f.fixes:
