@@ -27,9 +27,9 @@ def typo_hints(model, text: str, language: str = "markdown") -> list[str]:
 
 def test_known_slips_are_never_the_writers_words():
     slips = ("teh", "recieve", "successs", "dtermine", "errros", "foth", "laso", "signatues")
-    assert all(map(jargon.misspelling, slips))
-    assert not any(map(jargon.misspelling, ("nats", "lints", "dtype", "opset")))
-    assert jargon.misspelling("stdio")  # "studio" less a letter: jargon that looks like a slip stays flagged
+    assert all(map(typos.misspelling, slips))
+    assert not any(map(typos.misspelling, ("nats", "lints", "dtype", "opset")))
+    assert typos.misspelling("stdio")  # "studio" less a letter: jargon that looks like a slip stays flagged
 
 
 def test_a_consistent_word_is_the_writers_and_a_slip_or_near_miss_is_not():

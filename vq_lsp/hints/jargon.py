@@ -12,7 +12,7 @@ the document (for `vq-lsp check` over a folder: the files checked together) uses
   "receive": the writer knows the word and slipped), `Usage.crowded`;
 - and it is no known misspelling: not one edit from a very common word ("teh"), nor one slip of
   the hand (a swap, a doubled, dropped or neighbouring-key letter) from a long or common
-  dictionary word ("recieve", "successs", "laso"), `misspelling`;
+  dictionary word ("recieve", "successs", "laso"), `typos.misspelling`;
 - and it is no near-miss of another such spelling the document uses as often or more
   ("signatues" beside "signatures" when neither is in the dictionary).
 
@@ -25,21 +25,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from . import typos
 from .dictionary import one_edit_apart
 from .recent import Recent
 
 JARGON_MIN_USES = 3
-# A spelling one edit from a word this common (pyspellchecker's counts: "the", "and", "are") is a
-# slip of it however often it is repeated.
-VERY_COMMON = typos.VERY_COMMON_FREQUENCY
-# A spelling one slip of the hand from a dictionary word this long, or this common (pyspellchecker's
-# counts), is a slip of it: long words have few neighbours ("signatues"), common ones are typed
-# often ("laso"); a short, rarer word so near is as likely a coincidence ("nats": hats 8,500).
-SLIP_LETTERS = 6
-SLIP_FREQUENCY = 100_000
 
 
 @dataclass(frozen=True)
@@ -66,59 +57,6 @@ def crowded_by(findings: Iterable[typos.WordFinding], words: Iterable[str]) -> s
     model's best fix counts: "lints" beside "hints" is no slip when the model reads "lines"."""
     present = set(words)
     return {f.word.lower() for f in findings if f.kind == "non-word" and f.fixes and f.fixes[0][0].lower() in present}
-
-
-@lru_cache(maxsize=16384)
-def misspelling(lower: str) -> bool:
-    """A known slip: one edit from a very common word ("teh"), or one slip of the hand (two
-    neighbouring letters swapped, a letter doubled, dropped, or struck on a neighbouring key)
-    from a dictionary word that is long (SLIP_LETTERS: "signatues", "dtermine") or common
-    (SLIP_FREQUENCY: "laso", "foth"). Short, rarer words are too many for a near one to say so:
-    "nats" is a slip of "hats" as much as it is a unit."""
-    freq = typos.dictionary().word_frequency
-    if any(freq[w] >= VERY_COMMON for w in typos.close_words(lower)):
-        return True
-    for w in slipped_from(lower):
-        if w in typos.dictionary() and freq[w] >= typos.MIN_FIX_FREQUENCY:
-            if len(w) >= SLIP_LETTERS or freq[w] >= SLIP_FREQUENCY:
-                return True
-    return False
-
-
-_KEYS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-
-
-@lru_cache(maxsize=32)
-def neighbours(ch: str) -> frozenset[str]:
-    """The keys next to `ch` on a QWERTY keyboard (its row, the rows above and below)."""
-    for r, row in enumerate(_KEYS):
-        c = row.find(ch)
-        if c >= 0:
-            near = {row[j] for j in (c - 1, c + 1) if 0 <= j < len(row)}
-            for other in (r - 1, r + 1):
-                if 0 <= other < len(_KEYS):
-                    near |= {_KEYS[other][j] for j in (c - 1, c, c + 1) if 0 <= j < len(_KEYS[other])}
-            return frozenset(near)
-    return frozenset()
-
-
-def slipped_from(w: str) -> set[str]:
-    """The spellings `w` is one slip of the hand from: two neighbouring letters swapped back, a
-    doubled or neighbouring-key letter taken out, a neighbouring key put back, a dropped letter
-    (not the first) put back."""
-    out = set()
-    n = len(w)
-    for i in range(n - 1):
-        out.add(w[:i] + w[i + 1] + w[i] + w[i + 2 :])
-    for i in range(n):
-        around = ({w[i - 1]} if i > 0 else set()) | ({w[i + 1]} if i + 1 < n else set())
-        if w[i] in around or any(w[i] in neighbours(c) for c in around):
-            out.add(w[:i] + w[i + 1 :])
-        out.update(w[:i] + c + w[i + 1 :] for c in neighbours(w[i]))
-    for i in range(1, n + 1):  # not before the first letter: a word's first letter is seldom dropped
-        out.update(w[:i] + c + w[i:] for c in "abcdefghijklmnopqrstuvwxyz")
-    out.discard(w)
-    return out
 
 
 def near_miss(lower: str, uses: dict) -> bool:
@@ -157,7 +95,7 @@ def writers_word(word: str, usage: Usage, families: Counter | None = None) -> bo
     return (
         families.get(stem(lower), 0) >= JARGON_MIN_USES
         and lower not in usage.crowded
-        and not misspelling(lower)
+        and not typos.misspelling(lower)
         and not near_miss(lower, usage.uses)
     )
 
