@@ -32,7 +32,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from .markup import Layout
 from .reuse import paragraph_spans
@@ -161,8 +161,26 @@ class Rules:
     def of(cls, choices: dict[str, bool] | tuple | None) -> Rules:
         return cls(tuple(sorted(dict(choices or ()).items())))
 
+    @cached_property
+    def _named(self) -> dict[str, bool]:
+        return dict(self.named)
+
+    @cached_property
+    def _kinds_shown(self) -> frozenset[str]:
+        named = self._named
+        out = {k for k in KINDS if named.get(k, k in DEFAULT_KINDS)}
+        out |= {kind for rule, (kind, on) in DEFAULT_RULES.items() if named.get(rule, on)}
+        if any(on for name, on in self.named if name not in KINDS):  # a rule named on: its kind is not known
+            out |= set(KINDS)
+        return frozenset(out - SKIPPED_KINDS)
+
+    def kinds_shown(self) -> frozenset[str]:
+        """The kinds a shown lint may have: those shown, and those of rules shown by name (every
+        kind, when a rule whose kind is not known here is named on)."""
+        return self._kinds_shown
+
     def keeps(self, rule: str, kind: str) -> bool:
-        named = dict(self.named)
+        named = self._named
         if rule in named:
             return named[rule]
         if kind in named:
@@ -174,7 +192,11 @@ class Rules:
     def harper_switches(self) -> tuple[tuple[str, bool], ...]:
         """The rules whose Harper switch differs from Harper's default config (SpellCheck aside):
         a rule named is run as named; a default rule, as its default says unless its kind is named."""
-        named = dict(self.named)
+        return self._switches
+
+    @cached_property
+    def _switches(self) -> tuple[tuple[str, bool], ...]:
+        named = self._named
         out = {}
         for rule, (kind, on) in DEFAULT_RULES.items():
             if rule not in named and kind not in named:
@@ -402,33 +424,31 @@ class GrammarChecker:
             if len(table) > CACHE_PARAGRAPHS:
                 table.popitem(last=False)
 
-    def _paragraph(self, linter, words: frozenset[str], switches: tuple, paragraph: str) -> tuple[GrammarLint, ...]:
-        """Every lint of one masked paragraph, whichever rules will show it (the rules filter
-        later), with the rule that made it."""
-        found = self._kept(self._cache, (words, switches, paragraph))
+    def _paragraph(self, linter, words: frozenset[str], rules: Rules, paragraph: str) -> tuple[GrammarLint, ...]:
+        """The lints of one masked paragraph that `rules` may show (the rules filter by rule name
+        later), each with the rule that made it.
+
+        dedup=False: Harper's own deduplication drops a lint overlapping another, and a lint on a
+        whole sentence ("this sentence is 42 words long") that the rules then hide took the "the
+        the" inside it along; the lints shown are deduplicated after the rules chose (`_shown`).
+        Harper names a lint's rule only in `organized_lints`, a third slower than `lint`, so a
+        paragraph is linted plainly first and again by rule only when a lint of a kind the rules
+        may show came up (most paragraphs of edited prose have none)."""
+        key = (words, rules.harper_switches(), rules.kinds_shown(), paragraph)
+        found = self._kept(self._cache, key)
         if found is not None:
             return found
         out = []
-        # dedup=False: Harper's own deduplication drops a lint overlapping another, and a lint on
-        # a whole sentence ("this sentence is 42 words long") that the rules then hide took the
-        # "the the" inside it along; the lints shown are deduplicated after the rules chose (`_shown`)
-        for rule, lints in linter.organized_lints(paragraph, dedup=False).items():
-            for lint in lints:
-                kind = str(lint.lint_kind)
-                if kind in SKIPPED_KINDS:
-                    continue
-                a, b = lint.span.start, lint.span.end
-                fixes = []
-                for s in lint.suggestions:
-                    name = getattr(s.kind, "name", str(s.kind))
-                    if name == "INSERT_AFTER":
-                        fixes.append(Replacement(b, b, s.replacement_text))
-                    else:  # REPLACE, or REMOVE (an empty replacement)
-                        fixes.append(Replacement(a, b, s.replacement_text))
-                out.append(GrammarLint(a, b, kind, lint.message, tuple(dict.fromkeys(fixes)), rule))
+        shown = rules.kinds_shown()
+        if any(str(lint.lint_kind) in shown for lint in linter.lint(paragraph, dedup=False)):
+            for rule, lints in linter.organized_lints(paragraph, dedup=False).items():
+                for lint in lints:
+                    kind = str(lint.lint_kind)
+                    if kind in shown:
+                        out.append(_lint(lint, kind, rule))
         out += demonstrative_lints(paragraph)
         found = tuple(sorted(out, key=lambda lint: (lint.start, lint.end, lint.rule)))
-        self._keep(self._cache, (words, switches, paragraph), found)
+        self._keep(self._cache, key, found)
         return found
 
     def _prose_paragraph(
@@ -442,9 +462,8 @@ class GrammarChecker:
         if found is not None:
             return found
         out = []
-        switches = rules.harper_switches()
         for m in _PARAGRAPH.finditer(masked(paragraph, prose)):
-            found = self._paragraph(linter, words, switches, m.group())
+            found = self._paragraph(linter, words, rules, m.group())
             out += [lint.shifted(m.start()) if m.start() else lint for lint in _shown(found, rules)]
         found = tuple(lint for lint in out if _inside(prose, lint.start, lint.end))
         self._keep(self._placed, key, found)
@@ -477,6 +496,19 @@ class GrammarChecker:
         return [lint.shifted(a) if a else lint for a, found in placed for lint in found]
 
 
+def _lint(lint, kind: str, rule: str) -> GrammarLint:
+    """One of Harper's lints as a GrammarLint, its suggestions as replacements."""
+    a, b = lint.span.start, lint.span.end
+    fixes = []
+    for s in lint.suggestions:
+        name = getattr(s.kind, "name", str(s.kind))
+        if name == "INSERT_AFTER":
+            fixes.append(Replacement(b, b, s.replacement_text))
+        else:  # REPLACE, or REMOVE (an empty replacement)
+            fixes.append(Replacement(a, b, s.replacement_text))
+    return GrammarLint(a, b, kind, lint.message, tuple(dict.fromkeys(fixes)), rule)
+
+
 def _shown(lints: tuple[GrammarLint, ...], rules: Rules) -> list[GrammarLint]:
     """The lints `rules` keep, none overlapping one before it (one hint per span; `lints` are
     sorted by start)."""
@@ -490,7 +522,7 @@ def _shown(lints: tuple[GrammarLint, ...], rules: Rules) -> list[GrammarLint]:
 def _switch(linter, switches: tuple[tuple[str, bool], ...]) -> None:
     """Harper's default rules with SpellCheck off (its lints are dropped, SKIPPED_KINDS: not
     computing them makes each lint cheaper) and `switches` applied."""
-    config = dict(linter.get_default_lint_config())
+    config = dict.fromkeys(linter.get_lint_config())  # None: Harper's default for the rule
     config["SpellCheck"] = False
     config.update((rule, on) for rule, on in switches if rule in config)
     linter.set_lint_config(config)

@@ -313,7 +313,7 @@ def document_material(
         _last_material.put(doc, {pa: (key, m) for pa, _, m, key in parts})
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     words, word_at, spots, spot_at, tones, uses, code, technical = [], [], [], [], [], Counter(), set(), False
-    crowded, confusables = set(), Counter()
+    crowded: set[str] = set()
     for pa, ta, m, _ in parts:
         if len(m.words):
             words.append(m.words)
@@ -326,8 +326,6 @@ def document_material(
         if m.uses:
             uses.update(m.uses)
             crowded |= m.crowded
-        if m.confusables:
-            confusables.update(m.confusables)
         if m.code_words:
             code |= m.code_words
         technical = technical or m.has_code
@@ -341,13 +339,29 @@ def document_material(
     if spots:
         at = np.asarray(spot_at, dtype=np.int64)
         spots = [np.concatenate(spots) + np.repeat(at[:, 0], at[:, 1])[:, None]]
+    found = _placed(parts, spots, cumulative)
     return DocumentMaterial(
         WordSurprises(rows[:, 0], rows[:, 1], cumulative[rows[:, 3]] - cumulative[rows[:, 2]]),
-        _placed(parts, spots, cumulative),
+        found,
         tones,
-        typos.Evidence(dict(uses), frozenset(code), technical, jargon.writers_words(usage), dict(confusables)),
+        typos.Evidence(
+            dict(uses), frozenset(code), technical, jargon.writers_words(usage), _confusables(parts, found, technical)
+        ),
         usage,
     )
+
+
+def _confusables(parts, found: list[typos.WordFinding], technical: bool) -> dict[str, int]:
+    """How often the document uses the words the technical-text rule asks about (a real-word
+    finding strong enough to be shown, and its partner): only those are counted, so a publish
+    sums a few counts, not every paragraph's (typos.Evidence._real_word_excuse)."""
+    if not technical:
+        return {}
+    asked = set()
+    for f in found:
+        if f.kind == "real-word" and f.fixes and f.gain >= typos.TECHNICAL_REAL_WORD_GAIN:
+            asked |= {f.word, f.fixes[0][0].lower()}
+    return {w: sum(m.confusables.get(w, 0) for _, _, m, _ in parts) for w in asked}
 
 
 def _priors(doc, parts, missing, cache: ParagraphCache) -> dict[int, tuple[Key, ParagraphMaterial]]:
