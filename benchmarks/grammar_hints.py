@@ -2,8 +2,8 @@
 and how many planted classic errors get one, for the grammar rules vq-lsp shows by default beside
 Harper's own defaults, side by side in one run.
 
-Texts (none from eval/): technical Markdown (this repository's README.md, docs/*.md and
-training/README.md; the Art of Command Line README and Rust book chapters from
+Texts (none from eval/): technical Markdown (this repository's README.md, docs/*.md but the
+generated docs/grammar-rules.md, and training/README.md; the Art of Command Line README and Rust book chapters from
 $VQ_LSP_DATA/revisions/, as benchmarks/typo_detection.py cuts them), fiction (Gutenberg valid
 split) and film reviews (IMDB train). Every text is read with the server's markup handling
 (hints/markup.py: Markdown for the technical texts), and lints count only in prose, as the
@@ -83,7 +83,8 @@ def blanked(text: str, prose: tuple[tuple[int, int], ...]) -> str:
 
 
 def repo_docs() -> list[tuple[int, str, str]]:
-    paths = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "training" / "README.md"]
+    docs = sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "grammar-rules.md")  # a generated list
+    paths = [REPO / "README.md", *docs, REPO / "training" / "README.md"]
     return [(k, str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for k, p in enumerate(paths)]
 
 
