@@ -18,7 +18,7 @@ error is found when a shown lint overlaps it.
 Configurations:
 - before: what the server showed before the default rule set, Harper's default rules (spelling
   aside), with the markup taken out of the sentence blanked to spaces;
-- Harper's default rules, markup fed as code spans (hints/grammar.py `masked`);
+- Harper's default rules, markup fed as placeholder words (hints/grammar.py `masked`);
 - vq-lsp's defaults (hints/grammar.py DEFAULT_KINDS, DEFAULT_RULES; the `grammar.rules` setting).
 
     python -m benchmarks.grammar_hints [--texts 12] [--chars 8000] [--plants 3]
@@ -53,7 +53,7 @@ NEAR_CHARS = 12  # a lint about a planted error may reach this much beyond it (a
 class Config:
     name: str
     rules: grammar.Rules
-    blanked: bool  # markup taken out of the sentence blanked to spaces (before), else fed as code spans
+    blanked: bool  # markup taken out of the sentence blanked to spaces (before), else fed as placeholder words
 
 
 CONFIGS = (
@@ -63,7 +63,7 @@ CONFIGS = (
         True,
     ),
     Config(
-        "Harper's defaults, markup as code",
+        "Harper's defaults, markup as placeholders",
         grammar.Rules.of({**{k: True for k in grammar.KINDS}, grammar.DEMONSTRATIVE_RULE: False}),
         False,
     ),
