@@ -125,6 +125,19 @@ class DiagnosticSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GrammarSettings:
+    rules: dict[str, bool] = field(
+        default_factory=dict,
+        metadata=_meta(
+            "Harper rules or lint kinds turned on (true) or off (false) by name, as harper-ls's `linters`: "
+            '`{"LongSentences": true, "Formatting": true, "AnA": false}`. A rule named wins over its kind. By '
+            "default agreement, articles, repeated words and confused words are on; formatting, capitalization, "
+            "readability and style are off. Names: docs/grammar-rules.md."
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     model_path: str | None = field(
         default=None,
@@ -196,6 +209,7 @@ class Settings:
         ),
     )
     diagnostics: DiagnosticSettings = field(default_factory=DiagnosticSettings, metadata=_meta("Diagnostics."))
+    grammar: GrammarSettings = field(default_factory=GrammarSettings, metadata=_meta("Grammar hints (Harper)."))
     hover: bool = field(default=True, metadata=_meta("Answer hover requests with document and paragraph scores."))
     code_lens: bool = field(default=True, metadata=_meta("Show the document score as a code lens on the first line."))
     memory_budget_mb: float = field(
@@ -268,6 +282,10 @@ def _coerce(value: Any, typ: Any, meta: dict) -> Any:
         value = typ(value)
         if (meta["lo"] is not None and value < meta["lo"]) or (meta["hi"] is not None and value > meta["hi"]):
             raise ValueError(f"must lie in [{meta['lo']}, {meta['hi']}]")
+    elif "dict" in text:
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in value.items()):
+            raise ValueError("must be a table of names to true or false")
+        value = dict(value)
     elif "tuple" in text:
         if isinstance(value, str):
             value = [value]
@@ -328,6 +346,8 @@ def describe() -> dict[str, str]:
         out[_camel(f.name)] = f.metadata["doc"]
     for f in dataclasses.fields(DiagnosticSettings):
         out["diagnostics." + _camel(f.name)] = f.metadata["doc"]
+    for f in dataclasses.fields(GrammarSettings):
+        out["grammar." + _camel(f.name)] = f.metadata["doc"]
     return out
 
 
@@ -361,6 +381,8 @@ def _allowed_text(typ: Any, meta: dict) -> str:
         return "`true`, `false`"
     if "tuple" in str(typ):
         return "list of strings"
+    if "dict" in str(typ):
+        return "table of names to `true`, `false`"
     return "string or `null`"
 
 
@@ -370,7 +392,7 @@ def settings_table_markdown() -> str:
     tests/test_readme_settings.py fails when the README's copy differs, so a new or changed setting
     reaches the documentation with the code."""
     rows = ["| setting | default | accepted | what it does |", "|---|---|---|---|"]
-    for prefix, cls in (("", Settings), ("diagnostics.", DiagnosticSettings)):
+    for prefix, cls in (("", Settings), ("diagnostics.", DiagnosticSettings), ("grammar.", GrammarSettings)):
         hints = get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if dataclasses.is_dataclass(hints[f.name]):

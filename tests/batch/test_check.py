@@ -131,6 +131,20 @@ def test_configuration_dictionaries_and_ignore_comments_are_honoured(workspace, 
     assert code == 0 and "docs/b.md:3:33: hint typo" in out  # hints do not fail the default --fail-on warning
 
 
+def test_a_word_the_workspace_uses_consistently_is_no_typo_in_any_file(workspace, capsys):
+    one = "# Engine\n\nThe engine keeps its dtype with the state, and every edit reads it from there.\n"
+    (workspace / "docs" / "engine.md").write_text(one)
+    code, out, _ = run(capsys, "docs/engine.md", "--format", "json")
+    assert [f["message"].split("'")[1] for f in json.loads(out) if f["kind"] == "typo"] == ["dtype"]  # alone
+    (workspace / "docs" / "model.md").write_text(
+        "# Model\n\nA model's dtype is float32 unless it was exported in another dtype.\n"
+    )
+    (workspace / "docs" / "moved.md").write_text("I went to teh store.\n\nThen I went to teh bank and teh park.\n")
+    code, out, _ = run(capsys, "docs/engine.md", "docs/model.md", "docs/moved.md", "--format", "json")
+    words = [f["message"].split("'")[1] for f in json.loads(out) if f["kind"] == "typo"]
+    assert words == ["teh", "teh", "teh"]  # three files together: dtype is the writer's word, teh a slip
+
+
 def test_a_malformed_configuration_file_is_one_warning(workspace, capsys):
     (workspace / "vq-lsp.toml").write_text("[diagnostics]\ntypo-threshold = 'high'\n")
     code, out, err = run(capsys, "docs/a.md")

@@ -29,7 +29,11 @@ def client_only() -> list[str]:
 
 def server_fields():
     """(camelCase key, dataclass field, type) of every leaf setting of the server."""
-    for cls, prefix in ((server.Settings, ""), (server.DiagnosticSettings, "diagnostics.")):
+    for cls, prefix in (
+        (server.Settings, ""),
+        (server.DiagnosticSettings, "diagnostics."),
+        (server.GrammarSettings, "grammar."),
+    ):
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if dataclasses.is_dataclass(hints[f.name]):
@@ -56,6 +60,10 @@ def test_defaults_types_and_bounds_match():
         if typing.get_origin(typ) is tuple:
             assert prop["type"] == "array" and prop["items"]["type"] == "string", key
             assert prop["default"] == list(default), key
+            continue
+        if typing.get_origin(typ) is dict:  # names to true or false
+            assert prop["type"] == "object" and prop["additionalProperties"]["type"] == "boolean", key
+            assert prop["default"] == default, key
             continue
         base = next(t for t in typing.get_args(typ) or (typ,) if t is not type(None))
         assert prop["type"] == JSON_TYPE[base], key

@@ -328,6 +328,18 @@ async def test_grammar_lints_come_with_quick_fixes_and_go_when_turned_off(client
     await wait_until(
         client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics if d.code == "grammar"]) == 2
     )
+    config.write_text('words = ["recieve"]\n[grammar.rules]\nAnA = false\n')  # a rule turned off by name
+    watched_change(client, config)
+    await wait_until(
+        client,
+        PUBLISH,
+        lambda: [d.range.start.line for d in client.published[uri][-1].diagnostics if d.code == "grammar"] == [2],
+    )
+    config.write_text('words = ["recieve"]\n')
+    watched_change(client, config)
+    await wait_until(
+        client, PUBLISH, lambda: len([d for d in client.published[uri][-1].diagnostics if d.code == "grammar"]) == 2
+    )
 
 
 async def test_quick_fixes_land_in_place_in_files_with_lone_carriage_returns(client):

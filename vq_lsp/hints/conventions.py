@@ -132,9 +132,8 @@ def _grammar_hints(
             i = bisect.bisect_left(taken_starts, end)  # the word hints starting before the lint ends
             if (i and reach[i - 1] > start) or silenced.silences("grammar", start, end):
                 continue
-            out.append(
-                lsp.Hint(start, end, f"{lint.message} (harper: {lint.kind})", types.DiagnosticSeverity.Hint, "grammar")
-            )
+            source = f"harper: {lint.kind}, {lint.rule}" if lint.rule else f"harper: {lint.kind}"  # grammar.rules names
+            out.append(lsp.Hint(start, end, f"{lint.message} ({source})", types.DiagnosticSeverity.Hint, "grammar"))
     return out
 
 

@@ -122,7 +122,7 @@ _MD_INLINE = re.compile(
             r"^\s*\[[^\]\n]+\]:.*$",  # a reference definition line
             r"<[a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>",
             r"<[^\s<>@]+@[^\s<>]+>",  # autolinks
-            r"</?[a-zA-Z][^<>\n]*>",
+            r"</?[a-zA-Z][a-zA-Z0-9-]*(?:\s[^<>]*)?/?>",  # a tag, its attributes (alt="...") on any of its lines
             r"<!--[\s\S]*?-->",  # inline HTML
             _URL,
             _EMAIL,

@@ -24,7 +24,7 @@ import torch
 import inference
 
 from ..settings import DiagnosticSettings
-from . import markup, reuse, typos
+from . import jargon, markup, reuse, typos
 from .paragraphs import paragraphs
 from .recent import Recent
 
@@ -132,7 +132,10 @@ def text_material(
     got = reuse.document_material(
         text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc), tolerance
     )
-    findings = [f for f in typos.excused(got.findings, got.evidence, text) if not f.excused]
+    # the findings nothing excuses, as they are (no copy of each with its excuse: a publish reads
+    # hundreds, and in a technical document most weak confusables are excused)
+    findings = [f for f in got.findings if not got.evidence.excuse(f, text)]
+    findings = [replace(f, excused="") if f.excused else f for f in findings]
     return replace(got, findings=findings)
 
 
@@ -189,6 +192,8 @@ class HintMaterial:
     paragraphs: list  # (char start, char end, token start, token end, scores, words), see tone_blocks
     words: list  # (char start, char end, whole-word surprise) of prose words
     findings: list  # typos.WordFinding, every suspect word nothing excuses (the thresholds choose among them)
+    # its spellings missing from the dictionary (`vq-lsp check` learns the workspace's words from them)
+    usage: jargon.Usage | None = None
 
     @classmethod
     def of(
@@ -217,7 +222,7 @@ class HintMaterial:
         `tolerance`: see reuse.document_material (the server's edits may reuse paragraphs whose
         scores moved a little; a batch run's results depend on the text alone)."""
         got = text_material(text, starts, doc, lay, tolerance)
-        return cls(version, got.tones, got.words, got.findings)
+        return cls(version, got.tones, got.words, got.findings, got.usage)
 
 
 def word_at(text: str, lay: markup.Layout, offset: int) -> tuple[int, int] | None:

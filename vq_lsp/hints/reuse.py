@@ -27,13 +27,13 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 import inference
 
-from . import markup, typos
+from . import jargon, markup, typos
 from .recent import Recent
 
 REUSE_TOLERANCE_NATS = 0.25
@@ -59,6 +59,8 @@ class ParagraphMaterial:
     tones: tuple  # (start, end, token start, token end, scores, words) per tone block
     finding_index: np.ndarray  # (k, 2) int64: finding_tokens as an array, to read their surprise at once
     surprise_bytes: bytes = b""  # `surprise` as bytes: the exact comparison a reuse asks first
+    crowded: frozenset = frozenset()  # of `uses`, those beside the spelling the model likes best for them (jargon.py)
+    confusables: Counter = field(default_factory=Counter)  # lower-case confusable words of its prose
 
     def __post_init__(self) -> None:
         if not self.surprise_bytes:
@@ -98,6 +100,7 @@ class DocumentMaterial:
     findings: list  # typos.WordFinding, in text order, before the document's evidence is applied
     tones: list  # (start, end, token start, token end, scores, words)
     evidence: typos.Evidence
+    usage: jargon.Usage = jargon.Usage({}, frozenset())  # its spellings missing from the dictionary
 
 
 class ParagraphCache:
@@ -310,6 +313,7 @@ def document_material(
         _last_material.put(doc, {pa: (key, m) for pa, _, m, key in parts})
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     words, word_at, spots, spot_at, tones, uses, code, technical = [], [], [], [], [], Counter(), set(), False
+    crowded: set[str] = set()
     for pa, ta, m, _ in parts:
         if len(m.words):
             words.append(m.words)
@@ -321,6 +325,7 @@ def document_material(
             tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
         if m.uses:
             uses.update(m.uses)
+            crowded |= m.crowded
         if m.code_words:
             code |= m.code_words
         technical = technical or m.has_code
@@ -330,15 +335,33 @@ def document_material(
         rows = rows + np.repeat(at[:, [0, 0, 1, 1]], at[:, 2], axis=0)
     else:
         rows = np.zeros((0, 4), dtype=np.int64)
+    usage = jargon.Usage(dict(uses), frozenset(crowded))
     if spots:
         at = np.asarray(spot_at, dtype=np.int64)
         spots = [np.concatenate(spots) + np.repeat(at[:, 0], at[:, 1])[:, None]]
+    found = _placed(parts, spots, cumulative)
     return DocumentMaterial(
         WordSurprises(rows[:, 0], rows[:, 1], cumulative[rows[:, 3]] - cumulative[rows[:, 2]]),
-        _placed(parts, spots, cumulative),
+        found,
         tones,
-        typos.Evidence(dict(uses), frozenset(code), technical),
+        typos.Evidence(
+            dict(uses), frozenset(code), technical, jargon.writers_words(usage), _confusables(parts, found, technical)
+        ),
+        usage,
     )
+
+
+def _confusables(parts, found: list[typos.WordFinding], technical: bool) -> dict[str, int]:
+    """How often the document uses the words the technical-text rule asks about (a real-word
+    finding strong enough to be shown, and its partner): only those are counted, so a publish
+    sums a few counts, not every paragraph's (typos.Evidence._real_word_excuse)."""
+    if not technical:
+        return {}
+    asked = set()
+    for f in found:
+        if f.kind == "real-word" and f.fixes and f.gain >= typos.TECHNICAL_REAL_WORD_GAIN:
+            asked |= {f.word, f.fixes[0][0].lower()}
+    return {w: sum(m.confusables.get(w, 0) for _, _, m, _ in parts) for w in asked}
 
 
 def _priors(doc, parts, missing, cache: ParagraphCache) -> dict[int, tuple[Key, ParagraphMaterial]]:
@@ -438,7 +461,11 @@ def _compute(r: _Reading, paras, first, last, parts, missing, cache, priors) -> 
     for (k, pa, pb, ta, tb, prose, spans), fs in zip(per_para, by_para):
         words = np.asarray([(a - pa, b - pa, i - ta, j - ta) for a, b, i, j in spans], dtype=np.int64).reshape(-1, 4)
         token_of = {a: (i - ta, j - ta) for a, b, i, j in spans}
-        uses = Counter(w.lower() for w in (text[a:b] for a, b, *_ in spans) if not typos.is_word(w))
+        spelled = [text[a:b] for a, b, *_ in spans]
+        uses = Counter(w.lower() for w in spelled if not typos.is_word(w))
+        lowered = [w.lower() for w in spelled]
+        crowded = jargon.crowded_by(fs, lowered) if uses else set()
+        confusables = Counter(w for w in spelled if typos.reads_on(w))
         code, cur = set(), pa
         for a, b in prose + [(pb, pb)]:
             if a > cur:
@@ -461,6 +488,8 @@ def _compute(r: _Reading, paras, first, last, parts, missing, cache, priors) -> 
             has_code,
             tuple(tones),
             np.asarray([token_of[f.start] for f in fs], dtype=np.int64).reshape(-1, 2),
+            crowded=frozenset(crowded),
+            confusables=confusables,
         )
         cache.put(parts[k][3], value)
         parts[k] = (pa, ta, value, parts[k][3])

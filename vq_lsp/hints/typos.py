@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -49,10 +49,21 @@ COMMON_FREQUENCY = 5000
 # In a technical document a word used in its code is a typo only when one edit from a word this common
 # ("teh" beside "the"), not from a merely common one ("stdin" beside "stain").
 VERY_COMMON_FREQUENCY = 1_000_000
+# Prefixes written with a hyphen ("pre-commit", "non-zero") that the word list lacks as words.
+HYPHENED_PREFIXES = frozenset({"pre", "non", "multi", "semi", "anti", "sub", "inter", "intra", "post", "mis", "bi"})
+# In a technical document a confusable is flagged only when its partner gains at least this much
+# (nats): the default real-word threshold was chosen where prose and reviews dominate, and technical
+# prose uses "off", "tail", "write" in senses fiction rarely does.
+TECHNICAL_REAL_WORD_GAIN = 5.0
 # A word this long one edit from a word worth suggesting is a typo of it, not jargon, in any document
 # ("signatues", "connsists"): long jargon is a compound or a prefixed word ("wildcard", "deallocated",
 # "subshells"), two or more edits from any word, or used in the document's code.
 LONG_WORD_LETTERS = 7
+# A spelling one slip of the hand from a dictionary word this long, or this common (pyspellchecker's
+# counts), is a slip of it: long words have few neighbours ("signatues"), common ones are typed
+# often ("laso"); a short, rarer word so near is as likely a coincidence ("nats": hats 8,500).
+SLIP_LETTERS = 6
+SLIP_FREQUENCY = 100_000
 TWO_EDIT_MIN_LETTERS = 5  # shorter words have too many dictionary words two edits away to guess among
 # A candidate of several pieces is scored by its first piece (an upper bound) less this per further piece,
 # so that "thea" (" the" + "a") does not tie with "the" itself.
@@ -192,12 +203,13 @@ def deliberate(word: str, uses: int) -> bool:
     """A non-word written on purpose, by cheap evidence: dropped-g dialect ("mornin", "goin'"),
     or the same spelling used twice or more in the document when it is a name (capitalised) or
     a coinage (no common word close to it). A lower-case spelling one edit from a common word
-    ("recieve", "teh"), or two from a longer one, is a common misspelling however often it is
-    repeated. The model alone reads names as typos: it does not learn a name from the document."""
+    ("recieve", "teh"), or two from a longer one, or one slip of the hand from a long or common
+    word (`misspelling`: "unsgined"), is a misspelling however often it is repeated. The model
+    alone reads names as typos: it does not learn a name from the document."""
     lower = word.lower().rstrip("'’")
     if lower.endswith("in") and is_word(lower + "g"):
         return True
-    return uses >= 2 and (word[:1].isupper() or not near_common(lower))
+    return uses >= 2 and (word[:1].isupper() or not (near_common(lower) or misspelling(lower)))
 
 
 def ing_plural(lower: str) -> bool:
@@ -279,6 +291,60 @@ def near_common(lower: str) -> bool:
     return len(lower) >= TWO_EDIT_MIN_LETTERS and any(freq[w] >= COMMON_FREQUENCY for w in _close_lower(lower, 2))
 
 
+@lru_cache(maxsize=16384)
+def misspelling(lower: str) -> bool:
+    """A known slip: one edit from a very common word ("teh"), or one slip of the hand (two
+    neighbouring letters swapped, a letter doubled, dropped, or struck on a neighbouring key)
+    from a dictionary word that is long (SLIP_LETTERS: "signatues", "dtermine") or common
+    (SLIP_FREQUENCY: "laso", "foth"). Short, rarer words are too many for a near one to say so:
+    "nats" is a slip of "hats" as much as it is a unit."""
+    freq = dictionary().word_frequency
+    if any(freq[w] >= VERY_COMMON_FREQUENCY for w in close_words(lower)):
+        return True
+    for w in slipped_from(lower):
+        if w in dictionary() and freq[w] >= MIN_FIX_FREQUENCY:
+            if len(w) >= SLIP_LETTERS or freq[w] >= SLIP_FREQUENCY:
+                return True
+    # a first letter dropped is a rarer slip: only of a common word ("roblem", not "lints" of "flints")
+    return any(freq[c + lower] >= SLIP_FREQUENCY for c in "abcdefghijklmnopqrstuvwxyz")
+
+
+_KEYS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+@lru_cache(maxsize=32)
+def neighbours(ch: str) -> frozenset[str]:
+    """The keys next to `ch` on a QWERTY keyboard (its row, the rows above and below)."""
+    for r, row in enumerate(_KEYS):
+        c = row.find(ch)
+        if c >= 0:
+            near = {row[j] for j in (c - 1, c + 1) if 0 <= j < len(row)}
+            for other in (r - 1, r + 1):
+                if 0 <= other < len(_KEYS):
+                    near |= {_KEYS[other][j] for j in (c - 1, c, c + 1) if 0 <= j < len(_KEYS[other])}
+            return frozenset(near)
+    return frozenset()
+
+
+def slipped_from(w: str) -> set[str]:
+    """The spellings `w` is one slip of the hand from: two neighbouring letters swapped back, a
+    doubled or neighbouring-key letter taken out, a neighbouring key put back, a dropped letter
+    (not the first) put back."""
+    out = set()
+    n = len(w)
+    for i in range(n - 1):
+        out.add(w[:i] + w[i + 1] + w[i] + w[i + 2 :])
+    for i in range(n):
+        around = ({w[i - 1]} if i > 0 else set()) | ({w[i + 1]} if i + 1 < n else set())
+        if w[i] in around or any(w[i] in neighbours(c) for c in around):
+            out.add(w[:i] + w[i + 1 :])
+        out.update(w[:i] + c + w[i + 1 :] for c in neighbours(w[i]))
+    for i in range(1, n + 1):  # not before the first letter: a word's first letter is seldom dropped
+        out.update(w[:i] + c + w[i:] for c in "abcdefghijklmnopqrstuvwxyz")
+    out.discard(w)
+    return out
+
+
 # What follows a key's name in a key chord: "alt-b", "ctrl+r", "alt-." (one key, then no letter).
 _KEY_CHORD = re.compile(r"[-+](?:[A-Za-z](?![A-Za-z])|[^\sA-Za-z+-])")
 
@@ -300,13 +366,23 @@ class Evidence:
     uses: dict
     code_words: frozenset
     technical: bool
+    writers: frozenset = frozenset()  # spellings the document makes the writer's words (hints/jargon.py)
+    confusables: dict = field(default_factory=dict)  # lower-case confusable words of its prose -> uses
 
     def excuse(self, f: WordFinding, text: str) -> str:
-        """Why a finding is never shown whatever its gain, or "" (only non-words are excused)."""
+        """Why a finding is never shown whatever its gain, or "" (non-words, and real-word
+        findings in a technical document: `_real_word_excuse`)."""
+        if f.kind == "real-word":
+            return self._real_word_excuse(f)
         if f.kind != "non-word":
             return ""
         if deliberate(f.word, self.uses.get(f.word.lower(), 0)):
             return "used as a name or coinage"
+        if f.word.islower() and f.word in self.writers:
+            return "the writer's word: used consistently in this document"
+        hyphened = text[f.end : f.end + 1] == "-" and text[f.end + 1 : f.end + 2].isalpha()
+        if hyphened and f.word.lower() in HYPHENED_PREFIXES:
+            return "a prefix joined by a hyphen"
         if ing_plural(f.word.lower()):
             return "the plural of a word in -ing"
         if stretched(f.word.lower()):
@@ -332,6 +408,20 @@ class Evidence:
             return "jargon: no common word one edit away"
         if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
             return "used as code in this document"
+        return ""
+
+    def _real_word_excuse(self, f: WordFinding) -> str:
+        """A real-word hint in a technical document needs stronger evidence than in prose: a gain
+        of TECHNICAL_REAL_WORD_GAIN ("off the event loop" is not "of the event loop"), and a word
+        the document uses as its own vocabulary (more often than the partner suggested, and at
+        least twice) is not confused with it ("write" among databases is not "right")."""
+        if not self.technical or not f.fixes:
+            return ""
+        if f.gain < TECHNICAL_REAL_WORD_GAIN:
+            return "technical text: too little evidence for a confusable"
+        own, partner = self.confusables.get(f.word, 0), self.confusables.get(f.fixes[0][0].lower(), 0)
+        if own >= 2 and own > partner:
+            return f"the document's own word: {f.word!r} used {own} times, {f.fixes[0][0]!r} {partner}"
         return ""
 
 

@@ -32,7 +32,7 @@ import inference
 
 from .. import __version__, stdio
 from ..engine_flags import add_engine_flags
-from ..hints import conventions, excludes, markup
+from ..hints import conventions, excludes, grammar, jargon, markup
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
 from ..workspace import config_file, dictionaries
@@ -157,16 +157,46 @@ def check_text(
 ) -> list[Finding]:
     """The hints of one text as the server would publish them, scored with one dense pass; ValueError
     for a text longer than maxDocumentTokens (the server gives it no hints either)."""
+    return hints_of(scored(model, text, name, settings), settings, conv)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One text's hint material, scored, before the hints are chosen: `vq-lsp check` scores every
+    file first, so that the words the workspace uses consistently (hints/jargon.py) are known
+    before any file's hints are."""
+
+    name: str
+    text: FileText
+    material: HintMaterial
+
+
+def scored(model: inference.LoadedModel, text: str, name: str, settings: Settings) -> Scored | None:
+    """A text's material (None for an empty text); ValueError as check_text."""
     ids, offsets = model.tokenizer.encode_with_offsets(text)
     if not ids:
-        return []
+        return None
     if len(ids) > settings.max_document_tokens:
         raise ValueError(f"{len(ids)} tokens, more than maxDocumentTokens ({settings.max_document_tokens})")
     doc = inference.IncrementalDocument(model, ids)
     tt = FileText(text, np.asarray([a for a, _ in offsets], dtype=np.int64))
+    lay = layout_for(text, markup.language_of(name), settings.diagnostics)
+    return Scored(name, tt, HintMaterial.with_layout(text, tt.token_starts, doc, None, lay))
+
+
+def workspace_words(texts: list[Scored]) -> frozenset[str]:
+    """The spellings the files checked together make the writer's words (hints/jargon.py): a word
+    used consistently across the workspace is no typo in the one file that uses it once."""
+    return jargon.writers_words(jargon.Usage.merged(s.material.usage for s in texts if s.material.usage))
+
+
+def hints_of(s: Scored | None, settings: Settings, conv: conventions.Conventions) -> list[Finding]:
+    """The findings of one scored text under the conventions."""
+    if s is None:
+        return []
+    name, tt, material = s.name, s.text, s.material
     language = markup.language_of(name)
     cfg = settings.diagnostics
-    material = HintMaterial.with_layout(text, tt.token_starts, doc, None, layout_for(text, language, cfg))
     fixes = {(f.start, f.end): tuple(w for w, _ in f.fixes) for f in material.findings}
     out = []
     for h in conventions.choose(tt, material, cfg, conv, language):
@@ -272,6 +302,8 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
     for problem in config.problems:
         warn(f"vq-lsp check: warning: {problem}")
     settings = config.apply(Settings())
+    for name in grammar.checker().configure(grammar.Rules.of(settings.grammar.rules)):
+        warn(f"vq-lsp check: warning: grammar.rules: {name!r} is neither a Harper rule nor a lint kind; ignored")
     words, problems = dictionaries.load(root, config.words)
     for problem in problems:
         warn(f"vq-lsp check: warning: {problem}")
@@ -289,17 +321,22 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
     except (ValueError, OSError, RuntimeError) as e:  # ModelLoadError is a ValueError
         print(f"vq-lsp check: error: {e}", file=sys.stderr)
         return 2
-    findings: list[Finding] = []
+    texts: list[Scored | None] = []
     for path in files_to_check(paths, settings, root):
         text, problem = read_text(path)
         name = _relative(path, root)
         if problem is None:
             try:
-                findings += check_text(model, text, name, settings, conv)
+                texts.append(scored(model, text, name, settings))
                 continue
             except ValueError as e:
                 problem = str(e)
         warn(f"{name}: skipped: {problem}")
+    done = [s for s in texts if s is not None]
+    conv = conventions.Conventions(conv.dictionary.union(workspace_words(done)), conv.root)
+    findings: list[Finding] = []
+    for s in done:
+        findings += hints_of(s, settings, conv)
     write(findings, args.format, out)
     out.flush()
     return 1 if fails(findings, args.fail_on) else 0

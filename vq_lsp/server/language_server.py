@@ -50,6 +50,7 @@ from ..documents.heap import HeapTrimmer, resident_bytes
 from ..documents.state import Level, Outcome
 from ..documents.store import PRETOKENIZE_CHARS, Documents
 from ..documents.textsync import Change, TextSyncError
+from ..hints import grammar
 from ..settings import Settings
 from .builds import BuildQueue
 from .engine_thread import BUILD, URGENT, EngineThread
@@ -415,6 +416,8 @@ class VQServer(LanguageServer):
         new, warnings = self.workspace_files.settings(self.defaults, data, initial)
         if initial:
             self.base = new
+        for name in grammar.checker().configure(grammar.Rules.of(new.grammar.rules)):
+            warnings.append(f"grammar.rules: {name!r} is neither a Harper rule nor a lint kind; ignored")
         for w in warnings:
             self.say("warning", f"vq-lsp: {w}")
         self.docs.settings = new
