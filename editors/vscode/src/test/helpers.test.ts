@@ -55,6 +55,7 @@ test("serverSettings nests, drops client-only settings and maps empty strings to
     realWordThreshold: 3.25,
     maxTypoHints: 50,
     toneMinWords: 12,
+    toneGate: 0.6,
     sourceComments: true,
     grammar: true,
     sentimentSeverity: "information",
