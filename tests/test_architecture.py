@@ -42,13 +42,14 @@ FORBIDDEN_EXTERNAL = {"inference": {"pygls", "lsprotocol"}}
 # the layers of vq_lsp: what each part may import besides itself and the package root (its __version__)
 VQ_LSP_LAYERS = {
     "vq_lsp.settings": set(),
+    "vq_lsp.stdio": set(),  # the process's standard output, kept for our own output
     "vq_lsp.engine_flags": {"vq_lsp.settings"},
     "vq_lsp.hints": {"vq_lsp.settings"},
     "vq_lsp.workspace": {"vq_lsp.settings", "vq_lsp.hints"},
     "vq_lsp.documents": {"vq_lsp.settings", "vq_lsp.hints"},
     "vq_lsp.server": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.documents", "vq_lsp.workspace"},
-    "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.engine_flags", "vq_lsp.hints", "vq_lsp.workspace"},
-    "vq_lsp.cli": {"vq_lsp.settings", "vq_lsp.engine_flags", "vq_lsp.server", "vq_lsp.scoring"},
+    "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.stdio", "vq_lsp.engine_flags", "vq_lsp.hints", "vq_lsp.workspace"},
+    "vq_lsp.cli": {"vq_lsp.settings", "vq_lsp.stdio", "vq_lsp.engine_flags", "vq_lsp.server", "vq_lsp.scoring"},
 }
 ONLY_IMPORTED_BY = {"pygls": "vq_lsp.server"}  # within vq_lsp
 LSP_EDGE = ("vq_lsp.server", "vq_lsp.hints.lsp")  # the only modules that speak LSP types

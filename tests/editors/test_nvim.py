@@ -247,6 +247,7 @@ def test_tone_display_lens_keeps_tone_off_the_text(enabled):
 
 def test_tone_display_virtual_text_puts_tone_after_the_line(tmp_path, tiny_model_dir):
     path = f"{VQ_LSP.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    (tmp_path / "vq-lsp.toml").write_text('words = ["recieve"]\n')  # the workspace root, as in `enabled`
     result = drive(ENABLE_DRIVER, tmp_path, tiny_model_dir, PATH=path, VQ_TEST_TONE_DISPLAY="virtual_text")
     shown = result["shown"]
     (tone,) = sentiment(result["diagnostics"])

@@ -13,7 +13,7 @@ import inference
 
 
 @pytest.mark.slow
-def test_the_bundled_model_flips_no_more_than_its_card_says(data_dir, tmp_path):
+def test_the_bundled_model_flips_no_more_than_its_card_says(full_data_dir, tmp_path):
     from training.evaluate import edit_sequences, flip_report
     from training.teacher import load_or_collect_tokens
     from training.tokenizer import load_tokenizer
@@ -21,7 +21,7 @@ def test_the_bundled_model_flips_no_more_than_its_card_says(data_dir, tmp_path):
     model = inference.load_model()
     card = model.card["evaluation"]["single_token_edits"]
     tok = load_tokenizer(model.path / "tokenizer.json")
-    valid = load_or_collect_tokens(tok, data_dir, "valid", 200_000, tmp_path / "tokens_valid.pt", seed=0)
+    valid = load_or_collect_tokens(tok, full_data_dir, "valid", 200_000, tmp_path / "tokens_valid.pt", seed=0)
     ids = edit_sequences(valid, card["sequences"], card["tokens"], seed=0)
     measured = flip_report(model.net, ids, seed=0)["flip_rate_per_layer"]
     assert len(measured) == len(card["flip_rate_per_layer"])
