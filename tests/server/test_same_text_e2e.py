@@ -65,7 +65,8 @@ async def test_score_check_and_an_edited_server_agree_on_the_last_draft(client, 
     for version, text in enumerate(texts[1:], 2):  # each draft as the editor's full text
         change(client, uri, version, text)
     live = await diagnostics_for(client, uri, 4, timeout=120)
-    # settled once idle: republished (the live hints differ), then the same as a fresh open's
+    # settled once idle: republished, then the same as a fresh open's (with paragraph context a
+    # paragraph's tone no longer depends on the edit history, so the live tones may already agree)
     settled = await wait_until(
         client,
         types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
@@ -73,7 +74,6 @@ async def test_score_check_and_an_edited_server_agree_on_the_last_draft(client, 
         timeout=60,
     )
     assert tones_of(settled.diagnostics) == want_tones
-    assert tones_of(live.diagnostics) != want_tones  # the edits alone leave history-dependent hints
     got = await scores(client, uri)
     assert got["version"] == 4
     for label, p in rows[-1]["scores"].items():

@@ -58,7 +58,7 @@ def test_warmed_hints_are_reused_and_equal_to_hints_worked_out_afresh(monkeypatc
     computed = cache.computed
     checker = grammar.checker()
     if checker.unavailable is None:
-        monkeypatch.setattr(checker, "_ready", lambda words: NoLinting())
+        monkeypatch.setattr(checker, "_ready", lambda words, switches=None: NoLinting())
     hinted = docs.hints(uri).diagnostics
     assert cache.computed == computed, "the engine thread computed paragraph material the build worker had"
     assert hinted == expected

@@ -68,7 +68,7 @@ def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -
     ]
     out += [
         Hint(f.start, f.end, f"possible typo: {f.explain()}", types.DiagnosticSeverity.Hint, "typo")
-        for f in picked.typos
+        for f in sorted(picked.typos, key=lambda f: (f.start, f.end))  # text order, however the findings were gathered
     ]
     out += [
         Hint(

@@ -322,7 +322,11 @@ def document_material(
             spots.append(m.finding_index)
             spot_at.append((ta, len(m.findings)))
         if m.tones:
-            tones.extend((a + pa, b + pa, i + ta, j + ta, scores, w) for a, b, i, j, scores, w in m.tones)
+            # a tone block's scores are read afresh: the class scores follow its tokens' positions
+            # and context, which an edit elsewhere may move while the surprise stays the same
+            tones.extend(
+                (a + pa, b + pa, i + ta, j + ta, doc.span_scores(i + ta, j + ta), w) for a, b, i, j, _, w in m.tones
+            )
         if m.uses:
             uses.update(m.uses)
             crowded |= m.crowded
