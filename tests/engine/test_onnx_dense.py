@@ -62,7 +62,8 @@ def test_same_codes_and_outputs_as_torch(model, forward, n):
             assert (x - y).abs().max() < 1e-4, name
     for x, y in zip([*got.layer_outputs, got.hidden, got.cls_logits], [*ref.layer_outputs, ref.hidden, ref.cls_logits]):
         assert x.shape == y.shape and (x - y).abs().max() < 1e-4
-    if n >= 17:  # the comparison means something only when rows pick different codes
+    if n >= 100:  # the comparison means something only when rows pick different codes (17 rows of the
+        # spread layout can all land on two codes of a layer)
         assert all(len(torch.unique(t.codes)) > 2 for t in ref.traces)
 
 
