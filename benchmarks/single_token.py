@@ -86,7 +86,7 @@ def edited_window(doc, splice) -> list[int]:
 
 
 def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str = "full") -> dict:
-    model.consts.sizing = sizing
+    model.consts.sizing = inference.engine.SIZINGS[sizing]
     model.consts.keep_outputs = layout == "full"  # (read when a document is built)
     timed_doc = inference.IncrementalDocument(model, ids)
     twin = inference.IncrementalDocument(model, ids)

@@ -26,7 +26,7 @@ The engine knows nothing about text: token ids and positions only.
 
 Modules, one job each:
   constants  LayerConstants: the per-model tables (fused weights, codebook maps, embedding table)
-  policy     sizing (exact vs bucketed), layouts, slack and the capacities a padded pass reserves
+  policy     the two sizings (ExactSizing, BucketedSizing), layouts, slack, the room a padded pass reserves
   state      WindowState: slots, layout, alloc/grow, build, reading, the snapshot field list
   plan       the typed plan of one update, built on the host
   layer      the update of one layer (update_layer), over the pure kernels of rows.py

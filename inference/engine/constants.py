@@ -16,6 +16,7 @@ import torch
 from ..kernels import position_rows
 from ..model import VQOPT
 from .heads import LMHead
+from .policy import BUCKETED, EXACT, Sizing
 
 
 class LayerConstants:
@@ -55,7 +56,7 @@ class LayerConstants:
         self.finish: list[tuple] = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them), biases
         self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
         self.dense = None  # the full pass builds and verify run, (ids, positions) -> ForwardOutput; None: torch's
-        self.sizing = "exact"  # see policy.SIZINGS; `to` picks by device
+        self.sizing: Sizing = EXACT  # see policy.SIZINGS; `to` picks by device
         self.keep_outputs = False  # see policy.LAYOUTS: "full" keeps every layer's output
         # the layer-0 input as one bag per row: coarse[p // r + 2] + fine[p % r], then + token, the
         # same two additions in the same order as VQOPT.embed (exact), from one stacked table
@@ -130,7 +131,7 @@ class LayerConstants:
     def to(self, device: torch.device) -> LayerConstants:
         """Pick the sizing and the LM head's form for the device the model lives on."""
         cpu = torch.device(device).type == "cpu"
-        self.sizing = "exact" if cpu else "bucketed"
+        self.sizing = EXACT if cpu else BUCKETED
         self.lm_head.place(cpu)
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self

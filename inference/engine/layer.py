@@ -10,7 +10,7 @@ must treat: the dirty rows and those whose code flipped. Steps:
   4. rows recomputed in full over every key: dirty rows, near-ties, a resumed pass's rows
   5. the next layer's rows: dirty rows and rows whose code flipped
   6. codes, output projection and FFN of the next layer's rows
-A fixed handful of batched ops. next_cap None (exact sizes): the host reads the next rows at the
+A fixed handful of batched ops. Exact sizes (policy.ExactSizing): the host reads the next rows at the
 end. Otherwise no host decision: padded entries point at the trash row and carry zero weight, and
 every shape is a bucketed size known before the pass.
 """
@@ -24,6 +24,7 @@ import torch
 
 from . import rows as kernels
 from .plan import EditPlan, LayerRecord, PassState, SavedSets
+from .policy import Room
 
 if TYPE_CHECKING:
     from .state import WindowState
@@ -35,8 +36,7 @@ def update_layer(
     run: PassState,
     l: int,
     dirty: torch.Tensor,
-    tie_cap: int,
-    next_cap: int | None,
+    room: Room,
     with_deleted: bool,
     extra_full: torch.Tensor | None = None,
     extra_next: torch.Tensor | None = None,
@@ -51,7 +51,8 @@ def update_layer(
     n_dirty = dirty.shape[0]
     n_deleted = plan.deleted.shape[0] if with_deleted else 0
     n_keys = 2 * n_dirty + n_deleted  # new and old keys of the dirty rows, old keys of deleted rows
-    exact = next_cap is None
+    exact = plan.sizing.reads_each_layer
+    tie_cap, next_cap = room.ties, room.next
     carried = run.carry if n_dirty else None  # the previous layer's next rows and their outputs
     run.carry = None
     if n_dirty:
@@ -133,7 +134,7 @@ def update_layer(
         goes_next = goes_next.index_fill(0, dirty, True)
     if extra_next is not None:
         goes_next = goes_next | extra_next
-    if next_cap is None:  # exact sizes: read the set (and the near-ties the moves left) on the host
+    if exact:  # exact sizes: read the set (and the near-ties the moves left) on the host
         next_rows, tie_rows, host_sets = read_sets(state, plan, run, l, goes_next, tied, codes)
         if tie_rows is not None:
             full_rows = tie_rows if full_rows is None else torch.cat([full_rows, tie_rows])
@@ -165,10 +166,10 @@ def update_layer(
             with_deleted=with_deleted,
             inputs=inputs,
             dirty_inputs=bool(n_dirty) and carried is None and not kept,
-            sets=host_sets if next_cap is None else [dirty, full_rows if full_rows is not None else dirty, next_rows],
+            sets=host_sets if exact else [dirty, full_rows if full_rows is not None else dirty, next_rows],
         )
     )
-    if next_cap is not None:  # what a resumed pass needs (padded sizes)
+    if not exact:  # what a resumed pass needs (padded sizes)
         run.saved[l] = SavedSets(
             tied=tied if tied is not None else plan.no_rows,
             tie_rows=tie_rows if tie_rows is not None else plan.empty,

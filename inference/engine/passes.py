@@ -3,7 +3,7 @@
 An update (one revision) plans on the host (plan.py), then runs a pass over layers 0..L-1
 (layer.update_layer for each), then refreshes the heads of the rows whose output changed.
 Exact sizes (CPU) read each layer's next rows on the host, so one pass always completes. Padded
-sizes (GPU) reserve each layer's rows in advance (policy.capacities) and read everything once at
+sizes (GPU) reserve each layer's rows in advance (policy.Room) and read everything once at
 the end; a layer that found more flipped rows or near-ties than it had room for leaves the state
 self-consistent (each layer's q, k, v, sums and codes match the inputs it was given) and a further
 pass from that layer propagates what was left out, exactly like an edit of those rows.
@@ -25,7 +25,7 @@ from . import layer as layer_update
 from . import rows as kernels
 from .heads import update_heads
 from .plan import EditPlan, PassState, Riders, plan_edit, reorder, stale_predecessors
-from .policy import bucket, capacities, growth, tie_rows
+from .policy import Room, bucket, growth, tie_rows
 
 if TYPE_CHECKING:
     from .state import WindowState
@@ -51,20 +51,16 @@ def apply_update(state: WindowState, splices: Sequence[Splice], layout: np.ndarr
     if len(riders) and a and state.outputs is None:
         rode = Riders(torch.from_numpy(riders).to(state.key_pos.device))
     if a:  # (none: only the last rows were deleted, and no row sees a changed key)
-        caps = (
-            None
-            if state.consts.sizing == "exact"
-            else capacities(
-                state.cfg.num_hidden_layers,
-                state.cfg.vq,
-                state.tie_rel,
-                state.key_pos.device.type,
-                0,
-                max(1, plan.host.n_edited),
-                plan.last_affected,
-            )
+        cfg = state.cfg
+        rooms = plan.sizing.first_pass(
+            cfg.num_hidden_layers,
+            cfg.vq,
+            state.tie_rel,
+            state.key_pos.device.type,
+            max(1, plan.host.n_edited),
+            plan.last_affected,
         )
-        run_pass(state, plan, 0, plan.edited_rows, caps, cost, True, {}, finals, rode)
+        run_pass(state, plan, 0, plan.edited_rows, rooms, cost, True, {}, finals, rode)
     update_heads(state, finals, riders, rode.outputs if rode is not None else None, cost)
     state.free += edit.deleted
     state.update_total()
@@ -76,28 +72,28 @@ def run_pass(
     plan: EditPlan,
     first: int,
     dirty: torch.Tensor,
-    caps: list[tuple[int, int]] | None,
+    rooms: list[Room],
     cost: Cost,
     with_deleted: bool,
     extras: dict[int, tuple],
     finals: Finals,
     riders: Riders | None = None,
 ) -> None:
-    """Layers first..L-1 of an update; `caps` None: exact sizes (each layer reads its next set),
-    else fixed capacities and one host sync at the end, then a resumed pass on overflow. `riders`
-    ride the first pass only."""
+    """Layers first..L-1 of an update, layer l with room rooms[l - first]. Exact sizes: each layer
+    reads its next set on the host. Padded: fixed room and one host sync at the end, then a
+    resumed pass on overflow. `riders` ride the first pass only."""
     cfg = state.cfg
     layers = cfg.num_hidden_layers
-    run = PassState(first=first, host_dirty=plan.host.edited_rows if caps is None else None, riders=riders)
+    exact = plan.sizing.reads_each_layer
+    run = PassState(first=first, host_dirty=plan.host.edited_rows if exact else None, riders=riders)
     for l in range(first, layers):
         extra_full, extra_next = extras.get(l, (None, None))
-        tie_cap, next_cap = (0, None) if caps is None else (caps[l][1], caps[l + 1][0])
         dirty = layer_update.update_layer(
-            state, plan, run, l, dirty, tie_cap, next_cap, with_deleted, extra_full, extra_next
+            state, plan, run, l, dirty, rooms[l - first], with_deleted, extra_full, extra_next
         )
     if riders is not None:  # they rode this pass (the first) through every layer
         cost.incremental_macs += len(riders.slots) * layers * finish_row_macs(cfg)
-    if caps is None:  # exact sizes: the host read every set already
+    if exact:  # the host read every set already
         sets = [rec.sets for rec in run.records]
         _account(state, plan, run, sets, cost)
         finals.append((plan.host.affected[sets[-1][2]], run.carry[1]))  # the last layer's rows and outputs
@@ -168,17 +164,15 @@ def resume(state: WindowState, plan: EditPlan, run: PassState, first: int, cost:
         start += 1
     if start >= layers:
         return
-    extras, caps = {}, [(0, 0)] * (start + 1)
-    ties = tie_rows(state.tie_rel)
+    extras, rooms = {}, []
+    ties = min(tie_rows(state.tie_rel), full)
     c = 0
-    for l in range(start, layers):
+    for l in range(start, layers):  # room for every leftover, and the growth of a pass beyond
         unchecked, dropped, n_unchecked, n_dropped = left[l]
         extras[l] = (unchecked, dropped)
         c = min(full, bucket(max(math.ceil(c * growth(state.key_pos.device.type)[0]), c + n_dropped + n_unchecked, 1)))
-        if l > start:
-            caps[l] = (caps[l][0], min(ties, full))
-        caps.append((c, 0))
-    run_pass(state, plan, start, plan.empty, caps, cost, False, extras, finals)
+        rooms.append(Room(0 if l == start else ties, c))
+    run_pass(state, plan, start, plan.empty, rooms, cost, False, extras, finals)
 
 
 def fix_ties(state: WindowState, plan: EditPlan, l: int, unchecked: torch.Tensor, cost: Cost) -> torch.Tensor | None:

@@ -19,7 +19,7 @@ import torch
 from ..costs import Cost
 from ..edits import Splice
 from ..positions import NEW, Assignment, assign_positions
-from .policy import FAR, bucket
+from .policy import FAR, Sizing
 
 if TYPE_CHECKING:
     from .state import WindowState
@@ -60,6 +60,7 @@ class EditPlan:
     slot to a bucketed length plus one trailing trash entry, and the row sets are of bucketed
     length, padded with `pad_index`, that trailing entry."""
 
+    sizing: Sizing  # the consts' sizing when the plan was made
     affected: torch.Tensor  # A (slots)
     last_affected: int  # index of A's last entry
     pad_index: int  # local index the padded entries of row sets hold
@@ -87,7 +88,7 @@ class LayerRecord:
     """What one layer of a pass did, for the host's accounting and a resumed pass."""
 
     tie_cap: int  # near-tie rows reserved (0: none looked for in the layer)
-    next_cap: int | None  # rows reserved for the next layer (None: exact sizes)
+    next_cap: int  # rows reserved for the next layer (exact sizes: 0, the host reads the set)
     keys: int  # changed keys the affected rows moved by (0: the layer recomputed them in full)
     block: bool  # moves through the block-diagonal codebook map (few keys)
     whole: bool  # every affected row recomputed in full
@@ -197,16 +198,17 @@ def plan_edit(state: WindowState, edit: Reordering, layout: np.ndarray | None = 
         firsts.append(pos_before[deleted].min())
     first_pos = int(min(firsts))
     affected_slots = order[assignment.positions >= first_pos]
-    exact = state.consts.sizing == "exact"
+    sizing = state.consts.sizing
+    exact = sizing.reads_each_layer
     n_affected = len(affected_slots)
-    length = n_affected if exact else bucket(n_affected) + 1  # padded, A's last entry is the trash slot
-    pad_index = length if exact else length - 1
+    length = sizing.affected_length(n_affected)  # padded: A's last entry is the trash slot
+    pad_index = sizing.pad_index(length)
     affected = np.full(length, state.trash, dtype=np.int64)
     affected[:n_affected] = affected_slots
     local = np.full(state.cap + 1, pad_index, dtype=np.int64)
     local[affected_slots] = np.arange(n_affected)
     n_touched, n_deleted = len(touched), len(deleted)
-    dirty = np.full(n_touched if exact else bucket(n_touched), pad_index, dtype=np.int64)
+    dirty = np.full(sizing.set_length(n_touched), pad_index, dtype=np.int64)
     dirty[:n_touched] = local[touched]
     scale = cfg.attention_scale
     valid = np.zeros(length)
@@ -252,6 +254,7 @@ def plan_edit(state: WindowState, edit: Reordering, layout: np.ndarray | None = 
             empty=affected_t[:0],
         )
     plan = EditPlan(
+        sizing=sizing,
         affected=affected_t,
         last_affected=length - 1,
         pad_index=pad_index,

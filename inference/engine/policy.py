@@ -1,16 +1,20 @@
 """How an update sizes its row sets, and the layout and slack of a window's state.
 
-Two sizings, picked per device by LayerConstants.to:
-  exact     the host reads each layer's next row set (one read per layer) and nothing is padded;
-            on a CPU that read costs microseconds while padded rows cost their full arithmetic.
-  bucketed  shapes padded to buckets (`bucket`), one host read per pass; on a GPU a read stalls
-            the pipeline and padding is nearly free. A pass reserves room for each layer's rows
-            (`capacities`); one that overflows goes on with a further pass (passes.resume).
+Two sizings, one strategy object each (SIZINGS), picked per device by LayerConstants.to:
+  exact     (ExactSizing) the host reads each layer's next row set (one read per layer) and
+            nothing is padded; on a CPU that read costs microseconds while padded rows cost their
+            full arithmetic.
+  bucketed  (BucketedSizing) shapes padded to buckets (`bucket`), one host read per pass; on a
+            GPU a read stalls the pipeline and padding is nearly free. A pass reserves room for
+            each layer's rows (`Room`); one that overflows goes on with a further pass
+            (passes.resume).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 LSE_CHUNK_ROWS = 256  # rows per chunk of LM logits when a whole window's surprise is computed
 SLACK = 1.0625  # a window allocates room for this many times its rows, and grows by this factor (+ 16 rows)
@@ -21,7 +25,6 @@ FAR = float("inf")  # key position of a slot that is not alive: no query sees it
 # padded rows cost their full arithmetic, so the guess is tight and an overflow resumes; on a GPU
 # padding is nearly free and host round trips are not, so the guess is generous.
 GROWTH = {"cpu": (1.2, 1), "cuda": (4, 2)}
-SIZINGS = ("exact", "bucketed")
 # What a window keeps per row. "lean" (the server's default: many open documents): no layer
 # output; a row's is recomputed from its embedding and codes when needed (the predecessors of
 # edited tokens, riding the first pass; rows whose code flips without their input changing: l
@@ -51,23 +54,107 @@ def tie_rows(tie_rel: float) -> int:
     return 0 if tie_rel <= LOOSE_TIE_GUARD else TIE_ROWS
 
 
-def capacities(
-    layers: int, vq: bool, tie_rel: float, device_type: str, first: int, rows: int, last_affected: int
-) -> list[tuple[int, int]]:
-    """Padded (dirty rows, near-tie rows) per layer first..L for a pass starting with `rows` rows.
+@dataclass(frozen=True)
+class Room:
+    """What one layer of a pass reserves: near-tie rows it recomputes in place, and rows for the
+    next layer. Exact sizes reserve nothing (the host reads each set); padded sizes reserve a
+    guess, and a layer that finds more leaves the rest to a further pass."""
 
-    Entry l holds layer l's dirty-row and near-tie capacities, entry L the last layer's output
-    rows; `last_affected` is the index of the last (padding) entry of the affected rows. Rows
-    whose code flips join the next layer's dirty set, and how many do is unknown until the pass
-    has run: the pass reserves a guess that grows with depth, and an update that overflows it
-    goes on with a further pass."""
-    full = last_affected + 1
-    if not vq:  # every affected row is dirty after the first layer
-        return [(0, 0)] * first + [(bucket(rows), 0)] + [(full, 0)] * (layers - first)
-    ties = tie_rows(tie_rel)
-    factor, add = growth(device_type)
-    out, c = [(0, 0)] * first, rows
-    for _ in range(first, layers + 1):
-        out.append((min(full, bucket(c)), min(ties, full)))
-        c = math.ceil(c * factor + add)
-    return out
+    ties: int
+    next: int
+
+
+NO_ROOM = Room(0, 0)
+
+
+class Sizing:
+    """How an update sizes its row sets: the lengths of its index lists and the room of its passes.
+
+    `reads_each_layer`: the host reads every layer's next rows (and near-ties), so sets hold only
+    real rows and a pass always completes; otherwise the pass compacts its sets on the device into
+    the room reserved for them and the host reads everything once, at the end of the pass."""
+
+    name: ClassVar[str]
+    reads_each_layer: ClassVar[bool]
+
+    def set_length(self, n: int) -> int:
+        """Entries of an index list holding n rows (padding included)."""
+        raise NotImplementedError
+
+    def affected_length(self, n: int) -> int:
+        """Entries of A, the affected rows, for n of them (padding included)."""
+        raise NotImplementedError
+
+    def pad_index(self, length: int) -> int:
+        """The local index padded entries of row sets hold, for an A of `length` entries."""
+        raise NotImplementedError
+
+    def first_pass(
+        self, layers: int, vq: bool, tie_rel: float, device_type: str, rows: int, last_affected: int
+    ) -> list[Room]:
+        """The room of each layer of an update's first pass, starting with `rows` dirty rows."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ExactSizing(Sizing):
+    """CPU: no padding; the host reads each layer's next rows (microseconds on a CPU), so a pass
+    never overflows and reserves nothing."""
+
+    name = "exact"
+    reads_each_layer = True
+
+    def set_length(self, n: int) -> int:
+        return n
+
+    def affected_length(self, n: int) -> int:
+        return n
+
+    def pad_index(self, length: int) -> int:
+        return length  # one past A: never a real row (the host drops padding before it is read)
+
+    def first_pass(
+        self, layers: int, vq: bool, tie_rel: float, device_type: str, rows: int, last_affected: int
+    ) -> list[Room]:
+        return [NO_ROOM] * layers
+
+
+class BucketedSizing(Sizing):
+    """GPU: shapes padded to buckets (`bucket`) and known before a pass, one host read per pass; A
+    ends with one trailing trash entry, the index padded entries hold."""
+
+    name = "bucketed"
+    reads_each_layer = False
+
+    def set_length(self, n: int) -> int:
+        return bucket(n)
+
+    def affected_length(self, n: int) -> int:
+        return bucket(n) + 1
+
+    def pad_index(self, length: int) -> int:
+        return length - 1
+
+    def first_pass(
+        self, layers: int, vq: bool, tie_rel: float, device_type: str, rows: int, last_affected: int
+    ) -> list[Room]:
+        """Padded room per layer for a pass starting with `rows` rows; `last_affected` is the index of
+        the last (padding) entry of the affected rows. Rows whose code flips join the next layer's
+        dirty set, and how many do is unknown until the pass has run: the pass reserves a guess that
+        grows with depth, and an update that overflows it goes on with a further pass."""
+        full = last_affected + 1
+        if not vq:  # every affected row is dirty after the first layer
+            return [Room(0, full)] * layers
+        ties = min(tie_rows(tie_rel), full)
+        factor, add = growth(device_type)
+        out, c = [], rows
+        for _ in range(layers):
+            c = math.ceil(c * factor + add)
+            out.append(Room(ties, min(full, bucket(c))))
+        return out
+
+
+EXACT, BUCKETED = ExactSizing(), BucketedSizing()
+SIZINGS: dict[str, Sizing] = {EXACT.name: EXACT, BUCKETED.name: BUCKETED}

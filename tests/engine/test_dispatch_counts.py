@@ -36,7 +36,7 @@ def _doc(model, blocks: int, seed: int = 0) -> inference.IncrementalDocument:
 def _sync_budget(model, passes: int) -> int:
     """Reads per edit: per pass (bucketed) or per layer (exact), plus the one of the scores apply returns."""
     layers = model.config.num_hidden_layers
-    return (passes if model.consts.sizing == "bucketed" else layers) + 1
+    return (passes if model.consts.sizing.name == "bucketed" else layers) + 1
 
 
 @pytest.mark.parametrize("sizing", inference.engine.SIZINGS)
@@ -62,7 +62,7 @@ def _no_flip_model(sizing: str):
             layer.vq.codebook.zero_()
             layer.vq.codebook[:, 1:] = 1e3
     model = inference.LoadedModel.from_net(model.net)
-    model.consts.sizing = sizing
+    model.consts.sizing = inference.engine.SIZINGS[sizing]
     return model
 
 
