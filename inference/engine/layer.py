@@ -17,6 +17,7 @@ every shape is a bucketed size known before the pass.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,7 +28,43 @@ from .plan import EditPlan, LayerRecord, PassState, SavedSets
 from .policy import Room
 
 if TYPE_CHECKING:
-    from .state import WindowState
+    from .state import LayerView, WindowState
+
+
+@dataclass
+class LayerWork:
+    """What the steps of one layer's update share as they go (rows: local indices into A)."""
+
+    l: int
+    view: LayerView
+    room: Room
+    dirty: torch.Tensor  # rows whose layer input changed
+    n_deleted: int  # deleted rows whose old keys are among the changed keys
+    carried: bool  # the dirty rows' inputs and slots came from the previous layer's finish
+    dirty_slots: torch.Tensor | None = None  # A[dirty]
+    dirty_input: torch.Tensor | None = None  # their layer input
+    new_qkv: torch.Tensor | None = None  # their new q|k|v (step 1)
+    whole: bool = False  # every affected row recomputed in full instead of moved (exact sizes)
+    clean: torch.Tensor | None = None  # padded: rows not recomputed in full, where near-ties are looked for
+    sums: torch.Tensor | None = None  # the affected rows' sums rows, brought up to date
+    proj: torch.Tensor | None = None  # their code projections per VQ head (a, h, K) (a view of sums)
+    bounds: torch.Tensor | None = None  # their bounds u (a, h) (a view of sums)
+    tied: torch.Tensor | None = None  # near-tie flags (padded) or counts (exact sizes)
+    tie_rows: torch.Tensor | None = None  # near-ties recomputed in full in this layer
+    full_rows: torch.Tensor | None = None  # every row recomputed in full
+    codes: torch.Tensor | None = None  # the affected rows' codes
+    goes_next: torch.Tensor | None = None  # flags (or counts) of the rows that go on
+    next_rows: torch.Tensor | None = None  # the next layer's rows
+    host_sets: list | None = None  # exact sizes: (dirty, recomputed in full, next) rows on the host
+
+    @property
+    def n_dirty(self) -> int:
+        return self.dirty.shape[0]
+
+    @property
+    def n_keys(self) -> int:
+        """Changed keys: new and old keys of the dirty rows, old keys of deleted rows."""
+        return 2 * self.n_dirty + self.n_deleted
 
 
 def update_layer(
@@ -43,140 +80,178 @@ def update_layer(
 ) -> torch.Tensor:
     """Bring layer l up to date for the dirty rows A[dirty] (local indices into A); returns the next
     layer's rows (local). extra_full / extra_next: a resumed pass's rows to recompute in full / to
-    send on (local)."""
-    cfg, consts = state.cfg, state.consts
-    affected = plan.affected
-    length = affected.shape[0]
-    view = state.layer_views[l]
-    n_dirty = dirty.shape[0]
-    n_deleted = plan.deleted.shape[0] if with_deleted else 0
-    n_keys = 2 * n_dirty + n_deleted  # new and old keys of the dirty rows, old keys of deleted rows
-    exact = plan.sizing.reads_each_layer
-    tie_cap, next_cap = room.ties, room.next
-    carried = run.carry if n_dirty else None  # the previous layer's next rows and their outputs
-    run.carry = None
-    if n_dirty:
-        dirty_slots = (
-            carried[0]
-            if carried is not None
-            else plan.edited_slots
-            if plan.edited_slots is not None
-            else affected.index_select(0, dirty)
-        )
-    # near-ties are looked for among rows not recomputed in full (exact sizes: the host drops those)
-    clean = None if exact else plan.valid_rows.index_fill(0, dirty, False) if n_dirty else plan.valid_rows
+    send on (local). The steps of the module's docstring, in order."""
+    work = _start(state, plan, run, l, dirty, room, with_deleted)
+    _dirty_qkv(state, work)  # 1
+    _move_affected_rows(state, plan, work)  # 2
+    _near_ties_in_place(state, plan, work)  # 3
+    _recompute_in_full(state, plan, work, extra_full)  # 4
+    _next_rows(state, plan, run, work, extra_next)  # 5
+    inputs = _finish_next_rows(state, plan, run, work)  # 6
+    _record(state, plan, run, work, inputs, with_deleted)
+    return work.next_rows
 
-    # 1. q|k|v of the dirty rows: one fused matmul (written to the state in step 2, or here for a whole layer)
-    if n_dirty:
-        dirty_input = carried[1] if carried is not None else state.layer_input(l, dirty_slots)
-        new_qkv = _qkv_rows(state, l, dirty_input)
-    # exact sizes: moving every affected row by the changed keys, then recomputing the dirty ones
-    # over all S slots, costs more than recomputing all of them (a large revision): do that
-    slots = view.keys_by_head.shape[-1]
-    whole = bool(exact and n_keys and length * n_keys + n_dirty * slots >= length * slots)
-    if whole:
-        if n_dirty:
-            view.qkv.index_put_((dirty_slots,), new_qkv)
-        sums = _full_sums(state, view, l, view.queries_by_head[:, affected], plan.affected_pos_col)
+
+def _start(
+    state: WindowState, plan: EditPlan, run: PassState, l: int, dirty: torch.Tensor, room: Room, with_deleted: bool
+) -> LayerWork:
+    """The layer's work record: where the dirty rows are (carried over from the previous layer's
+    finish, the edited rows at layer 0, else looked up in A)."""
+    carried = run.carry if dirty.shape[0] else None  # the previous layer's next rows and their outputs
+    run.carry = None
+    work = LayerWork(
+        l=l,
+        view=state.layer_views[l],
+        room=room,
+        dirty=dirty,
+        n_deleted=plan.deleted.shape[0] if with_deleted else 0,
+        carried=carried is not None,
+    )
+    if work.n_dirty:
+        if carried is not None:
+            work.dirty_slots, work.dirty_input = carried
+        else:
+            work.dirty_slots = (
+                plan.edited_slots if plan.edited_slots is not None else plan.affected.index_select(0, dirty)
+            )
+    # near-ties are looked for among rows not recomputed in full (exact sizes: the host drops those)
+    if not plan.sizing.reads_each_layer:
+        work.clean = plan.valid_rows.index_fill(0, dirty, False) if work.n_dirty else plan.valid_rows
+    return work
+
+
+def _dirty_qkv(state: WindowState, work: LayerWork) -> None:
+    """Step 1: q|k|v of the dirty rows, one fused matmul (written to the state in step 2)."""
+    if work.n_dirty:
+        if work.dirty_input is None:
+            work.dirty_input = state.layer_input(work.l, work.dirty_slots)
+        work.new_qkv = _qkv_rows(state, work.l, work.dirty_input)
+
+
+def _move_affected_rows(state: WindowState, plan: EditPlan, work: LayerWork) -> None:
+    """Step 2: every affected row moved by the changed keys. Exact sizes: when moving every
+    affected row, then recomputing the dirty ones over all S slots, costs more than recomputing
+    all of them (a large revision), they are all recomputed instead ("whole")."""
+    view, affected = work.view, plan.affected
+    length, slots, n_keys = affected.shape[0], view.keys_by_head.shape[-1], work.n_keys
+    work.whole = bool(
+        plan.sizing.reads_each_layer and n_keys and length * n_keys + work.n_dirty * slots >= length * slots
+    )
+    if work.whole:
+        if work.n_dirty:
+            view.qkv.index_put_((work.dirty_slots,), work.new_qkv)
+        work.sums = _full_sums(state, view, work.l, view.queries_by_head[:, affected], plan.affected_pos_col)
     else:
-        sums = view.sums.index_select(0, affected)
-    proj, bounds = state.split_sums(sums) if cfg.vq else (None, None)  # (a, h, K), u (a, h)
-    if n_keys and not whole:  # 2. every affected row moved by the changed keys
+        work.sums = view.sums.index_select(0, affected)
+    if state.cfg.vq:
+        work.proj, work.bounds = state.split_sums(work.sums)  # (a, h, K), u (a, h)
+    if n_keys and not work.whole:
         _move_by_changed_keys(
             state,
             plan,
             view,
-            l,
-            dirty,
-            dirty_slots if n_dirty else None,
-            new_qkv if n_dirty else None,
-            n_deleted,
-            sums,
-            bounds,
+            work.l,
+            work.dirty,
+            work.dirty_slots,
+            work.new_qkv,
+            work.n_deleted,
+            work.sums,
+            work.bounds,
         )
 
-    # 3. near-ties among the moved rows, when this dtype reserves room to recompute them here
-    tied, tie_rows = None, None
-    if cfg.vq and n_keys and tie_cap:
-        distances = kernels.code_distances(consts, l, proj)
-        tied = kernels.near_ties(
-            cfg, state.tie_rel, state.tie_code_term[l], bounds, distances, distances.amin(-1), clean
-        )
-        top, where = torch.topk(tied.to(sums.dtype), tie_cap)
-        tie_rows = torch.where(top > 0, where, plan.pad_index_t)
 
-    # 4. rows recomputed in full over every key: dirty rows, near-ties, a resumed pass's rows
-    parts = [p for p in (dirty if n_dirty else None, tie_rows, extra_full) if p is not None]
-    full_rows = (torch.cat(parts) if len(parts) > 1 else parts[0]) if parts and not whole else None
-    if full_rows is not None:
+def _near_ties_in_place(state: WindowState, plan: EditPlan, work: LayerWork) -> None:
+    """Step 3: near-ties among the moved rows, when this dtype reserves room to recompute them here."""
+    cfg = state.cfg
+    if not (cfg.vq and work.n_keys and work.room.ties):
+        return
+    distances = kernels.code_distances(state.consts, work.l, work.proj)
+    work.tied = kernels.near_ties(
+        cfg, state.tie_rel, state.tie_code_term[work.l], work.bounds, distances, distances.amin(-1), work.clean
+    )
+    top, where = torch.topk(work.tied.to(work.sums.dtype), work.room.ties)
+    work.tie_rows = torch.where(top > 0, where, plan.pad_index_t)
+
+
+def _recompute_in_full(state: WindowState, plan: EditPlan, work: LayerWork, extra_full: torch.Tensor | None) -> None:
+    """Step 4: rows recomputed in full over every key (dirty rows, near-ties, a resumed pass's
+    rows), then the affected rows' sums written back."""
+    view, dirty = work.view, work.dirty
+    parts = [p for p in (dirty if work.n_dirty else None, work.tie_rows, extra_full) if p is not None]
+    if parts and not work.whole:
+        full_rows = work.full_rows = torch.cat(parts) if len(parts) > 1 else parts[0]
         # (H, r, hd) (index_select along dim 1 would copy all of q)
-        queries = view.queries_by_head[:, dirty_slots if full_rows is dirty else affected.index_select(0, full_rows)]
-        sums.index_put_(
-            (full_rows,), _full_sums(state, view, l, queries, plan.affected_pos_col.index_select(0, full_rows))
+        rows = work.dirty_slots if full_rows is dirty else plan.affected.index_select(0, full_rows)
+        fresh = _full_sums(
+            state, view, work.l, view.queries_by_head[:, rows], plan.affected_pos_col.index_select(0, full_rows)
         )
-    view.sums.index_put_((affected,), sums)
+        work.sums.index_put_((full_rows,), fresh)
+    view.sums.index_put_((plan.affected,), work.sums)
 
-    # 5. next layer's rows: dirty rows and rows whose code flipped
-    codes = None
-    host_sets = None
+
+def _next_rows(
+    state: WindowState, plan: EditPlan, run: PassState, work: LayerWork, extra_next: torch.Tensor | None
+) -> None:
+    """Step 5: the next layer's rows, the dirty rows and those whose code flipped. Exact sizes: read
+    on the host (with the near-ties the moves left). Padded: compacted without a sync into the room
+    reserved for them; a larger set overflows into a further pass."""
+    cfg, exact, n_keys = state.cfg, plan.sizing.reads_each_layer, work.n_keys
     if cfg.vq:
-        distances = kernels.code_distances(consts, l, proj)
-        best, codes = distances.min(-1)  # (a, h): the first of equal minima, as argmin
-        if tied is None and n_keys and not whole:  # (exact sizes: counts, compared on the host)
-            tied = kernels.near_ties(
-                cfg, state.tie_rel, state.tie_code_term[l], bounds, distances, best, clean, counts=exact
+        distances = kernels.code_distances(state.consts, work.l, work.proj)
+        best, work.codes = distances.min(-1)  # (a, h): the first of equal minima, as argmin
+        if work.tied is None and n_keys and not work.whole:  # (exact sizes: counts, compared on the host)
+            tie_term = state.tie_code_term[work.l]
+            work.tied = kernels.near_ties(
+                cfg, state.tie_rel, tie_term, work.bounds, distances, best, work.clean, counts=exact
             )
-        flipped = codes != view.codes.index_select(0, affected)
+        flipped = work.codes != work.view.codes.index_select(0, plan.affected)
         goes_next = flipped.sum(-1) if exact else flipped.any(-1)  # exact sizes: how many, read with the ties
     else:
         goes_next = plan.valid_rows if n_keys else plan.no_rows
-    if n_dirty and not exact:  # (exact sizes: the host adds them)
-        goes_next = goes_next.index_fill(0, dirty, True)
+    if work.n_dirty and not exact:  # (exact sizes: the host adds them)
+        goes_next = goes_next.index_fill(0, work.dirty, True)
     if extra_next is not None:
         goes_next = goes_next | extra_next
-    if exact:  # exact sizes: read the set (and the near-ties the moves left) on the host
-        next_rows, tie_rows, host_sets = read_sets(state, plan, run, l, goes_next, tied, codes)
+    work.goes_next = goes_next
+    if exact:
+        work.next_rows, tie_rows, work.host_sets = read_sets(state, plan, run, work.l, goes_next, work.tied, work.codes)
         if tie_rows is not None:
-            full_rows = tie_rows if full_rows is None else torch.cat([full_rows, tie_rows])
-    else:  # padded: compacted without a sync; a set larger than next_cap overflows into a further pass
+            work.full_rows = tie_rows if work.full_rows is None else torch.cat([work.full_rows, tie_rows])
+    else:
         score = goes_next * plan.priority  # 0 outside A's real rows, 1 + 2^-20 for edited rows (first), 1 otherwise
-        top, where = torch.topk(score, next_cap)
-        next_rows = torch.where(top > 0, where, plan.pad_index_t)
-        run.counts += [tied.sum(dtype=score.dtype) if tied is not None else plan.zero, score.sum()]
+        top, where = torch.topk(score, work.room.next)
+        work.next_rows = torch.where(top > 0, where, plan.pad_index_t)
+        run.counts += [work.tied.sum(dtype=score.dtype) if work.tied is not None else plan.zero, score.sum()]
 
-    # 6. codes, output projection and FFN of the next layer's rows. Their input: kept (full layout),
-    #    or the dirty rows' from step 1 and the others' (their code flipped) recomputed from their
-    #    codes. Exact sizes list the dirty rows first; padded sets are in no known order, so every
-    #    input is recomputed.
-    next_slots = affected.index_select(0, next_rows)
-    inputs = _finish_next_rows(
-        state, plan, run, l, next_rows, next_slots, codes, sums, dirty_input if n_dirty else None, n_dirty, exact
-    )
 
-    kept = state.outputs is not None
-    if whole:  # every row of A recomputed in full, none moved
-        host_sets[1] = np.arange(length)
+def _record(
+    state: WindowState, plan: EditPlan, run: PassState, work: LayerWork, inputs: int | None, with_deleted: bool
+) -> None:
+    """What the layer did, for the host's accounting, and (padded) what a resumed pass needs."""
+    exact = plan.sizing.reads_each_layer
+    if work.whole:  # every row of A recomputed in full, none moved
+        work.host_sets[1] = np.arange(plan.affected.shape[0])
+    full_rows = work.full_rows if work.full_rows is not None else work.dirty
     run.records.append(
         LayerRecord(
-            tie_cap=tie_cap if tied is not None else 0,
-            next_cap=next_cap,
-            keys=0 if whole else n_keys,
-            block=n_keys < consts.block_keys,
-            whole=whole,
+            tie_cap=work.room.ties if work.tied is not None else 0,
+            next_cap=work.room.next,
+            keys=0 if work.whole else work.n_keys,
+            block=work.n_keys < state.consts.block_keys,
+            whole=work.whole,
             with_deleted=with_deleted,
             inputs=inputs,
-            dirty_inputs=bool(n_dirty) and carried is None and not kept,
-            sets=host_sets if exact else [dirty, full_rows if full_rows is not None else dirty, next_rows],
+            dirty_inputs=bool(work.n_dirty) and not work.carried and state.outputs is None,
+            sets=work.host_sets if exact else [work.dirty, full_rows, work.next_rows],
         )
     )
-    if not exact:  # what a resumed pass needs (padded sizes)
-        run.saved[l] = SavedSets(
-            tied=tied if tied is not None else plan.no_rows,
-            tie_rows=tie_rows if tie_rows is not None else plan.empty,
-            goes_next=goes_next,
-            next_rows=next_rows,
+    if not exact:
+        run.saved[work.l] = SavedSets(
+            tied=work.tied if work.tied is not None else plan.no_rows,
+            tie_rows=work.tie_rows if work.tie_rows is not None else plan.empty,
+            goes_next=work.goes_next,
+            next_rows=work.next_rows,
         )
-    return next_rows
 
 
 def _qkv_rows(state: WindowState, l: int, x: torch.Tensor) -> torch.Tensor:
@@ -245,22 +320,16 @@ def _move_by_changed_keys(
             bounds.mul_(1.0 + state.tie_growth).add_(kernels.head_norms(cfg, moves))
 
 
-def _finish_next_rows(
-    state: WindowState,
-    plan: EditPlan,
-    run: PassState,
-    l: int,
-    next_rows: torch.Tensor,
-    next_slots: torch.Tensor,
-    codes: torch.Tensor | None,
-    sums: torch.Tensor,
-    dirty_input: torch.Tensor | None,
-    n_dirty: int,
-    exact: bool,
-) -> int | None:
+def _finish_next_rows(state: WindowState, plan: EditPlan, run: PassState, work: LayerWork) -> int | None:
     """Step 6: codes, output projection and FFN of the next layer's rows (and of the riders, in the
-    same batched finish); returns how many rows' inputs were recomputed from codes (None: all)."""
-    cfg, consts, view = state.cfg, state.consts, state.layer_views[l]
+    same batched finish); returns how many rows' inputs were recomputed from codes (None: all).
+    Their input: kept (full layout), or the dirty rows' from step 1 and the others' (their code
+    flipped) recomputed from their codes. Exact sizes list the dirty rows first; padded sets are
+    in no known order, so every input is recomputed."""
+    cfg, consts, view, l = state.cfg, state.consts, work.view, work.l
+    next_rows, n_dirty, dirty_input = work.next_rows, work.n_dirty, work.dirty_input
+    next_slots = plan.affected.index_select(0, next_rows)
+    exact, codes, sums = plan.sizing.reads_each_layer, work.codes, work.sums
     riders = run.riders.slots if run.riders is not None else None
     if cfg.vq:
         codes = codes.index_select(0, next_rows)
