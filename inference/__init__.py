@@ -9,7 +9,8 @@
 
 Inside: edits.py (Splice, diff), document.py and windowing.py (a document as windows), engine/
 (one window's incremental state and its update), model.py and kernels.py (the dense pass),
-loading.py, checkpoint.py, snapshot.py, costs.py and pass_costs.py (what an update costs).
+loading.py, checkpoint.py, snapshot.py and snapshot_schema.py (state on disk), costs.py and
+pass_costs.py (what an update costs).
 
 This package never imports the language server or training code.
 """

@@ -27,7 +27,8 @@ The engine knows nothing about text: token ids and positions only.
 Modules, one job each:
   constants  LayerConstants: the per-model tables (fused weights, codebook maps, embedding table)
   policy     the two sizings (ExactSizing, BucketedSizing), layouts, slack, the room a padded pass reserves
-  state      WindowState: slots, layout, alloc/grow, build, reading, the snapshot field list
+  record     WindowRecord: the closed, versioned (STATE_FORMAT) list of what a window is made of
+  state      WindowState: slots, layout, alloc/grow, build, reading
   plan       the typed plan of one update, built on the host
   layer      the update of one layer (update_layer), over the pure kernels of rows.py
   passes     an update's passes: overflow resumption and near-tie fixes
@@ -37,6 +38,17 @@ The cost accounting of a pass lives beside the counting rules, in inference/pass
 
 from .constants import LayerConstants
 from .policy import LAYOUTS, SIZINGS, SLACK
-from .state import STATE_FORMAT, WindowCheck, WindowState
+from .record import RECORD_FIELDS, STATE_FORMAT, WindowRecord
+from .state import WindowCheck, WindowState
 
-__all__ = ["LAYOUTS", "LayerConstants", "SIZINGS", "SLACK", "STATE_FORMAT", "WindowCheck", "WindowState"]
+__all__ = [
+    "LAYOUTS",
+    "RECORD_FIELDS",
+    "LayerConstants",
+    "SIZINGS",
+    "SLACK",
+    "STATE_FORMAT",
+    "WindowCheck",
+    "WindowRecord",
+    "WindowState",
+]

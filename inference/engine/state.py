@@ -4,8 +4,8 @@ Rows live in *slots* of preallocated tensors, in no particular order; attention 
 position value, so slot order never matters and an insertion or deletion moves no data. `order`
 lists the slots in document order (BOS first). Row tensors have cap + 1 rows: the last is the
 trash slot, never alive, which the padded entries of bucketed index lists read and write. What a
-snapshot stores is the explicit list SNAPSHOT_FIELDS, versioned by STATE_FORMAT: renaming or
-changing a field means changing that list and that number, never a silent change of the format.
+window is made of is the closed record WindowRecord (record.py), versioned by STATE_FORMAT: a
+snapshot stores exactly that.
 """
 
 from __future__ import annotations
@@ -24,11 +24,8 @@ from ..positions import spread_array, spread_positions
 from . import heads, passes
 from .constants import LayerConstants
 from .policy import FAR, SLACK
+from .record import RECORD_FIELDS, WindowRecord
 from .rows import finish_rows, head_norms
-
-# The version of the field list below and of the layout of the tensors it names. Raise it with any
-# change of either: snapshots of another version are refused, and the caller rebuilds from the text.
-STATE_FORMAT = 1
 
 
 @dataclass
@@ -58,23 +55,11 @@ class LayerView:
 class WindowState:
     """BOS plus up to `window_tokens - 1` tokens, with every layer's state kept up to date."""
 
-    # What a snapshot stores, and restores by name (snapshot.py); everything else is the model's
-    # (net, cfg, consts and the tie guard, re-attached) or remade (layer_views, the host reads kept per revision).
-    SNAPSHOT_FIELDS = (
-        "cap",  # slots (the trash slot excluded)
-        "ids_host",
-        "pos_host",  # token id and position per slot (host arrays)
-        "order",
-        "free",  # slots in document order (BOS first); free slots
-        "key_pos",  # position per slot, FAR where no row (for masks)
-        "embed_idx",  # rows of the stacked embedding table per slot (3)
-        "qkv",
-        "sums",
-        "codes",  # per layer and slot: q|k|v, the attention sum's code projections and bounds, codes
-        "outputs",  # per layer and slot: the layer's output ("full" layout), or None
-        "cls_logp",
-        "nll",  # per slot: class log-probabilities; -log p(token | its predecessor)
-        "cls_total",  # the sum of the tokens' class log-probabilities
+    # What a state holds besides its WindowRecord's fields: the model's objects (re-attached on
+    # restore), the per-layer views (remade) and the host reads kept per revision (made again on use).
+    ATTACHED = (
+        *("net", "cfg", "consts", "tie_rel", "tie_growth", "tie_code_term", "layer_views"),
+        *("revision", "_rows_of", "_rows_array", "_host_reads"),
     )
 
     def __init__(
@@ -102,15 +87,19 @@ class WindowState:
 
     @classmethod
     def restore(
-        cls, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float, fields: dict
+        cls, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float, record: WindowRecord
     ) -> WindowState:
-        """A state from its SNAPSHOT_FIELDS (exactly those), re-attached to the model."""
+        """A state from its record (its fields taken, not copied), re-attached to the model."""
         state = cls.__new__(cls)
         state.attach(net, consts, tie_rel, tie_growth)
-        for name in cls.SNAPSHOT_FIELDS:
-            setattr(state, name, fields[name])
+        for name in RECORD_FIELDS:
+            setattr(state, name, getattr(record, name))
         state.make_views()
         return state
+
+    def record(self) -> WindowRecord:
+        """The fields the state is made of (the same objects, not copies): what a snapshot stores."""
+        return WindowRecord(**{name: getattr(self, name) for name in RECORD_FIELDS})
 
     # ----------------------------------------------------------------- layout
     def per_vq_head(self, t: torch.Tensor) -> torch.Tensor:
@@ -323,7 +312,7 @@ class WindowState:
 
     def state_bytes(self) -> int:
         """Memory held by this window's tensors and host arrays (capacity included)."""
-        values = [getattr(self, name) for name in self.SNAPSHOT_FIELDS]
+        values = [getattr(self, name) for name in RECORD_FIELDS]
         tensors = sum(t.element_size() * t.nelement() for t in values if isinstance(t, torch.Tensor))
         return tensors + self.ids_host.nbytes + self.pos_host.nbytes
 

@@ -1,11 +1,10 @@
 """Snapshots of engine state (inference/snapshot.py): a restored document is the same state bit for
 bit, keeps editing exactly, and anything that cannot be trusted (corrupt, cut short, another
-model, other tokens, another format, an attribute outside the window's snapshot fields or one it
-cannot write) raises SnapshotError."""
+model, other tokens, another format, a window attribute outside its record, a record with an
+unknown or a missing field or a value of another kind) raises SnapshotError."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import random
 import zlib
@@ -17,7 +16,6 @@ import torch
 
 import inference
 from inference import snapshot
-from inference.engine import WindowState
 from inference.snapshot import SnapshotError, SnapshotFormatError
 
 from .helpers import tiny_model
@@ -37,15 +35,6 @@ def edited_document(model, n=300, seed=0) -> inference.IncrementalDocument:
         a = rng.randrange(doc.n_tokens - 3)
         doc.apply([inference.Splice(a, a + rng.randrange(3), [rng.randrange(vocab) for _ in range(rng.randrange(4))])])
     return doc
-
-
-@contextlib.contextmanager
-def extra_fields(model, *names):
-    """The window's snapshot fields plus `names`, as a new field of the engine would be declared."""
-    snapshot.fingerprint(model)  # the reference layout (of the engine's own fields) is taken first
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(WindowState, "SNAPSHOT_FIELDS", WindowState.SNAPSHOT_FIELDS + names)
-        yield
 
 
 def write(doc, path):
@@ -102,56 +91,6 @@ def test_restore_is_exact_and_keeps_editing_exactly(model, tmp_path):
     assert_same_state(doc, back)
 
 
-EXTRA = (
-    "extra_bf16",
-    "extra_int8",
-    "extra_bool",
-    "extra_scalar",
-    "extra_list",
-    "extra_host",
-    "extra_dict",
-    "extra_dtype",
-    "extra_device",
-    "extra_record",
-    "extra_refs",
-)
-
-
-def test_new_fields_of_any_dtype_round_trip(model, tmp_path):
-    """A new window field of any kind (another dtype, a numpy array, a list of tensors, a dict, a
-    record, references to the model's modules, weights and constants) comes back as it was once
-    it is named in WindowState.SNAPSHOT_FIELDS, with no change to snapshot.py."""
-    with extra_fields(model, *EXTRA):
-        _round_trip_new_fields(model, tmp_path)
-
-
-def _round_trip_new_fields(model, tmp_path):
-    doc = edited_document(model, n=60)
-    w = doc.windows[0]
-    w.extra_bf16 = torch.randn(3, 5).to(torch.bfloat16)
-    w.extra_int8 = torch.arange(-4, 4, dtype=torch.int8).reshape(2, 4)
-    w.extra_bool = torch.tensor([True, False, True])
-    w.extra_scalar = torch.tensor(2.5, dtype=torch.float32)
-    w.extra_list = [torch.ones(2, dtype=torch.float16), torch.zeros(0, 3)]
-    w.extra_host = np.arange(6, dtype=np.uint16).reshape(3, 2)
-    w.extra_dict = {"a": (1, 2.5, None), "b": [np.int64(7)]}
-    w.extra_dtype, w.extra_device = torch.bfloat16, torch.device("cpu")
-    w.extra_record = inference.Cost(incremental_macs=3, dirty_per_layer=[1, 2])  # a dataclass of the package
-    w.extra_refs = [model.net.layers[1], model.net.layers[0].fc1.weight, model.consts.code_sq[2]]  # the model's own
-    key = write(doc, tmp_path / "s")
-    back = snapshot.read_document(model, tmp_path / "s", key).windows[0]
-    for name in ("extra_bf16", "extra_int8", "extra_bool", "extra_scalar"):
-        assert getattr(back, name).dtype == getattr(w, name).dtype and torch.equal(
-            getattr(back, name), getattr(w, name)
-        )
-    assert [t.dtype for t in back.extra_list] == [torch.float16, torch.float32] and back.extra_list[1].shape == (0, 3)
-    assert back.extra_host.dtype == np.uint16 and np.array_equal(back.extra_host, w.extra_host)
-    assert back.extra_dict == {"a": (1, 2.5, None), "b": [7]}
-    assert back.extra_dtype is torch.bfloat16 and back.extra_device == model.device
-    assert back.extra_record == w.extra_record and type(back.extra_record) is inference.Cost
-    assert all(a is b for a, b in zip(back.extra_refs, w.extra_refs))  # re-attached, not copied
-
-
 def big_tensor(w) -> torch.Tensor:
     """Some multi-dimensional state tensor of a window, whatever the engine's field names."""
     return next(v for v in vars(w).values() if isinstance(v, torch.Tensor) and v.dim() >= 3)
@@ -169,40 +108,41 @@ def test_views_are_remade_not_written(model, tmp_path):
     assert not own & original
 
 
-def test_a_view_that_views_do_not_remake_is_refused(model, tmp_path):
-    doc = edited_document(model, n=60)
-    doc.windows[0].cached_q = big_tensor(doc.windows[0])[0, :, :4]  # a view make_views() knows nothing about
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.cached_q: not a snapshot field"):
-        write(doc, tmp_path / "s")
-    with extra_fields(model, "cached_q"), pytest.raises(SnapshotError, match=r"cached_q: shares memory"):
-        write(doc, tmp_path / "s")  # declared a field, it would still come back as a copy
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_data_sharing_memory_with_a_window_tensor_is_refused(model, tmp_path):
-    """A view mixed into data the walk writes would come back as a copy, no longer tied to the
-    tensor it views: refused at write time rather than restored subtly different."""
-    doc = edited_document(model, n=60)
-    w = doc.windows[0]
-    w.mixed = [big_tensor(w)[0], torch.ones(2)]
-    with extra_fields(model, "mixed"):
-        with pytest.raises(SnapshotError, match=r"windows\[0\]\.mixed\[0\]: shares memory with a window tensor"):
-            write(doc, tmp_path / "s")
-        w.mixed = [w.nll, torch.ones(2)]  # the window's own tensor, aliased inside other data
-        with pytest.raises(SnapshotError, match="shares memory"):
-            write(doc, tmp_path / "s")
-
-
-def test_an_attribute_it_cannot_write_is_refused(model, tmp_path):
+def test_a_window_attribute_outside_its_record_is_refused(model, tmp_path):
+    """A window attribute that is neither a field of WindowRecord nor the model's would be dropped
+    silently: refused at write time, whatever it holds, and no partial file is left."""
     doc = edited_document(model, n=200)
     doc.windows[1].handle = object()
     with pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: not a snapshot field"):
-        write(doc, tmp_path / "s")  # an attribute outside the field list is never dropped silently
-    doc.windows[0].handle = None  # (a declared field every window holds)
-    cannot = r"windows\[1\]\.handle: cannot snapshot a object"
-    with extra_fields(model, "handle"), pytest.raises(SnapshotError, match=cannot):
         write(doc, tmp_path / "s")
-    assert not (tmp_path / "s").exists() and list(tmp_path.iterdir()) == []  # no partial file left
+    del doc.windows[1].handle
+    doc.windows[0].cached_q = big_tensor(doc.windows[0])[0, :, :4]  # a view the restore would not remake
+    with pytest.raises(SnapshotError, match=r"windows\[0\]\.cached_q: not a snapshot field"):
+        write(doc, tmp_path / "s")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_field_holding_another_kind_is_refused_at_write_time(model, tmp_path):
+    doc = edited_document(model, n=60)
+    w = doc.windows[0]
+    order = w.order
+    w.order = np.asarray(order)  # the record holds a list of ints
+    with pytest.raises(SnapshotError, match=r"windows\[0\]\.order: a ndarray where the schema holds ints"):
+        write(doc, tmp_path / "s")
+    w.order = order
+    w.qkv = [w.qkv]  # the record holds a tensor
+    with pytest.raises(SnapshotError, match=r"windows\[0\]\.qkv: a list where the schema holds a tensor"):
+        write(doc, tmp_path / "s")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_field_sharing_memory_with_another_is_refused(model, tmp_path):
+    """Written as data, a view of another field would come back as a copy, no longer tied to it."""
+    doc = edited_document(model, n=60)
+    w = doc.windows[0]
+    w.nll = w.cls_logp[:, 0]
+    with pytest.raises(SnapshotError, match=r"windows\[0\]\.nll: shares memory with cls_logp"):
+        write(doc, tmp_path / "s")
 
 
 @pytest.fixture(scope="module")
@@ -300,6 +240,42 @@ def test_snapshots_of_another_format_are_refused_cleanly(model, stored, tmp_path
         inference.load_snapshot(model, tmp_path / "old", doc.token_ids, key=key)
     (tmp_path / "same").write_bytes(_rewrite_metadata(data, lambda m: None))  # the rewrite itself is sound
     assert snapshot.read_document(model, tmp_path / "same", key).token_ids == doc.token_ids
+
+
+def _window(meta, change):
+    change(meta["windows"][0])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda m: m.update(extra=1), r"metadata: unknown field 'extra'"),
+        (lambda m: m.pop("crc"), r"metadata: missing field 'crc'"),
+        (lambda m: m.update(key=7), r"metadata\.key: a int where the schema holds str"),
+        (lambda m: _window(m, lambda w: w.update(extra=[1])), r"windows\[0\]: unknown field 'extra'"),
+        (lambda m: _window(m, lambda w: w.pop("nll")), r"windows\[0\]: missing field 'nll'"),
+        (lambda m: _window(m, lambda w: w.update(cap="16")), r"windows\[0\]\.cap: a str where the schema holds int"),
+        (lambda m: _window(m, lambda w: w.update(codes=None)), r"windows\[0\]\.codes: a NoneType"),
+        (lambda m: _window(m, lambda w: w["qkv"].update(extra=0)), r"windows\[0\]\.qkv: unknown field 'extra'"),
+        (lambda m: _window(m, lambda w: w["qkv"].pop("dtype")), r"windows\[0\]\.qkv: missing field 'dtype'"),
+        (
+            lambda m: _window(m, lambda w: w["qkv"].update(kind="array")),
+            r"windows\[0\]\.qkv: a 'array' entry .* of kind 'tensor'",
+        ),
+        (
+            lambda m: _window(m, lambda w: w["ids_host"].update(kind="tensor")),
+            r"ids_host: a 'tensor' entry .* of kind 'array'",
+        ),
+    ],
+)
+def test_unknown_missing_or_mistyped_fields_are_refused_when_read(model, stored, tmp_path, change, message):
+    """The file's metadata and its window records are closed: a field this engine does not know,
+    one it misses, or a value of another kind is refused with an error that names it."""
+    doc, _, key, data = stored
+    (tmp_path / "x").write_bytes(_rewrite_metadata(data, change))
+    with pytest.raises(SnapshotError, match=message) as caught:
+        snapshot.read_document(model, tmp_path / "x", key)
+    assert not isinstance(caught.value, SnapshotFormatError)  # this format, written wrong
 
 
 def test_public_save_and_load(model, tmp_path):
