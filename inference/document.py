@@ -22,7 +22,7 @@ import torch
 
 from .costs import Cost
 from .edits import Splice, apply_splices
-from .engine import WindowState
+from .engine import WindowState, dense, passes
 from .engine.heads import predecessor_logprobs
 from .engine.policy import LSE_CHUNK_ROWS
 from .positions import spread_array
@@ -216,7 +216,7 @@ class IncrementalDocument:
             return out
 
     def verify(self) -> VerifyResult:
-        checks = [w.verify() for w in self.windows]
+        checks = [dense.verify(w) for w in self.windows]
         return VerifyResult(
             codes_equal=all(c.codes_equal for c in checks),
             max_abs_diff=max(c.max_abs_diff for c in checks),
@@ -229,7 +229,7 @@ class IncrementalDocument:
         """Whether the state is the one an open of the same tokens builds: the same windows, each
         with an open's positions. Then its scores equal a fresh open's, whatever edits led here."""
         ids = self.token_ids
-        return self._bounds() == self._split(ids) and all(w.at_rest() for w in self.windows)
+        return self._bounds() == self._split(ids) and all(passes.at_rest(w) for w in self.windows)
 
     def settle(self) -> EditResult:
         """Bring the state to rest (see `at_rest`): windows whose extent differs from an open's cut
@@ -246,8 +246,8 @@ class IncrementalDocument:
             kept = dict(zip(have, self.windows))
             self.windows = [kept.get((a, b)) or self._fresh(ids[a:b], cost) for a, b in want]
         for w in self.windows:
-            if not w.at_rest():
-                cost.add(w.settle())
+            if not passes.at_rest(w):
+                cost.add(passes.settle(w))
         return self._done(cost, t0)
 
     # ----------------------------------------------------------------- editing
@@ -330,7 +330,7 @@ class IncrementalDocument:
     def _update(self, w: WindowState, local: list[Splice], size: int, at_rest: bool) -> Cost:
         """A window's incremental update, straight to an open's layout of its `size` tokens when at_rest."""
         layout = spread_array(size + 1, self.model.config.position_pool) if at_rest else None
-        return w.apply(local, layout)
+        return passes.apply(w, local, layout)
 
     def _rest(self, cost: Cost, t0: float, at_rest: bool) -> EditResult:
         """The end of `apply`: with at_rest, what the update left unlike an open (the windows' cut) settled."""

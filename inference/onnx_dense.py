@@ -109,7 +109,7 @@ def make_session(net: VQOPT, threads: int | None = None):
 class OnnxDenseForward:
     """(ids, positions) of one window -> ForwardOutput with traces, computed by ONNX Runtime.
 
-    The hook a full build needs: `WindowState._dense(ids, pos)` returns exactly this."""
+    The hook a full build needs: `engine.dense.dense_pass(state, ids, pos)` returns exactly this."""
 
     def __init__(self, net: VQOPT, threads: int | None = None) -> None:
         require_onnxruntime()

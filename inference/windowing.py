@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .engine import SLACK, WindowState
+from .engine import SLACK, WindowState, dense
 from .tokenizer import paragraph_breaks
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def cut_document(m: LoadedModel, ids: Sequence[int]) -> list[tuple[int, int]]:
 
 def new_window(model: LoadedModel, ids: Sequence[int]) -> WindowState:
     """A window of these tokens, built by a dense pass with the model's tie guard."""
-    return WindowState(model.net, model.consts, ids, tie_rel=model.tie_rel, tie_growth=model.tie_growth)
+    return dense.new_state(model.net, model.consts, ids, tie_rel=model.tie_rel, tie_growth=model.tie_growth)
 
 
 def estimate_state_bytes(model: LoadedModel, tokens: int | Sequence[int]) -> int:

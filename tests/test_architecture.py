@@ -60,19 +60,6 @@ LSP_TYPES_ALLOWED = {"vq_lsp.hints.conventions"}
 # Type-only circles that remain, each named by its modules. Fixing one removes its entry (the test
 # wants this list exact, so it cannot go stale):
 TYPE_CIRCLES_ALLOWED = [
-    # WindowState (state) holds a window's tensors and also runs build/apply/verify (passes, heads),
-    # whose modules name WindowState in their annotations; constants builds the LM head (heads), which
-    # names LayerConstants. WindowState as a container, the algorithm in passes, ends it.
-    [
-        "inference.engine.constants",
-        "inference.engine.heads",
-        "inference.engine.layer",
-        "inference.engine.passes",
-        "inference.engine.plan",
-        "inference.engine.rows",
-        "inference.engine.state",
-        "inference.pass_costs",
-    ],
     # DocumentState.previous is a Reusable, which takes a DocumentState over.
     ["vq_lsp.documents.reuse", "vq_lsp.documents.state"],
     # workspace_files names the VQServer it serves in annotations; language_server builds it.

@@ -15,7 +15,7 @@ import torch
 
 from ..kernels import position_rows
 from ..model import VQOPT
-from .heads import LMHead
+from .lm_head import LMHead
 from .policy import BUCKETED, EXACT, Sizing
 
 

@@ -1,17 +1,21 @@
-"""The passes of an update: layer after layer, with overflow resumption and near-tie fixes.
+"""The update of a window: one revision, its passes layer after layer, overflow resumption and
+near-tie fixes.
 
-An update (one revision) plans on the host (plan.py), then runs a pass over layers 0..L-1
-(layer.update_layer for each), then refreshes the heads of the rows whose output changed.
-Exact sizes (CPU) read each layer's next rows on the host, so one pass always completes. Padded
-sizes (GPU) reserve each layer's rows in advance (policy.Room) and read everything once at
-the end; a layer that found more flipped rows or near-ties than it had room for leaves the state
-self-consistent (each layer's q, k, v, sums and codes match the inputs it was given) and a further
-pass from that layer propagates what was left out, exactly like an edit of those rows.
+`apply` is a revision (rebuilt by a dense pass, dense.build, if anything fails half-way);
+`settle` a revision that re-spreads the rows to an open's layout. An update plans on the host
+(plan.py), then runs a pass over layers 0..L-1 (layer.update_layer for each), then refreshes
+the heads of the rows whose output changed. Exact sizes (CPU) read each layer's next rows on the
+host, so one pass always completes. Padded sizes (GPU) reserve each layer's rows in advance
+(policy.Room) and read everything once at the end; a layer that found more flipped rows or
+near-ties than it had room for leaves the state self-consistent (each layer's q, k, v, sums and
+codes match the inputs it was given) and a further pass from that layer propagates what was left
+out, exactly like an edit of those rows.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +25,8 @@ import torch
 from ..costs import Cost, finish_row_macs
 from ..edits import Splice
 from ..pass_costs import account_pass
+from ..positions import spread_array
+from . import dense
 from . import layer as layer_update
 from . import rows as kernels
 from .heads import update_heads
@@ -31,6 +37,36 @@ if TYPE_CHECKING:
     from .state import WindowState
 
 Finals = list[tuple[np.ndarray, torch.Tensor]]  # (slots, outputs) of each pass's last layer, for the heads
+
+
+def apply(state: WindowState, splices: Sequence[Splice], layout: np.ndarray | None = None) -> Cost:
+    """Apply validated, sorted, non-overlapping splices (window-local token offsets) as one revision.
+    `layout`: every row's position afterwards (a re-spread), else they are assigned (positions.py)."""
+    t0 = time.perf_counter()
+    before = (state.ids_host[state.order].copy(), state.pos_host[state.order].copy())
+    try:
+        with torch.no_grad():
+            cost = apply_update(state, splices, layout)
+    except BaseException:
+        dense.build(state, *before)  # never leave a half-updated state behind
+        raise
+    finally:
+        state.revision += 1
+    if state.key_pos.is_cuda:
+        torch.cuda.synchronize()
+    cost.seconds = time.perf_counter() - t0
+    return cost
+
+
+def at_rest(state: WindowState) -> bool:
+    """Whether the rows sit where an open of the same tokens puts them (positions.spread_positions)."""
+    return bool(np.array_equal(state.pos_host[state.rows()], spread_array(len(state.order), state.cfg.position_pool)))
+
+
+def settle(state: WindowState) -> Cost:
+    """Re-spread the rows to an open's layout, as an update that relabels the rows that moved
+    (every row from the first moved one on is recomputed; the rows before it keep their state)."""
+    return apply(state, [], spread_array(len(state.order), state.cfg.position_pool))
 
 
 def apply_update(state: WindowState, splices: Sequence[Splice], layout: np.ndarray | None = None) -> Cost:

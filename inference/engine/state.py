@@ -1,4 +1,4 @@
-"""WindowState: the slots of one window's incremental state, their layout, allocation and growth.
+"""WindowState: the slots of one window's incremental state, their layout, allocation, growth and reads.
 
 Rows live in *slots* of preallocated tensors, in no particular order; attention is causal by
 position value, so slot order never matters and an insertion or deletion moves no data. `order`
@@ -10,29 +10,17 @@ snapshot stores exactly that.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..costs import Cost, dense_macs
-from ..edits import Splice
+from ..costs import dense_macs
 from ..model import VQOPT
-from ..positions import spread_array, spread_positions
-from . import heads, passes
 from .constants import LayerConstants
 from .policy import FAR, SLACK
 from .record import RECORD_FIELDS, WindowRecord
-from .rows import finish_rows, head_norms
-
-
-@dataclass
-class WindowCheck:
-    codes_equal: bool
-    mismatched_codes: int
-    max_abs_diff: float
+from .rows import finish_rows
 
 
 @dataclass
@@ -53,7 +41,9 @@ class LayerView:
 
 
 class WindowState:
-    """BOS plus up to `window_tokens - 1` tokens, with every layer's state kept up to date."""
+    """BOS plus up to `window_tokens - 1` tokens, with every layer's state: a container of its
+    WindowRecord's fields and the views and reads made from them. A dense pass builds and checks it
+    (dense.py), an update keeps it exact (passes.py)."""
 
     # What a state holds besides its WindowRecord's fields: the model's objects (re-attached on
     # restore), the per-layer views (remade) and the host reads kept per revision (made again on use).
@@ -62,22 +52,9 @@ class WindowState:
         *("revision", "_rows_of", "_rows_array", "_host_reads"),
     )
 
-    def __init__(
-        self,
-        net: VQOPT,
-        consts: LayerConstants,
-        ids: Sequence[int],
-        positions: Sequence[int] | None = None,
-        tie_rel: float = 1e-9,
-        tie_growth: float = 0.0,
-    ) -> None:
-        self.attach(net, consts, tie_rel, tie_growth)
-        rows = [self.cfg.bos_token_id, *ids]
-        pos = spread_positions(len(rows), self.cfg.position_pool) if positions is None else torch.as_tensor(positions)
-        self.build(np.asarray(rows, dtype=np.int64), pos.numpy().astype(np.int64))
-
-    def attach(self, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float) -> None:
-        """The model's objects a state refers to (never stored in a snapshot)."""
+    def __init__(self, net: VQOPT, consts: LayerConstants, tie_rel: float = 1e-9, tie_growth: float = 0.0) -> None:
+        """A state attached to the model's objects (never stored in a snapshot), its fields not yet
+        made: `allocate` then a build (dense.build), or `restore` from a record."""
         self.net, self.cfg, self.consts, self.tie_rel, self.tie_growth = net, net.config, consts, tie_rel, tie_growth
         self.tie_code_term = [tie_rel * m for m in consts.code_sq_max]  # the tie guard's code term, (h,) per layer
         self.revision = 0  # bumped by every build and update: the host reads below are kept per revision
@@ -90,8 +67,7 @@ class WindowState:
         cls, net: VQOPT, consts: LayerConstants, tie_rel: float, tie_growth: float, record: WindowRecord
     ) -> WindowState:
         """A state from its record (its fields taken, not copied), re-attached to the model."""
-        state = cls.__new__(cls)
-        state.attach(net, consts, tie_rel, tie_growth)
+        state = cls(net, consts, tie_rel, tie_growth)
         for name in RECORD_FIELDS:
             setattr(state, name, getattr(record, name))
         state.make_views()
@@ -116,24 +92,6 @@ class WindowState:
         return t[..., self.consts.proj_width :]
 
     @property
-    def q(self) -> torch.Tensor:
-        return self.qkv[..., : self.cfg.hidden_size]
-
-    @property
-    def k(self) -> torch.Tensor:
-        d = self.cfg.hidden_size
-        return self.qkv[..., d : 2 * d]
-
-    @property
-    def v(self) -> torch.Tensor:
-        return self.qkv[..., 2 * self.cfg.hidden_size :]
-
-    @property
-    def pos(self) -> torch.Tensor:
-        """Pool position of every slot (0 where no row): (cap + 1,) long."""
-        return torch.where(self.alive, self.key_pos, 0).long()
-
-    @property
     def proj(self) -> torch.Tensor:
         """Code projections s . c per VQ head: (layers, slots, h, K)."""
         return self.per_vq_head(self.sums)
@@ -147,13 +105,13 @@ class WindowState:
     def trash(self) -> int:
         return self.cap
 
-    # ----------------------------------------------------------------- full pass
-    def build(self, rows: np.ndarray, pos: np.ndarray) -> None:
-        """Allocate the slots and fill them with a dense pass (open, rebuild after a fault)."""
+    # ----------------------------------------------------------------- storage
+    def allocate(self, n: int) -> None:
+        """Zeroed slots for n rows and room to grow (SLACK), the first n in document order (a build
+        fills them)."""
         cfg, consts = self.cfg, self.consts
         p = next(self.net.parameters())
         dev, dt = p.device, p.dtype
-        n = len(rows)
         cap = max(16, int(n * SLACK))
         L, d, h, C = cfg.num_hidden_layers, cfg.hidden_size, cfg.vq_heads, consts.sum_width
         self.cap = cap
@@ -170,25 +128,6 @@ class WindowState:
         self.outputs = torch.zeros(L, cap + 1, d, dtype=dt, device=dev) if consts.keep_outputs or not cfg.vq else None
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
-        self.ids_host[:n], self.pos_host[:n] = rows, pos
-        self.embed_idx[:n] = torch.from_numpy(consts.embed_rows(rows, pos)).to(dev)
-        pos_t = torch.from_numpy(pos).to(dev)
-        self.key_pos[:n] = pos_t.to(dt)
-        with torch.no_grad():
-            out = self.dense_pass(torch.from_numpy(rows).to(dev), pos_t)
-            for l, tr in enumerate(out.traces):
-                self.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
-                torch.mm(tr.s[0], consts.sum_map[l], out=self.sums[l, :n])
-                if cfg.vq:
-                    self.bounds_of(self.sums[l, :n]).copy_(head_norms(cfg, tr.s[0]))
-                    self.codes[l, :n] = tr.codes[0]
-            heads.fill_heads(self, np.arange(n), out.hidden[0], out.cls_logits[0])
-            if self.outputs is not None:
-                for l, x in enumerate(out.layer_outputs):
-                    self.outputs[l, :n] = x[0]
-        self.make_views()
-        self.update_total()
-        self.revision += 1
 
     def update_total(self) -> None:
         """cls_total: the sum of the tokens' class log-probabilities (BOS excluded), kept per window
@@ -216,12 +155,6 @@ class WindowState:
                     key_pos=self.key_pos,
                 )
             )
-
-    def dense_pass(self, ids: torch.Tensor, pos: torch.Tensor):
-        """The dense forward pass with traces over rows (ids, positions): builds and verify."""
-        if self.consts.dense is not None:  # another backend (inference/onnx_dense.py) where it was measured faster
-            return self.consts.dense(ids, pos)
-        return self.net(ids.unsqueeze(0), pos.unsqueeze(0), collect=True)
 
     def layer_input(self, l: int, rows: torch.Tensor) -> torch.Tensor:
         """Input rows of layer l (l = L: the last layer's output): kept (full layout), or from the
@@ -348,50 +281,3 @@ class WindowState:
         self.cap = cap
         self.free = list(range(cap - 1, old - 1, -1)) + self.free
         self.make_views()
-
-    def apply(self, splices: Sequence[Splice], layout: np.ndarray | None = None) -> Cost:
-        """Apply validated, sorted, non-overlapping splices (window-local token offsets) as one revision.
-        `layout`: every row's position afterwards (a re-spread), else they are assigned (positions.py)."""
-        t0 = time.perf_counter()
-        before = (self.ids_host[self.order].copy(), self.pos_host[self.order].copy())
-        try:
-            with torch.no_grad():
-                cost = passes.apply_update(self, splices, layout)
-        except BaseException:
-            self.build(*before)  # never leave a half-updated state behind
-            raise
-        finally:
-            self.revision += 1
-        if self.key_pos.is_cuda:
-            torch.cuda.synchronize()
-        cost.seconds = time.perf_counter() - t0
-        return cost
-
-    def at_rest(self) -> bool:
-        """Whether the rows sit where an open of the same tokens puts them (positions.spread_positions)."""
-        return bool(np.array_equal(self.pos_host[self.rows()], spread_array(len(self.order), self.cfg.position_pool)))
-
-    def settle(self) -> Cost:
-        """Re-spread the rows to an open's layout, as an update that relabels the rows that moved
-        (every row from the first moved one on is recomputed; the rows before it keep their state)."""
-        return self.apply([], spread_array(len(self.order), self.cfg.position_pool))
-
-    # ----------------------------------------------------------------- checking
-    def verify(self) -> WindowCheck:
-        """Run the dense pass at the same positions and compare codes and outputs."""
-        order = torch.tensor(self.order, dtype=torch.long, device=self.key_pos.device)
-        ids = torch.from_numpy(self.ids_host[self.order]).to(order.device)
-        with torch.no_grad():
-            out = self.dense_pass(ids, torch.from_numpy(self.pos_host[self.order]).to(order.device))
-        mismatched = 0
-        if self.cfg.vq:
-            for l, tr in enumerate(out.traces):
-                mismatched += int((tr.codes[0] != self.codes[l, order]).any(-1).sum())
-        diffs = [
-            (out.hidden[0] - self.hidden(order)).abs().max(),
-            (torch.log_softmax(out.cls_logits[0], -1) - self.cls_logp[order]).abs().max(),
-            (heads.next_token_nll(self, out.hidden[0, :-1], ids[1:]) - self.nll[order[1:]]).abs().max()
-            if len(order) > 1
-            else out.hidden.new_zeros(()),
-        ]
-        return WindowCheck(mismatched == 0, mismatched, float(max(diffs)))

@@ -10,7 +10,7 @@ import torch
 
 import inference
 from inference import onnx_dense
-from inference.engine import WindowState
+from inference.engine import dense
 from inference.positions import spread_positions
 from tests.engine.helpers import seed_codebooks, tiny_config
 
@@ -71,7 +71,7 @@ def test_same_codes_and_outputs_as_torch(model, forward, n):
 def test_a_build_from_onnx_traces_is_exact(model, forward, monkeypatch):
     """The hook: a window built (and rebuilt) from ORT's traces passes torch's verify after edits."""
     ids = inputs(model, 90, seed=7)[0][1:].tolist()
-    monkeypatch.setattr(WindowState, "dense_pass", lambda self, i, p: forward(i, p))
+    monkeypatch.setattr(dense, "dense_pass", lambda state, i, p: forward(i, p))
     doc = inference.IncrementalDocument(model, ids)
     built = [w.codes.clone() for w in doc.windows]
     monkeypatch.undo()

@@ -9,6 +9,7 @@ import torch
 
 import inference
 from inference import Splice
+from inference.engine import dense
 
 from .helpers import tiny_model
 
@@ -33,7 +34,8 @@ def _bounds_and_norms(model, doc):
     (win,) = doc.windows
     order = torch.tensor(win.order)
     with torch.no_grad():
-        out = win.dense_pass(torch.from_numpy(win.ids_host[win.order]), torch.from_numpy(win.pos_host[win.order]))
+        ids, pos = torch.from_numpy(win.ids_host[win.order]), torch.from_numpy(win.pos_host[win.order])
+        out = dense.dense_pass(win, ids, pos)
     h = model.config.vq_heads
     u = torch.stack([win.bounds_of(win.sums[l, order]) for l in range(model.config.num_hidden_layers)])
     s = torch.stack([tr.s[0].view(len(order), h, -1).norm(dim=-1) for tr in out.traces])
