@@ -10,8 +10,8 @@ On the same token ids, side by side in one run, alternating torch and ORT per re
   the largest output difference;
 - build: a whole `IncrementalDocument` open (dense pass, code projections, LM log-sum-exp), its
   dense pass taken from torch or from ORT (the hook `inference/onnx_dense.py` provides, put in
-  `WindowState.dense_pass` for the run), then the ORT-built state checked by `verify()` against
-  torch's dense pass.
+  `inference.engine.dense.dense_pass` for the run), then the ORT-built state checked by
+  `verify()` against torch's dense pass.
 Texts are Rust book chapters (real prose) cut to exactly N tokens. Wall-clock ratios are
 torch / ORT (above 1: ORT faster), medians over documents of the median over repeats; the
 backend that runs first alternates between repeats. Float64 is
@@ -35,7 +35,7 @@ import torch
 import inference
 from benchmarks.common import data_dir, markdown_table, revision_histories, run_benchmark
 from inference import argtypes
-from inference.engine import WindowState
+from inference.engine import dense
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -54,15 +54,15 @@ def documents(data: Path, tokenizer, count: int, tokens: int) -> list[list[int]]
 
 @contextlib.contextmanager
 def dense_from(forward):
-    """Full builds (and verify) of WindowState take their dense pass from `forward` meanwhile."""
-    if not hasattr(WindowState, "dense_pass"):
-        raise SystemExit("onnx_dense.py: error: WindowState.dense_pass, the hook this benchmark swaps, is gone")
-    original = WindowState.dense_pass
-    WindowState.dense_pass = lambda self, ids, pos: forward(ids, pos)
+    """Full builds (and verify) of a window take their dense pass from `forward` meanwhile."""
+    if not hasattr(dense, "dense_pass"):
+        raise SystemExit("onnx_dense.py: error: engine.dense.dense_pass, the hook this benchmark swaps, is gone")
+    original = dense.dense_pass
+    dense.dense_pass = lambda state, ids, pos: forward(ids, pos)
     try:
         yield
     finally:
-        WindowState.dense_pass = original
+        dense.dense_pass = original
 
 
 def code_mismatches(a, b) -> int:

@@ -28,6 +28,7 @@ import torch
 import inference
 from benchmarks.common import data_dir, markdown_table, median, percentile, run_benchmark
 from benchmarks.single_token import edit_sequence, pep_tokens
+from inference.engine import dense
 
 
 def drift(model, doc) -> tuple[float, float]:
@@ -38,7 +39,8 @@ def drift(model, doc) -> tuple[float, float]:
     for w in doc.windows:
         order = torch.tensor(w.order)
         with torch.no_grad():
-            out = w.dense_pass(torch.from_numpy(w.ids_host[w.order]), torch.from_numpy(w.pos_host[w.order]))
+            ids, pos = torch.from_numpy(w.ids_host[w.order]), torch.from_numpy(w.pos_host[w.order])
+            out = dense.dense_pass(w, ids, pos)
         for l, tr in enumerate(out.traces):
             s = tr.s[0].double().view(len(w.order), h, -1)
             cb = model.net.layers[l].vq.codebook.double()

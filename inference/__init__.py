@@ -7,7 +7,7 @@
     inference.diff(old_ids, new_ids) -> list[Splice]
     inference.save_snapshot(doc, path); inference.load_snapshot(model, path, ids)  # state on disk
 
-Inside: edits.py (Splice, diff), document.py and windowing.py (a document as windows), engine/
+Inside: edits.py (Splice, diff), document.py, windowing.py and recut.py (a document as windows), engine/
 (one window's incremental state and its update), model.py and kernels.py (the dense pass),
 loading.py, checkpoint.py, snapshot.py and snapshot_schema.py (state on disk), costs.py and
 pass_costs.py (what an update costs).

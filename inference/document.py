@@ -1,12 +1,13 @@
 """IncrementalDocument: the engine's public face, a document as a chain of window states.
 
 A document longer than one window is split at paragraph boundaries (a token holding a blank
-line, else a line break, else a hard cut) into independent windows. With the model's context
-"paragraph" every paragraph is its own window (split further only if it outgrows one), and an edit
-that makes or removes a paragraph break rebuilds just the paragraphs around it. A Splice list is checked
-in full before anything changes (bad input raises ValueError and leaves the state intact),
-routed to the windows it touches, and applied there as one revision; a window that would
-outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one is dropped.
+line, else a line break, else a hard cut) into independent windows (windowing.py). With the
+model's context "paragraph" every paragraph is its own window (split further only if it outgrows
+one), and an edit that makes or removes a paragraph break rebuilds just the paragraphs around it.
+A Splice list is checked in full before anything changes (bad input raises ValueError and leaves
+the state intact), routed to the windows it touches, and applied there as one revision; a window
+that would outgrow its capacity is re-split and rebuilt with a dense pass, an emptied one is
+dropped (recut.py).
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from . import recut
 from .costs import Cost
-from .edits import Splice, apply_splices
+from .edits import Splice
 from .engine import WindowState, dense, passes
 from .engine.heads import predecessor_logprobs
 from .engine.policy import LSE_CHUNK_ROWS
-from .positions import spread_array
-from .tokenizer import paragraph_breaks
-from .windowing import cut_document, estimate_build_bytes, estimate_state_bytes, line_end_flags, new_window, tiles
+from .windowing import cut_document, estimate_build_bytes, estimate_state_bytes, new_window
 
 __all__ = [
     "DocumentBuilder",
@@ -91,7 +91,7 @@ class IncrementalDocument:
     @property
     def capacity(self) -> int:
         """Tokens one window holds (BOS takes a row)."""
-        return self.model.config.window_tokens - 1
+        return recut.capacity(self.model)
 
     def _split(self, ids: Sequence[int]) -> list[tuple[int, int]]:
         return cut_document(self.model, ids)
@@ -244,7 +244,7 @@ class IncrementalDocument:
         want, have = self._split(ids), self._bounds()
         if want != have:
             kept = dict(zip(have, self.windows))
-            self.windows = [kept.get((a, b)) or self._fresh(ids[a:b], cost) for a, b in want]
+            self.windows = [kept.get((a, b)) or recut.fresh(self.model, ids[a:b], cost) for a, b in want]
         for w in self.windows:
             if not passes.at_rest(w):
                 cost.add(passes.settle(w))
@@ -266,27 +266,6 @@ class IncrementalDocument:
             raise ValueError("the edit would delete every token; a document needs at least one")
         return out
 
-    def _merge_small(self, windows: list[WindowState], cost: Cost) -> list[WindowState]:
-        """Rebuild a window under a quarter full together with its smaller neighbour, when they fit.
-
-        Without this, windows cut off by overflows and shrunk by deletes would fragment a
-        document into many tiny windows, each a context boundary for the model.
-        """
-        out = list(windows)
-        i = 0
-        while i < len(out):
-            small = out[i].n_tokens < self.capacity // 4
-            sizes = [(out[j].n_tokens, j) for j in (i - 1, i + 1) if 0 <= j < len(out)]
-            if small and sizes:
-                size, j = min(sizes)
-                if size + out[i].n_tokens <= self.capacity:
-                    a, b = sorted((i, j))
-                    out[a : b + 1] = [self._fresh(out[a].token_ids() + out[b].token_ids(), cost)]
-                    i = max(0, a - 1)
-                    continue
-            i += 1
-        return out
-
     def apply(self, splices: Sequence[Splice], at_rest: bool = False) -> EditResult:
         """Apply one revision (splices against the current document) and return scores and cost.
 
@@ -294,43 +273,11 @@ class IncrementalDocument:
         open's layout in the same update: the scores are then a fresh open's of the new text."""
         t0 = time.perf_counter()
         splices = self._validate(splices)
-        per_window: dict[int, list[Splice]] = {}
-        bounds = self._bounds()
-        n = self.n_tokens
-        for sp in splices:
-            home = next(i for i, (a, b) in enumerate(bounds) if a <= sp.start < b) if sp.start < n else len(bounds) - 1
-            for i in range(home, len(bounds)):
-                a, b = bounds[i]
-                if i > home and a >= sp.end:
-                    break
-                local = Splice(max(sp.start, a) - a, min(sp.end, b) - a, sp.new_ids if i == home else ())
-                if i == home or local.start != local.end:
-                    per_window.setdefault(i, []).append(local)
-
+        per_window = recut.route(splices, self._bounds(), self.n_tokens)
         cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
-        if self.model.context == "paragraph":
-            self.windows = self._apply_paragraphs(per_window, cost, at_rest)
-            return self._rest(cost, t0, at_rest)
-        new_windows: list[WindowState] = []
-        for i, w in enumerate(self.windows):
-            local = per_window.get(i)
-            if not local:
-                new_windows.append(w)
-                continue
-            size = w.n_tokens + sum(len(s.new_ids) - (s.end - s.start) for s in local)
-            if 0 < size <= self.capacity:
-                cost.add(self._update(w, local, size, at_rest))
-                new_windows.append(w)
-            elif size > self.capacity:
-                ids = apply_splices(w.token_ids(), local)
-                new_windows += [self._fresh(ids[a:b], cost) for a, b in self._split(ids)]
-        self.windows = self._merge_small(new_windows, cost)
+        apply = recut.apply_paragraphs if self.model.context == "paragraph" else recut.apply_windows
+        self.windows = apply(self.model, self.windows, per_window, cost, at_rest)
         return self._rest(cost, t0, at_rest)
-
-    def _update(self, w: WindowState, local: list[Splice], size: int, at_rest: bool) -> Cost:
-        """A window's incremental update, straight to an open's layout of its `size` tokens when at_rest."""
-        layout = spread_array(size + 1, self.model.config.position_pool) if at_rest else None
-        return passes.apply(w, local, layout)
 
     def _rest(self, cost: Cost, t0: float, at_rest: bool) -> EditResult:
         """The end of `apply`: with at_rest, what the update left unlike an open (the windows' cut) settled."""
@@ -343,95 +290,6 @@ class IncrementalDocument:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
         return EditResult(scores=self.scores, cost=cost)
-
-    def _fresh(self, ids: Sequence[int], cost: Cost) -> WindowState:
-        """A window built by a dense pass, its cost counted as such."""
-        fresh = new_window(self.model, ids)
-        macs = fresh.dense_macs()
-        cost.add(Cost(incremental_macs=macs, dense_macs=macs, dirty_per_layer=[len(ids) + 1] * len(fresh.net.layers)))
-        return fresh
-
-    def _breaks(self, ids: Sequence[int], before: int | None) -> np.ndarray:
-        """Paragraph-break flags of `ids`, the token before them (None: none) deciding the first."""
-        m = self.model
-        if before is None:
-            return paragraph_breaks(ids, m.paragraph_ids, m.newline_end_ids)
-        return paragraph_breaks([before, *ids], m.paragraph_ids, m.newline_end_ids)[1:]
-
-    def _apply_paragraphs(
-        self, per_window: dict[int, list[Splice]], cost: Cost, at_rest: bool = False
-    ) -> list[WindowState]:
-        """Context "paragraph": every paragraph break ends a window, and a paragraph that fits one
-        window is exactly one window (a longer one is tiled by windows of at most capacity).
-
-        Only the paragraphs around the edit are looked at: the touched windows and the next one
-        (its first token may now end a paragraph), widened to whole paragraphs. A window that still
-        covers a whole paragraph, or a valid tile of a long one, keeps its state (updated
-        incrementally if touched: its context is its own tokens, wherever it lies); the rest of
-        the region is rebuilt, paragraph by paragraph."""
-        windows = self.windows
-        new = {i: apply_splices(windows[i].token_ids(), sp) for i, sp in per_window.items()}
-        if not new:
-            return windows
-        ids_of = {}
-
-        def ids(i: int) -> list[int]:
-            if i not in ids_of:
-                ids_of[i] = new[i] if i in new else windows[i].token_ids()
-            return ids_of[i]
-
-        def last_token(i: int) -> int | None:  # of window i or, if it is emptied, of the one before
-            while i >= 0 and not ids(i):
-                i -= 1
-            return ids(i)[-1] if i >= 0 else None
-
-        def ends_paragraph(i: int) -> bool:
-            own = ids(i)
-            return bool(own) and bool(self._breaks(own[-2:], last_token(i - 1) if len(own) < 2 else None)[-1])
-
-        lo, hi = min(new), min(max(new) + 1, len(windows) - 1)
-        while lo > 0 and not ends_paragraph(lo - 1):
-            lo -= 1
-        while hi < len(windows) - 1 and not ends_paragraph(hi):
-            hi += 1
-        text = [t for i in range(lo, hi + 1) for t in ids(i)]
-        flags = self._breaks(text, last_token(lo - 1))
-        ends = (np.flatnonzero(flags[:-1]) + 1).tolist() + [len(text)] if text else []
-        extents, at = [], 0  # (start, end, window index) of the region's non-empty windows, in the region's text
-        for i in range(lo, hi + 1):
-            if ids(i):
-                extents.append((at, at + len(ids(i)), i))
-                at += len(ids(i))
-        out, k, start = [], 0, 0
-        for end in ends:  # each paragraph of the region
-            while k < len(extents) and extents[k][1] <= start:
-                k += 1
-            covering = []
-            while k < len(extents) and extents[k][1] <= end and extents[k][0] >= start:
-                covering.append(extents[k])
-                k += 1
-            tiled = (
-                bool(covering)
-                and covering[0][0] == start
-                and covering[-1][1] == end
-                and all(covering[j][1] == covering[j + 1][0] for j in range(len(covering) - 1))
-            )
-            if tiled and (len(covering) == 1 or end - start > self.capacity):
-                for a, b, i in covering:  # a whole paragraph, or the tiles of a long one
-                    if b - a > self.capacity:  # a tile that outgrew its window: only it is cut again
-                        out += self._fresh_split(text[a:b], cost)
-                    else:
-                        if i in new:
-                            cost.add(self._update(windows[i], per_window[i], b - a, at_rest))
-                        out.append(windows[i])
-            else:
-                out += self._fresh_split(text[start:end], cost)
-            start = end
-        return windows[:lo] + out + windows[hi + 1 :]
-
-    def _fresh_split(self, ids: Sequence[int], cost: Cost) -> list[WindowState]:
-        """Fresh windows for (part of) one paragraph: one window, or balanced tiles cut at line breaks."""
-        return [self._fresh(ids[a:b], cost) for a, b in tiles(len(ids), self.capacity, line_end_flags(self.model, ids))]
 
 
 class DocumentBuilder:

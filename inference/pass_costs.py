@@ -36,7 +36,7 @@ def account_pass(
     full, next) rows, local indices into the affected rows. Positions increase along the document,
     so the keys a row sees are counted by binary search. The bound u's few numbers per row are not
     counted (like LayerNorms)."""
-    d, K, G = cfg.hidden_size, cfg.vq_codes, segments
+    d, K = cfg.hidden_size, cfg.vq_codes
     affected, a = host.affected, host.n_affected
     alive_pos = pos[host.order]  # sorted: the order is the document order
     affected_pos = pos[affected[:a]]  # sorted too
@@ -55,22 +55,7 @@ def account_pass(
             cost.near_ties += len(full_rows) - dirty
         macs = dirty * 3 * d * d  # q, k, v
         if rec.keys:
-            dirty_slots = affected[dirty_rows]
-            old = dirty_slots[~host.is_new[dirty_slots]]
-            keys = [pos[dirty_slots], host.pos_before[old]]
-            if rec.with_deleted and len(host.deleted):
-                keys.append(host.pos_before[host.deleted])
-            key_pos = np.concatenate(keys)
-            seen = a - np.searchsorted(affected_pos, key_pos, side="left")  # affected rows at or after each key
-            dirty_pos = np.sort(pos[dirty_slots])
-            seen -= len(dirty_pos) - np.searchsorted(dirty_pos, key_pos, side="left")  # dirty rows: recomputed
-            pairs = int(seen.sum())
-            macs += pairs * 2 * d
-            if cfg.vq and rec.block:
-                macs += len(key_pos) * d * K  # each changed key's v projected on its VQ head's codes, per head
-                macs += pairs * G * K + (a - dirty) * (G - cfg.vq_heads) * K  # moves, then summed per VQ head
-            elif cfg.vq:
-                macs += (a - dirty) * K * d  # every affected row's move of s projected on the codes
+            macs += _move_macs(cfg, segments, pos, host, affected_pos, rec, dirty_rows)
         if len(full_rows):
             macs += int(np.searchsorted(alive_pos, pos[affected[full_rows]], side="right").sum()) * 2 * d
         if cfg.vq:
@@ -81,3 +66,34 @@ def account_pass(
         inputs = (len(next_rows) if rec.inputs is None else rec.inputs) + (dirty if rec.dirty_inputs else 0)
         macs += inputs * l * finish
         cost.incremental_macs += macs
+
+
+def _move_macs(
+    cfg: VQOPTConfig,
+    segments: int,
+    pos: np.ndarray,
+    host: HostPlan,
+    affected_pos: np.ndarray,
+    rec: LayerRecord,
+    dirty_rows: np.ndarray,
+) -> int:
+    """What moving the affected rows by a layer's changed keys costs: the (query, key) pairs of
+    rows that are not recomputed in full, and their code projections."""
+    d, K, G, a = cfg.hidden_size, cfg.vq_codes, segments, host.n_affected
+    dirty_slots = host.affected[dirty_rows]
+    old = dirty_slots[~host.is_new[dirty_slots]]
+    keys = [pos[dirty_slots], host.pos_before[old]]
+    if rec.with_deleted and len(host.deleted):
+        keys.append(host.pos_before[host.deleted])
+    key_pos = np.concatenate(keys)
+    seen = a - np.searchsorted(affected_pos, key_pos, side="left")  # affected rows at or after each key
+    dirty_pos = np.sort(pos[dirty_slots])
+    seen -= len(dirty_pos) - np.searchsorted(dirty_pos, key_pos, side="left")  # dirty rows: recomputed
+    pairs = int(seen.sum())
+    macs = pairs * 2 * d
+    if cfg.vq and rec.block:
+        macs += len(key_pos) * d * K  # each changed key's v projected on its VQ head's codes, per head
+        macs += pairs * G * K + (a - len(dirty_rows)) * (G - cfg.vq_heads) * K  # moves, then summed per VQ head
+    elif cfg.vq:
+        macs += (a - len(dirty_rows)) * K * d  # every affected row's move of s projected on the codes
+    return macs

@@ -85,6 +85,43 @@ def _spread_between(left: int, right: int, count: int) -> np.ndarray:
     return left + t * (right - left) // (count + 1)
 
 
+def _place_appends(pos: np.ndarray, pool: int) -> int:
+    """Place a run of NEW rows at the end (in place) at the layout's stride, or re-spread every row
+    to the layout when the stride changed or the run would pass the pool's end; returns the
+    number of whole-window re-spreads (0 or 1)."""
+    n = tail = len(pos)
+    while tail > 1 and pos[tail - 1] == NEW:
+        tail -= 1
+    if tail == n:
+        return 0
+    stride = layout_stride(n, pool)
+    known = int(np.count_nonzero(pos != NEW))
+    end = pos[tail - 1] + stride * (n - tail)
+    if layout_stride(known, pool) == stride and end < pool:
+        pos[tail:] = pos[tail - 1] + stride * np.arange(1, n - tail + 1, dtype=np.int64)
+        return 0
+    pos[:] = spread_array(n, pool)  # every row, new ones included, at the layout
+    return 1
+
+
+def _neighbourhood(pos: np.ndarray, i: int, j: int, pool: int, density: float) -> tuple[int, int, int, int]:
+    """(lo, hi, left, right): rows [lo, hi) around the NEW run [i, j), doubled until the positions
+    strictly between left = pos[lo - 1] and right (pos[hi], or the pool's end) hold them at most
+    `density` full (or, for the whole window, at all)."""
+    n, lo, hi = len(pos), i, j
+    while True:
+        grow = max(1, hi - lo)
+        lo, hi = max(1, lo - grow), min(n, hi + grow)
+        while hi < n and pos[hi] == NEW:
+            hi += 1
+        left, right = pos[lo - 1], (pos[hi] if hi < n else pool)
+        whole = lo == 1 and hi == n
+        if right - left - 1 >= (hi - lo) / density or (whole and right - left - 1 >= hi - lo):
+            return lo, hi, left, right
+        if whole:
+            raise ValueError(f"{n} rows do not fit a pool of {pool} positions")
+
+
 def assign_positions(positions: np.ndarray, pool: int, density: float = 0.5) -> Assignment:
     """Give every NEW row a position between its neighbours, relabelling locally when needed.
 
@@ -104,19 +141,7 @@ def assign_positions(positions: np.ndarray, pool: int, density: float = 0.5) -> 
     n = len(pos)
     if n > pool:
         raise ValueError(f"{n} rows do not fit a pool of {pool} positions")
-    full = 0
-    tail = n
-    while tail > 1 and pos[tail - 1] == NEW:
-        tail -= 1
-    if tail < n:  # appends: at the stride of the layout, or the whole window re-spread to it
-        stride = layout_stride(n, pool)
-        known = int(np.count_nonzero(pos != NEW))
-        end = pos[tail - 1] + stride * (n - tail)
-        if layout_stride(known, pool) == stride and end < pool:
-            pos[tail:] = pos[tail - 1] + stride * np.arange(1, n - tail + 1, dtype=np.int64)
-        else:  # every row, new ones included, at the layout
-            pos[:] = spread_array(n, pool)
-            full += 1
+    full = _place_appends(pos, pool)
     i = 1
     while i < n:
         if pos[i] != NEW:
@@ -130,18 +155,7 @@ def assign_positions(positions: np.ndarray, pool: int, density: float = 0.5) -> 
             pos[i:j] = _spread_between(pos[i - 1], right, j - i)
             i = j
             continue
-        lo, hi = i, j
-        while True:
-            grow = max(1, hi - lo)
-            lo, hi = max(1, lo - grow), min(n, hi + grow)
-            while hi < n and pos[hi] == NEW:
-                hi += 1
-            left, right = pos[lo - 1], (pos[hi] if hi < n else pool)
-            whole = lo == 1 and hi == n
-            if right - left - 1 >= (hi - lo) / density or (whole and right - left - 1 >= hi - lo):
-                break
-            if whole:
-                raise ValueError(f"{n} rows do not fit a pool of {pool} positions")
+        lo, hi, left, right = _neighbourhood(pos, i, j, pool, density)
         full += int(lo == 1 and hi == n)
         pos[lo:hi] = _spread_between(left, right, hi - lo)
         i = hi

@@ -9,7 +9,9 @@
 - no package has an import cycle between its modules, nor a circle that only imports for
   annotations close (a type-only circle: two modules that cannot be understood apart);
 - LSP types (lsprotocol) stay at the edge: `vq_lsp.server` and `vq_lsp/hints/lsp.py`, which turns
-  a hint into a diagnostic.
+  a hint into a diagnostic;
+- the modules, classes and functions of `inference` stay small (SIZE_LIMITS), but for the few
+  named in SIZE_ALLOWED with their reason.
 
 Every import counts: relative ones, and those inside functions (a lazy import still ties two
 modules together). `from package import name` depends on the submodule `package.name` when
@@ -65,6 +67,16 @@ TYPE_CIRCLES_ALLOWED = [
     # workspace_files names the VQServer it serves in annotations; language_server builds it.
     ["vq_lsp.server.language_server", "vq_lsp.server.workspace_files"],
 ]
+
+
+# Sizes in lines (a definition from its `def` or `class` line to its end, docstring and comments
+# included) that the engine package keeps to: a module, a class, a function each do one job that
+# reads in one sitting.
+SIZE_LIMITS = {"module": 400, "class": 250, "function": 60}
+SIZED_PACKAGES = ("inference",)
+# Definitions over a limit that remain, each with its reason, as "module" or "module:qualname". The
+# test wants this exact, so an entry goes when its definition is split.
+SIZE_ALLOWED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -189,6 +201,40 @@ def cycles(graph: list[Import], type_only: bool = False) -> list[list[str]]:
     return sorted(found)
 
 
+def oversized(root: Path = ROOT, packages=SIZED_PACKAGES) -> dict[str, str]:
+    """Modules, classes and functions (methods and nested ones included) over SIZE_LIMITS, as
+    "module" or "module:qualname" -> what and how long."""
+    found = {}
+    for module, path in modules(root, packages).items():
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > SIZE_LIMITS["module"]:
+            found[module] = f"module of {len(text.splitlines())} lines"
+        stack = [(node, "") for node in ast.parse(text, filename=str(path)).body]
+        while stack:
+            node, prefix = stack.pop()
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            name = f"{prefix}{node.name}"
+            kind = "class" if isinstance(node, ast.ClassDef) else "function"
+            lines = node.end_lineno - node.lineno + 1
+            if lines > SIZE_LIMITS[kind]:
+                found[f"{module}:{name}"] = f"{kind} of {lines} lines"
+            stack += [(child, f"{name}.") for child in _definitions(node)]
+    return found
+
+
+def _definitions(node: ast.AST) -> list[ast.AST]:
+    """The definitions directly inside a definition's body (inside its if/for/with/try blocks too)."""
+    out, todo = [], list(ast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(n)
+        else:
+            todo += list(ast.iter_child_nodes(n))
+    return out
+
+
 @pytest.fixture(scope="module")
 def graph() -> list[Import]:
     return import_graph()
@@ -209,6 +255,13 @@ def test_no_package_has_a_type_only_circle_but_the_named_ones(graph):
 def test_lsp_types_stay_in_the_server_and_the_hints_conversion(graph):
     outside = lsp_outside_the_edge(graph)
     assert {line.split(":")[0] for line in outside} == LSP_TYPES_ALLOWED, outside
+
+
+def test_the_engine_package_keeps_its_modules_classes_and_functions_small():
+    over = oversized()
+    assert set(over) == set(SIZE_ALLOWED), {k: v for k, v in over.items() if k not in SIZE_ALLOWED} or (
+        f"no longer over a limit, drop from SIZE_ALLOWED: {sorted(set(SIZE_ALLOWED) - set(over))}"
+    )
 
 
 def test_the_graph_sees_relative_and_function_level_imports(graph):
@@ -309,3 +362,27 @@ def test_lsp_types_outside_the_edge_are_reported(tmp_path):
     assert lsp_outside_the_edge(import_graph(tmp_path, ("vq_lsp",))) == [
         "vq_lsp.documents.store:1 imports lsprotocol.types"
     ]
+
+
+def test_oversized_modules_classes_and_functions_are_reported(tmp_path):
+    body = "        x = 1\n" * 60
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/small.py": "def f():\n" + "    x = 1\n" * 59,  # 60 lines: at the limit
+            "pkg/big.py": "\n" * 401,
+            "pkg/defs.py": (
+                "class Big:\n" + "    x = 1\n" * 250 + "\n"
+                "class Small:\n    def method(self):\n" + body + "\n"
+                "def outer():\n    def inner():\n" + body + "    return inner\n"
+            ),
+        },
+    )
+    assert oversized(tmp_path, ("pkg",)) == {
+        "pkg.big": "module of 401 lines",
+        "pkg.defs:Big": "class of 251 lines",
+        "pkg.defs:Small.method": "function of 61 lines",
+        "pkg.defs:outer": "function of 63 lines",
+        "pkg.defs:outer.inner": "function of 61 lines",
+    }

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import torch
 
+from ..config import VQOPTConfig
 from ..kernels import position_rows
 from ..model import VQOPT
 from .lm_head import LMHead
@@ -75,34 +76,39 @@ class LayerConstants:
         self.head_mask = (
             (dims // cfg.head_dim == torch.arange(heads, device=table.device).unsqueeze(1)).to(table.dtype).unsqueeze(1)
         )  # (H, 1, d): head h's dims
-        dh = d // h
         for layer in net.layers:
-            att = layer.self_attn
-            cb = layer.vq.codebook.detach()  # (h, K, d/h)
-            self.code_sq.append(cb.pow(2).sum(-1))
-            self.code_sq_max.append(self.code_sq[-1].max(-1).values)
-            if cfg.vq:
-                sum_map = torch.zeros(d, width, dtype=table.dtype, device=table.device)
-                for j in range(h):
-                    sum_map[j * dh : (j + 1) * dh, j * K : (j + 1) * K] = cb[j].t()
-            else:
-                sum_map = torch.eye(d, dtype=table.dtype, device=table.device)
-            self.sum_map.append(sum_map)
-            self.sum_map_scaled.append(self.sum_map[-1] * cfg.attention_scale if self.scale_exact else None)
-            projs = (att.q_proj, att.k_proj, att.v_proj)
-            cols = [lin.weight.detach().t() for lin in projs]
-            bias = [lin.bias.detach() for lin in projs] if att.v_proj.bias is not None else []
-            qscale = cfg.head_dim**-0.5
-            if self.q_scaled:  # a power of two: scaling the weights is exact, the same q as the dense pass
-                cols[0] = cols[0] * qscale
-                if bias:
-                    bias[0] = bias[0] * qscale
-            fin = []
-            for lin in (att.out_proj, layer.fc1, layer.fc2):
-                fin += [lin.weight.detach().t(), None if lin.bias is None else lin.bias.detach()]
-            self.finish.append(tuple(fin))
-            self.qkv_weight.append(torch.cat(cols, 1).contiguous())
-            self.qkv_bias.append(torch.cat(bias) if bias else None)
+            self._add_layer(cfg, layer, width, table)
+
+    def _add_layer(self, cfg: VQOPTConfig, layer: torch.nn.Module, width: int, table: torch.Tensor) -> None:
+        """One layer's codebook views, sums map, fused q|k|v weights and finish weights."""
+        d, h, K = cfg.hidden_size, cfg.vq_heads, cfg.vq_codes
+        dh = d // h
+        att = layer.self_attn
+        cb = layer.vq.codebook.detach()  # (h, K, d/h)
+        self.code_sq.append(cb.pow(2).sum(-1))
+        self.code_sq_max.append(self.code_sq[-1].max(-1).values)
+        if cfg.vq:
+            sum_map = torch.zeros(d, width, dtype=table.dtype, device=table.device)
+            for j in range(h):
+                sum_map[j * dh : (j + 1) * dh, j * K : (j + 1) * K] = cb[j].t()
+        else:
+            sum_map = torch.eye(d, dtype=table.dtype, device=table.device)
+        self.sum_map.append(sum_map)
+        self.sum_map_scaled.append(self.sum_map[-1] * cfg.attention_scale if self.scale_exact else None)
+        projs = (att.q_proj, att.k_proj, att.v_proj)
+        cols = [lin.weight.detach().t() for lin in projs]
+        bias = [lin.bias.detach() for lin in projs] if att.v_proj.bias is not None else []
+        qscale = cfg.head_dim**-0.5
+        if self.q_scaled:  # a power of two: scaling the weights is exact, the same q as the dense pass
+            cols[0] = cols[0] * qscale
+            if bias:
+                bias[0] = bias[0] * qscale
+        fin = []
+        for lin in (att.out_proj, layer.fc1, layer.fc2):
+            fin += [lin.weight.detach().t(), None if lin.bias is None else lin.bias.detach()]
+        self.finish.append(tuple(fin))
+        self.qkv_weight.append(torch.cat(cols, 1).contiguous())
+        self.qkv_bias.append(torch.cat(bias) if bias else None)
 
     @property
     def lm_weight(self) -> torch.Tensor:

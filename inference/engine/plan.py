@@ -157,107 +157,136 @@ def reorder(state: WindowState, splices: Sequence[Splice]) -> Reordering:
     return Reordering(old_order, new_order, inserted, changed, deleted)
 
 
-def plan_edit(state: WindowState, edit: Reordering, layout: np.ndarray | None = None) -> tuple[Cost, EditPlan | None]:
-    """Positions, the affected rows and the device tables of an update; (cost, None) when no row
-    changed. Writes the new positions and embedding rows of the edited slots into the state.
-    `layout`: every row's position after the update (a re-spread), instead of assign_positions."""
-    cfg = state.cfg
-    dev = state.key_pos.device
+@dataclass(frozen=True)
+class _Placement:
+    """The host side of an update's positions: which slots it touched and where rows sit now."""
+
+    order: np.ndarray  # the document order after the update
+    pos_before: np.ndarray  # per slot: its position before the update
+    is_new: np.ndarray  # per slot: inserted by this update
+    touched: np.ndarray  # inserted, changed or relabelled slots (sorted): layer 0's dirty rows
+    deleted: np.ndarray  # deleted slots
+    positions: np.ndarray  # the positions of `order`
+
+
+def _place(state: WindowState, edit: Reordering, layout: np.ndarray | None, cost: Cost) -> _Placement:
+    """Assign the rows' positions after the update (or take `layout`), written into the state's
+    host arrays and order; the relabels and re-spreads are counted in `cost`."""
     pos_before = state.pos_host.copy()
     proposal = state.pos_host[edit.new_order].copy()
     is_new = np.zeros(len(state.ids_host), dtype=bool)
     is_new[edit.inserted] = True
     proposal[is_new[edit.new_order]] = NEW
     if layout is None:
-        assignment = assign_positions(proposal, cfg.position_pool)
+        assignment = assign_positions(proposal, state.cfg.position_pool)
     else:
         moved = np.nonzero((proposal != NEW) & (proposal != layout))[0]
         assignment = Assignment(positions=np.asarray(layout, dtype=np.int64), relabelled=moved, full_respreads=0)
     order = np.asarray(edit.new_order, dtype=np.int64)
     relabelled = order[assignment.relabelled].tolist()
     state.pos_host[order] = assignment.positions
+    state.order = edit.new_order
+    cost.relabelled, cost.full_respreads = len(relabelled), assignment.full_respreads
     touched = np.asarray(sorted(set(edit.inserted) | set(edit.changed) | set(relabelled)), dtype=np.int64)
     deleted = np.asarray(edit.deleted, dtype=np.int64)
+    return _Placement(order, pos_before, is_new, touched, deleted, assignment.positions)
 
-    cost = Cost(
-        dirty_per_layer=[0] * cfg.num_hidden_layers,
-        relabelled=len(relabelled),
-        full_respreads=assignment.full_respreads,
-    )
-    state.order = edit.new_order
-    cost.dense_macs = state.dense_macs()
-    if len(touched) == 0 and len(deleted) == 0:
-        return cost, None
 
-    # the first changed key, old or new: every row before it keeps its whole state
-    existing = touched[~is_new[touched]]
+def _affected_slots(state: WindowState, placed: _Placement) -> np.ndarray:
+    """A: every alive row at or after the first changed key, old (touched or deleted) or new."""
+    touched, deleted, pos_before = placed.touched, placed.deleted, placed.pos_before
+    existing = touched[~placed.is_new[touched]]
     firsts = [state.pos_host[touched].min()] if len(touched) else []
     if len(existing):
         firsts.append(pos_before[existing].min())
     if len(deleted):
         firsts.append(pos_before[deleted].min())
-    first_pos = int(min(firsts))
-    affected_slots = order[assignment.positions >= first_pos]
-    sizing = state.consts.sizing
-    exact = sizing.reads_each_layer
-    n_affected = len(affected_slots)
+    return placed.order[placed.positions >= int(min(firsts))]
+
+
+@dataclass(frozen=True)
+class _HostTables:
+    """The plan's index and float tables on the host, before their upload (one copy per dtype)."""
+
+    affected: np.ndarray  # A, padded with the trash slot
+    dirty: np.ndarray  # local indices of the touched rows, padded
+    pad_index: int
+    valid: np.ndarray
+    priority: np.ndarray
+    key_dirty: np.ndarray  # (2, 2, length) flattened: signs and positions of the new and old keys of A's rows
+    key_deleted: np.ndarray  # (2, deleted) flattened
+
+
+def _host_tables(state: WindowState, placed: _Placement, affected_slots: np.ndarray) -> _HostTables:
+    sizing, n_affected, n_touched = state.consts.sizing, len(affected_slots), len(placed.touched)
     length = sizing.affected_length(n_affected)  # padded: A's last entry is the trash slot
     pad_index = sizing.pad_index(length)
     affected = np.full(length, state.trash, dtype=np.int64)
     affected[:n_affected] = affected_slots
     local = np.full(state.cap + 1, pad_index, dtype=np.int64)
     local[affected_slots] = np.arange(n_affected)
-    n_touched, n_deleted = len(touched), len(deleted)
     dirty = np.full(sizing.set_length(n_touched), pad_index, dtype=np.int64)
-    dirty[:n_touched] = local[touched]
-    scale = cfg.attention_scale
+    dirty[:n_touched] = local[placed.touched]
+    scale = state.cfg.attention_scale
     valid = np.zeros(length)
     valid[:n_affected] = 1.0
     priority = valid * 1.0
     priority[dirty[:n_touched]] = 1.0 + 2.0**-20  # edited rows first: a capped next set never drops them
-    key_dirty = np.concatenate(
-        [valid * scale, -(valid * ~is_new[affected]) * scale, state.pos_host[affected], pos_before[affected]]
-    )
-    key_deleted = np.concatenate([np.full(n_deleted, -scale), pos_before[deleted]])
+    signs = [valid * scale, -(valid * ~placed.is_new[affected]) * scale]
+    key_dirty = np.concatenate([*signs, state.pos_host[affected], placed.pos_before[affected]])
+    key_deleted = np.concatenate([np.full(len(placed.deleted), -scale), placed.pos_before[placed.deleted]])
+    return _HostTables(affected, dirty, pad_index, valid, priority, key_dirty, key_deleted)
 
-    # one host-to-device copy for every index and one for every float table of the update, split
-    n_dirty = len(dirty)
+
+def plan_edit(state: WindowState, edit: Reordering, layout: np.ndarray | None = None) -> tuple[Cost, EditPlan | None]:
+    """Positions, the affected rows and the device tables of an update; (cost, None) when no row
+    changed. Writes the new positions and embedding rows of the edited slots into the state.
+    `layout`: every row's position after the update (a re-spread), instead of assign_positions."""
+    cost = Cost(dirty_per_layer=[0] * state.cfg.num_hidden_layers)
+    placed = _place(state, edit, layout, cost)
+    cost.dense_macs = state.dense_macs()
+    if len(placed.touched) == 0 and len(placed.deleted) == 0:
+        return cost, None
+    affected_slots = _affected_slots(state, placed)
+    return cost, _upload(state, placed, len(affected_slots), _host_tables(state, placed, affected_slots))
+
+
+def _upload(state: WindowState, placed: _Placement, n_affected: int, host: _HostTables) -> EditPlan:
+    """One host-to-device copy for every index and one for every float table of the update, split
+    into the plan's tensors; the edited slots' new positions (FAR for deleted ones) and embedding
+    rows written into the state."""
+    cfg, dev, sizing = state.cfg, state.key_pos.device, state.consts.sizing
+    touched, deleted = placed.touched, placed.deleted
+    length, n_dirty, n_touched, n_deleted = len(host.affected), len(host.dirty), len(touched), len(deleted)
     embed_rows = state.consts.embed_rows(state.ids_host[touched], state.pos_host[touched]).ravel()
-    ints = torch.from_numpy(np.concatenate([affected, dirty, touched, deleted, [pad_index], embed_rows])).to(dev)
-    affected_t, dirty_t, moved, pad_index_t, touched_embed = ints.split(
-        [length, n_dirty, n_touched + n_deleted, 1, 3 * n_touched]
+    ints = np.concatenate([host.affected, host.dirty, touched, deleted, [host.pad_index], embed_rows])
+    affected_t, dirty_t, moved, pad_index_t, touched_embed = (
+        torch.from_numpy(ints).to(dev).split([length, n_dirty, n_touched + n_deleted, 1, 3 * n_touched])
     )
-    floats = torch.from_numpy(
-        np.concatenate(
-            [
-                key_dirty,
-                key_deleted,
-                state.pos_host[affected],
-                valid,
-                priority,
-                state.pos_host[touched],
-                np.full(n_deleted, FAR),
-            ]
-        )
-    ).to(dev, state.key_pos.dtype)
-    key_dirty_t, key_deleted_t, affected_pos, valid_t, priority_t, moved_pos = floats.split(
-        [4 * length, 2 * n_deleted, length, length, length, n_touched + n_deleted]
+    floats = [host.key_dirty, host.key_deleted, state.pos_host[host.affected], host.valid, host.priority]
+    floats += [state.pos_host[touched], np.full(n_deleted, FAR)]
+    key_dirty_t, key_deleted_t, affected_pos, valid_t, priority_t, moved_pos = (
+        torch.from_numpy(np.concatenate(floats))
+        .to(dev, state.key_pos.dtype)
+        .split([4 * length, 2 * n_deleted, length, length, length, n_touched + n_deleted])
     )
     touched_t, deleted_t = moved.split([n_touched, n_deleted])
     state.key_pos.index_put_((moved,), moved_pos)  # new positions of edited rows, FAR for deleted ones
     padded = dict(no_rows=None, valid_rows=None, zero=None, empty=None)
-    if not exact or not cfg.vq:  # tables of the padded path (and of models without VQ)
+    if not sizing.reads_each_layer or not cfg.vq:  # tables of the padded path (and of models without VQ)
         padded = dict(
             no_rows=torch.zeros(length, dtype=torch.bool, device=dev),
             valid_rows=valid_t > 0,
             zero=torch.zeros((), dtype=state.key_pos.dtype, device=dev),
             empty=affected_t[:0],
         )
-    plan = EditPlan(
+    if n_touched:
+        state.embed_idx.index_put_((touched_t,), touched_embed.view(n_touched, 3))
+    return EditPlan(
         sizing=sizing,
         affected=affected_t,
         last_affected=length - 1,
-        pad_index=pad_index,
+        pad_index=host.pad_index,
         pad_index_t=pad_index_t,
         edited_rows=dirty_t,
         valid=valid_t,
@@ -266,22 +295,19 @@ def plan_edit(state: WindowState, edit: Reordering, layout: np.ndarray | None = 
         key_dirty=key_dirty_t.view(2, 2, length),
         key_deleted=key_deleted_t.view(2, n_deleted),
         affected_pos_col=affected_pos.unsqueeze(1),
-        edited_slots=touched_t if exact else None,
+        edited_slots=touched_t if sizing.reads_each_layer else None,
         host=HostPlan(
-            affected=affected,
-            edited_rows=dirty,
+            affected=host.affected,
+            edited_rows=host.dirty,
             n_affected=n_affected,
             n_edited=n_touched,
-            is_new=is_new,
-            pos_before=pos_before,
+            is_new=placed.is_new,
+            pos_before=placed.pos_before,
             deleted=deleted,
-            order=order,
+            order=placed.order,
         ),
         **padded,
     )
-    if n_touched:
-        state.embed_idx.index_put_((touched_t,), touched_embed.view(n_touched, 3))
-    return cost, plan
 
 
 def stale_predecessors(state: WindowState, old_order: np.ndarray, edited: np.ndarray) -> np.ndarray:
