@@ -1,4 +1,4 @@
-"""The update of one layer of one window: the engine's algorithm, as one function over pure kernels.
+"""The update of one layer of one window: the engine's algorithm, in steps over pure kernels.
 
 Given the rows of A whose layer input changed (dirty rows), `update_layer` brings the layer's
 q, k, v, sums and codes up to date for every affected row and returns the rows the next layer
@@ -10,9 +10,10 @@ must treat: the dirty rows and those whose code flipped. Steps:
   4. rows recomputed in full over every key: dirty rows, near-ties, a resumed pass's rows
   5. the next layer's rows: dirty rows and rows whose code flipped
   6. codes, output projection and FFN of the next layer's rows
-A fixed handful of batched ops. Exact sizes (policy.ExactSizing): the host reads the next rows at the
-end. Otherwise no host decision: padded entries point at the trash row and carry zero weight, and
-every shape is a bucketed size known before the pass.
+one small function each, sharing a LayerWork record. A fixed handful of batched ops. Exact sizes
+(policy.ExactSizing): the host reads the next rows at the end. Otherwise no host decision: padded
+entries point at the trash row and carry zero weight, and every shape is a bucketed size known
+before the pass.
 """
 
 from __future__ import annotations
@@ -121,11 +122,19 @@ def _start(
 
 
 def _dirty_qkv(state: WindowState, work: LayerWork) -> None:
-    """Step 1: q|k|v of the dirty rows, one fused matmul (written to the state in step 2)."""
-    if work.n_dirty:
-        if work.dirty_input is None:
-            work.dirty_input = state.layer_input(work.l, work.dirty_slots)
-        work.new_qkv = _qkv_rows(state, work.l, work.dirty_input)
+    """Step 1: q|k|v of the dirty rows (r, 3d), LN1 then one fused matmul (written to the state in
+    step 2); q carries hd^-0.5."""
+    if not work.n_dirty:
+        return
+    cfg, consts, l = state.cfg, state.consts, work.l
+    if work.dirty_input is None:
+        work.dirty_input = state.layer_input(l, work.dirty_slots)
+    bias, weight = consts.qkv_bias[l], consts.qkv_weight[l]
+    normed = state.net.layers[l].self_attn_layer_norm(work.dirty_input)
+    qkv = torch.addmm(bias, normed, weight) if bias is not None else normed @ weight
+    if not consts.q_scaled:
+        qkv[:, : cfg.hidden_size] *= cfg.head_dim**-0.5
+    work.new_qkv = qkv
 
 
 def _move_affected_rows(state: WindowState, plan: EditPlan, work: LayerWork) -> None:
@@ -252,17 +261,6 @@ def _record(
             goes_next=work.goes_next,
             next_rows=work.next_rows,
         )
-
-
-def _qkv_rows(state: WindowState, l: int, x: torch.Tensor) -> torch.Tensor:
-    """Step 1: LN1 then the fused q|k|v projection of rows (r, d) -> (r, 3d); q carries hd^-0.5."""
-    cfg, consts = state.cfg, state.consts
-    bias = consts.qkv_bias[l]
-    normed = state.net.layers[l].self_attn_layer_norm(x)
-    qkv = torch.addmm(bias, normed, consts.qkv_weight[l]) if bias is not None else normed @ consts.qkv_weight[l]
-    if not consts.q_scaled:
-        qkv[:, : cfg.hidden_size] *= cfg.head_dim**-0.5
-    return qkv
 
 
 def _move_by_changed_keys(
