@@ -145,6 +145,16 @@ def test_configuration_dictionaries_and_ignore_comments_are_honoured(workspace, 
     assert code == 0 and "docs/b.md:3:33: hint typo" in out  # hints do not fail the default --fail-on warning
 
 
+def test_a_paragraph_without_words_gets_no_tone_even_when_any_length_may(workspace, capsys):
+    """toneMinWords 0 and every tone shown: the prose paragraphs get one, a rule of stars or dashes none."""
+    (workspace / "vq-lsp.toml").write_text("[diagnostics]\nsentiment-threshold = 0.0\ntone-min-words = 0\n")
+    (workspace / "rules.txt").write_text("The film was a delight from start to finish.\n\n***\n\n  -- \n\nIt was.\n")
+    (workspace / "rules.md").write_text("The film was a delight from start to finish.\n\n  -- \n\n...\n\nIt was.\n")
+    code, out, err = run(capsys, "rules.txt", "rules.md", "--fail-on", "never")
+    tones = [line.split(": ")[0] for line in out.splitlines() if " sentiment " in line]
+    assert code == 0 and sorted(tones) == ["rules.md:1:1", "rules.md:7:1", "rules.txt:1:1", "rules.txt:7:1"], out
+
+
 def test_a_word_the_workspace_uses_consistently_is_no_typo_in_any_file(workspace, capsys):
     one = "# Engine\n\nThe engine keeps its dtype with the state, and every edit reads it from there.\n"
     (workspace / "docs" / "engine.md").write_text(one)
