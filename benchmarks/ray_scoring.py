@@ -35,6 +35,8 @@ from vq_lsp.scoring import ray as ray_batch
 from vq_lsp.scoring.scorer import BatchScorer
 from vq_lsp.settings import DiagnosticSettings
 
+ENGINE = {"dtype": "float64", "context": "window", "layout": "full"}  # both paths: the engine the results name
+
 
 def corpus(data: Path, docs: int, revisions: int, max_chars: int) -> list[tuple[str, str, str]]:
     """(document, label, text): the first `docs` chapters whose revisions all stay within `max_chars`
@@ -77,7 +79,7 @@ def run(args) -> dict:
 
     def single_process(label: str) -> list[dict]:
         t0 = time.perf_counter()
-        scorer = BatchScorer(inference.load_model(args.model, device="cpu"), hints=hints)
+        scorer = BatchScorer(inference.load_model(args.model, device="cpu", **ENGINE), hints=hints)
         start = time.perf_counter() - t0
         t0, cpu0 = time.perf_counter(), time.process_time()
         rows = stripped(scorer.score(revs))
@@ -103,7 +105,7 @@ def run(args) -> dict:
     try:
         for workers in args.workers:
             t0 = time.perf_counter()
-            scorer = ray_batch.RayScorer(ray_batch.LOCAL, workers, model_path, 1, hints=hints)
+            scorer = ray_batch.RayScorer(ray_batch.LOCAL, workers, model_path, 1, ENGINE, hints=hints)
             start = time.perf_counter() - t0
             cpu0 = ray.get([a.cpu_seconds.remote() for a in scorer.actors])
             t0 = time.perf_counter()

@@ -65,6 +65,20 @@ def test_text_lines_and_exit_codes(workspace, capsys):
     assert run(capsys, "docs/a.md")[:2] == (1, "\n".join(of_a) + "\n")  # a file on its own: same hints
 
 
+@pytest.mark.parametrize("line_end", ["\r", "\r\n"])
+def test_markdown_with_other_line_ends_is_checked_like_the_same_text_with_newlines(workspace, capsys, line_end):
+    """A lone \\r (classic Mac) or \\r\\n ends a line, as in an editor: the same hints at the same line and
+    column as with \\n, no traceback."""
+    (workspace / "lf.md").write_bytes(MORE.encode())
+    (workspace / "other.md").write_bytes(MORE.replace("\n", line_end).encode())
+    code, out, err = run(capsys, "lf.md", "other.md", "--format", "json", "--fail-on", "never")
+    assert code == 0 and "Traceback" not in err and "error" not in err
+    found = {name: [] for name in ("lf.md", "other.md")}
+    for f in json.loads(out):
+        found[f["path"]].append((f["line"], f["column"], f["end_line"], f["end_column"], f["kind"], f["fixes"]))
+    assert found["other.md"] == found["lf.md"] and (3, 33) in [h[:2] for h in found["lf.md"]]
+
+
 def test_bad_usage_exits_2(workspace, capsys):
     assert run(capsys, "missing.md")[0] == 2
     with pytest.raises(SystemExit) as bad:
@@ -129,6 +143,16 @@ def test_configuration_dictionaries_and_ignore_comments_are_honoured(workspace, 
     (workspace / "vq-lsp.toml").write_text('[diagnostics]\ntypo-severity = "hint"\n')
     code, out, _ = run(capsys, "docs")
     assert code == 0 and "docs/b.md:3:33: hint typo" in out  # hints do not fail the default --fail-on warning
+
+
+def test_a_paragraph_without_words_gets_no_tone_even_when_any_length_may(workspace, capsys):
+    """toneMinWords 0 and every tone shown: the prose paragraphs get one, a rule of stars or dashes none."""
+    (workspace / "vq-lsp.toml").write_text("[diagnostics]\nsentiment-threshold = 0.0\ntone-min-words = 0\n")
+    (workspace / "rules.txt").write_text("The film was a delight from start to finish.\n\n***\n\n  -- \n\nIt was.\n")
+    (workspace / "rules.md").write_text("The film was a delight from start to finish.\n\n  -- \n\n...\n\nIt was.\n")
+    code, out, err = run(capsys, "rules.txt", "rules.md", "--fail-on", "never")
+    tones = [line.split(": ")[0] for line in out.splitlines() if " sentiment " in line]
+    assert code == 0 and sorted(tones) == ["rules.md:1:1", "rules.md:7:1", "rules.txt:1:1", "rules.txt:7:1"], out
 
 
 def test_a_word_the_workspace_uses_consistently_is_no_typo_in_any_file(workspace, capsys):

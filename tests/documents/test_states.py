@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+import inference
 from vq_lsp.documents import requests
-from vq_lsp.documents.events import Edited, Opened, SettingsChanged
+from vq_lsp.documents.events import Edited, Opened, SettingsChanged, Settle
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import DiagnosticSettings, Settings
@@ -118,6 +119,29 @@ def test_a_state_in_doubt_is_rebuilt(docs, gpt2):
     res = requests.verify(docs, uri)
     assert res["rebuilt"] and not res["tokensMatchText"]  # the corrupted tokens were caught and rebuilt
     assert requests.verify(docs, uri)["tokensMatchText"] and docs.states[uri].doc.token_ids == gpt2.encode("Nice. Yes.")
+
+
+def test_a_state_that_fails_to_settle_is_rebuilt_at_once(docs, monkeypatch):
+    """Settling an idle document raises: the user is told, and the state in doubt is rebuilt from the
+    text in the same step (not left missing until the next edit or request), at rest, with its hints
+    chosen from it as settled ones."""
+    uri, text = "mem://settle-fault", "Good film.\n\nIt was fun."
+    docs.process_now(uri, [Opened(1, "plaintext", text)])
+    for version, ch in enumerate(" Truly a gem.", start=2):
+        docs.process_now(uri, [Edited(version, [Change(ch, (0, 10 + version - 2, 0, 10 + version - 2))])])
+    st = docs.states[uri]
+    assert not st.doc.at_rest()  # settling has work to do
+
+    def broken(doc):
+        raise RuntimeError("settle fault")
+
+    monkeypatch.setattr(inference.IncrementalDocument, "settle", broken)
+    out = docs.process_now(uri, [Settle(version)])
+    assert [m.level for m in out.messages] == ["warning"]
+    assert "could not settle" in out.messages[0].text and "settle fault" in out.messages[0].text
+    assert st.rebuilds == 1 and st.doc is not None and st.doc.at_rest() and st.settled
+    assert st.doc.token_ids == st.tracked.ids and st.doc.verify().codes_equal
+    assert docs.process_now(uri, [Settle(version)]).messages == []  # settled: not tried again
 
 
 def test_text_problems(docs):

@@ -70,6 +70,23 @@ def test_a_paragraphs_scores_do_not_depend_on_the_text_before_it(paragraph_model
     assert leaky.span_scores(a, b) != pytest.approx(alone.span_scores(0, alone.n_tokens), abs=1e-9)
 
 
+def test_spans_read_at_once_are_each_paragraph_alone_and_cross_windows(paragraph_model):
+    """spans_scores (a publish reads every tone block at once): each window's span, in any order, scores
+    as its paragraph alone, bit for bit; a span across windows adds their pieces up (the whole text: the
+    document's score); an empty or outside span is refused."""
+    m = paragraph_model
+    doc = inference.IncrementalDocument(m, m.tokenizer.encode("".join(BEFORE.values()) + PARAGRAPH))
+    bounds = doc.window_bounds
+    assert len(bounds) >= 4
+    alone = [inference.IncrementalDocument(m, doc.token_ids[a:b]).span_scores(0, b - a) for a, b in bounds]
+    assert doc.spans_scores(bounds[::-1]) == alone[::-1]
+    whole, middle = doc.spans_scores([(0, doc.n_tokens), (bounds[0][1] - 2, bounds[2][0] + 2)])
+    assert whole == pytest.approx(doc.scores, abs=1e-12) and middle not in alone
+    for bad in [(3, 3), (0, doc.n_tokens + 1), (-1, 2)]:
+        with pytest.raises(ValueError, match="not a non-empty range"):
+            doc.spans_scores([bad])
+
+
 def test_random_edits_with_paragraph_breaks_keep_paragraph_windows_and_exact_codes(gpt2_tokenizer, rust_book_revisions):
     model = tiny_model(11, tokenizer=gpt2_tokenizer, vocab_size=50257, window_tokens=96, position_pool=9600)
     model.context = "paragraph"

@@ -79,6 +79,11 @@ def test_tone_blocks_are_paragraphs_with_their_word_counts_never_headings():
     assert items == [2, 0]  # list items: far too short for the default tone length (12 words)
 
 
+def test_a_lone_carriage_return_ends_a_markdown_line():
+    """markdown-it counts \\r as a line end: the spans are those of the same text with \\n (same offsets)."""
+    assert markup.layout(MARKDOWN.replace("\n", "\r"), markup.MARKDOWN) == markup.layout(MARKDOWN, markup.MARKDOWN)
+
+
 def test_rst_rules():
     text = """Title here
 ==========

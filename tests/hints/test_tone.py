@@ -51,6 +51,12 @@ def test_a_zero_threshold_shows_every_tone_whatever_the_gate():
     assert all(s is not None for s in tone.shown(doc, everything))
 
 
+def test_a_block_without_words_has_no_tone_whatever_the_minimum():
+    every = dataclasses.replace(UNGATED, sentiment_threshold=0.0, tone_min_words=0)
+    assert tone.shown([block(0.9, words=0), block(0.9, words=1)], every) == [None, ("positive", 0.9)]
+    assert shown_tone({"negative": 0.0, "positive": 1.0}, 0, every) is None
+
+
 def test_a_rounded_certain_paragraph_does_not_swamp_the_document():
     """`vq-lsp score` rounds scores to 6 decimals: a 1.0 must weigh as a very sure block, not an infinite one."""
     doc = [block(1.0, tokens=20), *[block(0.3, tokens=60) for _ in range(6)]]

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from vq_lsp.server.language_server import SETTLE_AFTER_S
+
 from .rawclient import RawClient
 from .scenarios import ScenarioFailure, expect, sha256
 
@@ -238,6 +240,31 @@ def repeating_fault(model_dir: Path) -> int:
         time.sleep(1.0)  # a retry loop would show up as more messages by now
         errors = messages(c, "internal error on")
         expect(len(errors) == 2, f"{len(errors)} error messages for a repeating fault (want 2: the first, giving up)")
+        check_state(c, uri, text, version)
+        finish(c)
+        return 1
+    finally:
+        c.kill()
+
+
+def settle_fault(model_dir: Path) -> int:
+    """Settling an idle document (a second after its last edit) raises on every try: the user is told,
+    the state is rebuilt from its text, no settle loop follows, typing goes on and the state is exact."""
+    c = faulty_server("settle:1:0", ["--model", str(model_dir)])
+    try:
+        c.initialize()
+        uri, text = "file:///tmp/vq/settle-fault.txt", PROSE
+        c.open(uri, text)
+        c.diagnostics(uri, 1)
+        text, version = type_text(c, uri, text, " Truly a gem.", 1)
+        msg = message(c, "could not settle")
+        expect("injected fault" in msg["message"] and "rebuilding" in msg["message"], f"unclear message: {msg}")
+        time.sleep(SETTLE_AFTER_S + 1.0)  # a settle retried by itself would show up as more messages by now
+        tries = messages(c, "could not settle")
+        expect(len(tries) == 1, f"{len(tries)} messages for one failed settle (want 1)")
+        scores = c.call("vqLsp/documentScores", {"uri": uri})["result"]
+        expect(scores["rebuilds"] == 1 and scores["version"] == version, f"after the failed settle: {scores}")
+        text, version = type_text(c, uri, text, "!", version)  # hints for the next edit
         check_state(c, uri, text, version)
         finish(c)
         return 1

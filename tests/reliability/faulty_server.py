@@ -6,8 +6,10 @@ count 0: every call from `first` on) of the chosen function raise RuntimeError("
 fault"). Where:
   layer  inference.engine.layer.update_layer: one layer of one window inside an incremental
          update, i.e. in the middle of the engine's state update
-  build  inference.DocumentBuilder.step: one window's full pass of a build (open or rebuild;
-         the tests' documents are one window each)
+  build  inference.DocumentBuilder.step of a build's first window: builds are counted (an open or
+         a rebuild), not windows, since a document has a window per paragraph with the paragraph
+         context (the server's default) and one in all with the window context
+  settle inference.IncrementalDocument.settle: an idle document brought to rest
   hints  vq_lsp.hints.lsp.choose, after the engine update, while choosing diagnostics
   hover  vq_lsp.hints.lsp.hover_text, inside a request
 The server code is untouched; only these functions are wrapped before it starts.
@@ -20,17 +22,25 @@ import os
 import sys
 
 
-def _wrap(fn, first: int, count: int):
+def _wrap(fn, first: int, count: int, counted=None):
+    """fn, raising on the chosen calls; counted(*args): whether a call counts (default: every call),
+    a call not counted runs as it is."""
     calls = {"n": 0}
 
     @functools.wraps(fn)
     def faulty(*args, **kwargs):
+        if counted is not None and not counted(*args):
+            return fn(*args, **kwargs)
         calls["n"] += 1
         if calls["n"] >= first and (count == 0 or calls["n"] < first + count):
             raise RuntimeError(f"injected fault (call {calls['n']} of {fn.__qualname__})")
         return fn(*args, **kwargs)
 
     return faulty
+
+
+def _first_window(builder) -> bool:
+    return not builder.windows
 
 
 def install(specs: str) -> None:
@@ -48,7 +58,9 @@ def _install(spec: str) -> None:
     if where == "layer":
         inference.engine.layer.update_layer = _wrap(inference.engine.layer.update_layer, first, count)
     elif where == "build":
-        inference.DocumentBuilder.step = _wrap(inference.DocumentBuilder.step, first, count)
+        inference.DocumentBuilder.step = _wrap(inference.DocumentBuilder.step, first, count, _first_window)
+    elif where == "settle":
+        inference.IncrementalDocument.settle = _wrap(inference.IncrementalDocument.settle, first, count)
     elif where == "hints":
         hints.choose = _wrap(hints.choose, first, count)
     elif where == "hover":

@@ -26,9 +26,12 @@ def test_engine_fault_in_the_middle_of_an_update(reliability_model_dir):
     assert faults.engine_fault_mid_update(reliability_model_dir) == 1
 
 
-@pytest.mark.xfail(reason="the idle settle job and the injected build faults interact: not yet diagnosed")
 def test_build_diagnostics_and_request_faults(reliability_model_dir):
     assert faults.handler_faults(reliability_model_dir) == 3
+
+
+def test_a_failed_settle_is_reported_and_rebuilt(reliability_model_dir):
+    assert faults.settle_fault(reliability_model_dir) == 1
 
 
 def test_a_repeating_fault_does_not_loop(reliability_model_dir):

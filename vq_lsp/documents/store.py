@@ -141,7 +141,7 @@ class Documents:
             elif isinstance(ev, Settle):
                 st = self.states.get(uri)
                 if st is not None and st.version == ev.version and not st.settled:
-                    self._settle(st, out)
+                    eager |= not self._settle(st, out)  # a state that failed to settle is rebuilt now
             elif isinstance(ev, SettingsChanged):
                 self._make_room()
             else:
@@ -161,21 +161,33 @@ class Documents:
             out.needs_build = eager or not self._material_current(st)
         return out
 
-    def _settle(self, st: DocumentState, out: Outcome) -> None:
-        """An idle document: its state brought to rest, its next hints chosen from exact scores."""
+    def _settle(self, st: DocumentState, out: Outcome) -> bool:
+        """An idle document: its state brought to rest, its next hints chosen from exact scores.
+
+        False when settling failed: the state, in doubt, is dropped and must be rebuilt from the text
+        at once (the caller asks for the build). A fresh build is at rest, so the hints chosen from it
+        are still the settled ones, and they are republished where they changed; an edit alone starts
+        the next settle, so a failing settle never repeats by itself."""
         if st.doc is None or st.problem is not None:
-            return
+            return True
         if not st.doc.at_rest():
             try:
                 res = st.doc.settle()
             except Exception as e:  # a state in doubt is rebuilt from its text
                 log.exception("settling %s failed", st.uri)
-                out.messages.append(Message("warning", f"vq-lsp: could not settle {st.uri} ({e}); rebuilding it"))
-                st.doc, st.in_doubt = None, True
-                st.rebuilds += 1
-                return
+                out.messages.append(
+                    Message(
+                        "warning",
+                        f"vq-lsp: could not settle {st.uri} ({type(e).__name__}: {e}); "
+                        "rebuilding its state from the text",
+                    )
+                )
+                st.mark_in_doubt()
+                st.settling = True
+                return False
             st.last_cost = res.cost.as_dict() | {"splices": 0, "settle": True}
         st.settling = True
+        return True
 
     def process_now(self, uri: str, events: Sequence[Event]) -> Outcome:
         """`process`, the whole build and `hints` in one call (tests, scripts): the server runs

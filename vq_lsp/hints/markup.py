@@ -335,8 +335,12 @@ def _subtract(a: int, b: int, holes: list[tuple[int, int]]) -> list[tuple[int, i
     return out
 
 
-def _line_starts(text: str) -> list[int]:
-    return [0] + [m.end() for m in re.finditer("\n", text)]
+def _line_starts(text: str, line_end: re.Pattern = re.compile("\n")) -> list[int]:
+    return [0] + [m.end() for m in line_end.finditer(text)]
+
+
+# markdown-it's line ends (its normalize rule): the line numbers of its tokens count a lone \r as one too
+_MD_LINE_END = re.compile(r"\r\n?|\n")
 
 
 # ---------------------------------------------------------------------------- Markdown
@@ -350,7 +354,7 @@ def _md(front_matter: bool = True) -> MarkdownIt:
 
 def _markdown_blocks(text: str, front_matter: bool = True) -> list[tuple[int, int, bool]]:
     """(start, end, may have a tone) of every paragraph and heading; table cells excluded."""
-    starts = _line_starts(text)
+    starts = _line_starts(text, _MD_LINE_END)
     out, in_table, heading = [], 0, False
     for t in _md(front_matter).parse(text):
         if t.type == "table_open":

@@ -322,17 +322,17 @@ def document_material(
             spots.append(m.finding_index)
             spot_at.append((ta, len(m.findings)))
         if m.tones:
-            # a tone block's scores are read afresh: the class scores follow its tokens' positions
-            # and context, which an edit elsewhere may move while the surprise stays the same
-            tones.extend(
-                (a + pa, b + pa, i + ta, j + ta, doc.span_scores(i + ta, j + ta), w) for a, b, i, j, _, w in m.tones
-            )
+            tones.extend((a + pa, b + pa, i + ta, j + ta, w) for a, b, i, j, _, w in m.tones)
         if m.uses:
             uses.update(m.uses)
             crowded |= m.crowded
         if m.code_words:
             code |= m.code_words
         technical = technical or m.has_code
+    # a tone block's scores are read afresh: the class scores follow its tokens' positions and context,
+    # which an edit elsewhere may move while the surprise stays the same (all blocks in one read)
+    scores = doc.spans_scores([(i, j) for _, _, i, j, _ in tones])
+    tones = [(a, b, i, j, sc, w) for (a, b, i, j, w), sc in zip(tones, scores)]
     if words:  # each paragraph's rows moved to its place, all at once
         rows = np.concatenate(words)
         at = np.asarray(word_at, dtype=np.int64)

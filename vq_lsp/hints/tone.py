@@ -1,7 +1,7 @@
 """The tone rule: which prose blocks of a document show their tone.
 
-A block shows its top label when it has at least `toneMinWords` words and the label's probability
-reaches `sentimentThreshold`. With `toneGate` above 0, a document must also read as an opinion piece
+A block shows its top label when it has at least `toneMinWords` words (and one at the least) and the
+label's probability reaches `sentimentThreshold`. With `toneGate` above 0, a document must also read as an opinion piece
 as a whole: the score of all its tone blocks together (their tokens' class log-probabilities summed,
 the same aggregate as a paragraph's score, see inference.document.span_probs) must reach the gate, or
 no block shows a tone. Why: even scored alone, a few paragraphs of a well-edited technical or
@@ -54,9 +54,10 @@ def document_scores(blocks: Sequence[Block]) -> dict[str, float] | None:
 
 
 def block_tone(scores: dict[str, float], n_words: int, cfg: DiagnosticSettings) -> tuple[str, float] | None:
-    """(label, probability) a block would show on its own (no document gate), else None."""
+    """(label, probability) a block would show on its own (no document gate), else None. A block without
+    a word (a rule of dashes or stars) has no tone, even with `toneMinWords` 0: its scores read punctuation."""
     label, p = top_label(scores)
-    if n_words >= cfg.tone_min_words and p >= cfg.sentiment_threshold:
+    if n_words >= max(1, cfg.tone_min_words) and p >= cfg.sentiment_threshold:
         return label, p
     return None
 

@@ -74,8 +74,11 @@ class FileText:
     token_starts: np.ndarray
 
     def position(self, offset: int) -> tuple[int, int]:
-        line = self.text.count("\n", 0, offset)
-        return line, offset - (self.text.rfind("\n", 0, offset) + 1)
+        """(line, character), 0-based: \\n, \\r\\n and a lone \\r each end a line, as in the protocol (an
+        editor, and the server, count lines so)."""
+        t = self.text
+        line = t.count("\n", 0, offset) + t.count("\r", 0, offset) - t.count("\r\n", 0, offset)
+        return line, offset - (max(t.rfind("\n", 0, offset), t.rfind("\r", 0, offset)) + 1)
 
 
 def build_parser() -> argparse.ArgumentParser:

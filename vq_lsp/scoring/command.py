@@ -23,7 +23,7 @@ import inference
 from inference import argtypes
 
 from .. import stdio
-from ..engine_flags import add_engine_flags
+from ..engine_flags import add_engine_flags, load_options
 from ..hints import markup
 from ..settings import DiagnosticSettings
 from .output import RowWriter
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         changes_only = bool(args.git) and args.format == "text" and not args.all_hints
         texts: deque[str] = deque()
         revisions = remembering(source.revisions, texts) if changes_only else source.revisions
-        load = dict(dtype=args.precision, dense=args.dense, context=args.context, layout=args.state_layout)
+        load = {**load_options(args), "dense": args.dense}
         model = inference.load_model(args.model, device=args.device, **load)
         surprise = (
             {} if args.surprise_threshold is None else {"surprise": True, "surprise_threshold": args.surprise_threshold}

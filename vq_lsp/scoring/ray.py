@@ -26,6 +26,7 @@ import torch
 
 import inference
 
+from ..engine_flags import load_options
 from .revisions import Revision
 from .scorer import BatchScorer, Summary
 
@@ -79,11 +80,13 @@ class ScoringWorker:
 
     def __init__(self, model_path: str | None, threads: int, load: dict, scorer_options: dict) -> None:
         torch.set_num_threads(threads)
-        model = inference.load_model(model_path, device="cpu", **load)
-        self.scorer = BatchScorer(model, **scorer_options)
+        self.model = inference.load_model(model_path, device="cpu", **load)
+        self.scorer = BatchScorer(self.model, **scorer_options)
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> dict[str, str]:
+        """The engine this worker loaded (the driver keeps it: what its rows were scored with)."""
+        m = self.model
+        return {"precision": str(m.dtype).removeprefix("torch."), "context": m.context, "state_layout": m.layout}
 
     def cpu_seconds(self) -> float:
         """CPU time this worker process has used (benchmarks: throughput per CPU-second)."""
@@ -105,8 +108,10 @@ class RayScorer:
         load: dict | None = None,
         **scorer_options,
     ) -> None:
-        """load: load_model's options for every worker (dtype, dense, context; default float64, torch,
-        window); scorer_options: BatchScorer's own (verify, hints, markup), passed to every worker's scorer."""
+        """load: load_model's options for every worker (dtype, dense, context, layout), each one not given
+        the `vq-lsp score` default (engine_flags.load_options: the server's settings), so that a worker's rows
+        are the single-process scorer's; scorer_options: BatchScorer's own (verify, hints, markup), passed to
+        every worker's scorer."""
         self.ray = require_ray()
         self.threads = threads or 1
         self.started = connect(self.ray, address, workers, self.threads)
@@ -115,9 +120,10 @@ class RayScorer:
         self.workers = workers
         actor = self.ray.remote(num_cpus=self.threads)(ScoringWorker)
         model_path = None if model_path is None else os.path.abspath(model_path)  # workers have their own cwd
-        self.actors = [actor.remote(model_path, self.threads, load or {}, scorer_options) for _ in range(workers)]
+        load = {**load_options(), **(load or {})}
+        self.actors = [actor.remote(model_path, self.threads, load, scorer_options) for _ in range(workers)]
         try:  # every worker has loaded the model before the first revision is read
-            self.ray.get([a.ready.remote() for a in self.actors])
+            self.engines: list[dict[str, str]] = self.ray.get([a.ready.remote() for a in self.actors])
         except self.ray.exceptions.RayError as e:
             self.close()
             raise RayUnavailable(f"a Ray worker could not load the model: {_cause(e)}") from None
