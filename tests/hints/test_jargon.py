@@ -94,12 +94,14 @@ def test_a_real_word_hint_in_technical_text_needs_stronger_evidence():
     weak = real_word("off", "of", 4.5)
     assert technical.excuse(weak, "off") and not prose.excuse(weak, "off")
     assert not technical.excuse(real_word("off", "of", 9.0), "off")  # strong evidence still shows
+    # the evidence needed is the pair's: "form" has no technical sense that "from" is read for
+    assert not technical.excuse(real_word("form", "from", 4.5), "form")
+    assert typos.technical_gain("Off", "of") > typos.technical_gain("form", "from")
     own = real_word("write", "right", 9.0)
     assert technical.excuse(own, "write").startswith("the document's own word")
     assert not prose.excuse(own, "write")
 
 
-@pytest.mark.xfail(reason="the planted 'form' is no longer a technical real-word finding at the new position layout")
 def test_writes_among_databases_and_work_off_the_event_loop_are_not_confusables(model):
     text = (
         "# Storage\n\nA database that takes many writes keeps a log, and each write is appended to it "

@@ -389,3 +389,28 @@ def test_the_compact_delete_index_finds_what_a_dict_of_deletions_finds():
         words.append(w[:i] + w[i + 1 : j] + "xe"[j % 2] + w[j:])  # a deletion and an insertion
     for w in words:
         assert typos._two_edits(w) == reference(w), w
+
+
+def test_a_name_used_twice_in_a_text_without_capitals_is_no_typo(model):
+    text = "the offensive at sayd karam in paktia province was fought by teh army, and paktia fell in a week.\n"
+    lower = {f.word for f in material(model, text)[2].findings if f.kind == "non-word"}
+    assert "paktia" not in lower and "teh" in lower  # a known slip stays a typo however often it is used
+    cased = text.replace("the offensive", "The offensive")
+    assert "paktia" in {f.word for f in material(model, cased)[2].findings if f.kind == "non-word"}
+    uncased = typos.Evidence({"paktia": 2, "recieve": 2}, frozenset(), False, uncased=True)
+    assert uncased.excuse(typos.WordFinding(0, 6, "paktia", 20.0, "non-word", 19.0, (("partial", -1.0),)), text)
+    assert not uncased.excuse(typos.WordFinding(0, 7, "recieve", 20.0, "non-word", 9.0, (("receive", -1.0),)), text)
+
+
+def test_abbreviations_are_no_typos_but_a_word_that_ends_a_sentence_may_be():
+    def why(text: str, word: str, cased: bool = True) -> str:
+        a = text.index(word)
+        f = typos.WordFinding(a, a + len(word), word, 12.0, "non-word", 5.0, (("set", -2.0),))
+        return typos.Evidence({}, frozenset(), False, uncased=not cased).excuse(f, text)
+
+    assert why("The rate was 2.66% (2007 est.) last year.", "est") == "an abbreviation"
+    assert why("births to approx. 5,000 women", "approx") == "an abbreviation"
+    assert why("cannabis sativa subsp. indica grows wild", "subsp") == "an abbreviation"
+    assert not why("cannabis sativa subsp. indica grows wild", "subsp", cased=False)  # a sentence may follow
+    assert not why("They went to teh. Then home.", "teh")  # no abbreviation: a sentence follows
+    assert not why("the whole sentence ends in a typo est.", "est")
