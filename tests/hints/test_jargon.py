@@ -97,6 +97,9 @@ def test_a_real_word_hint_in_technical_text_needs_stronger_evidence():
     # the evidence needed is the pair's: "form" has no technical sense that "from" is read for
     assert not technical.excuse(real_word("form", "from", 4.5), "form")
     assert typos.technical_gain("Off", "of") > typos.technical_gain("form", "from")
+    # and only such a pair is the document's own word: using "then" often says nothing of "rather then use"
+    common = typos.Evidence({}, frozenset({"sql"}), True, confusables={"then": 6, "than": 1})
+    assert not common.excuse(real_word("then", "than", 4.5), "then")
     own = real_word("write", "right", 9.0)
     assert technical.excuse(own, "write").startswith("the document's own word")
     assert not prose.excuse(own, "write")

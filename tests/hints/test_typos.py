@@ -414,3 +414,19 @@ def test_abbreviations_are_no_typos_but_a_word_that_ends_a_sentence_may_be():
     assert not why("cannabis sativa subsp. indica grows wild", "subsp", cased=False)  # a sentence may follow
     assert not why("They went to teh. Then home.", "teh")  # no abbreviation: a sentence follows
     assert not why("the whole sentence ends in a typo est.", "est")
+
+
+def test_units_and_labels_beside_numbers_and_identifiers_in_technical_text_are_no_typos():
+    def why(text: str, word: str, technical: bool = False) -> str:
+        a = text.index(word)
+        f = typos.WordFinding(a, a + len(word), word, 12.0, "non-word", 5.0, (("cats", -2.0),))
+        return typos.Evidence({}, frozenset(), technical).excuse(f, text)
+
+    assert why("The held-out loss was 5.66 nats per token.", "nats") == "a unit or label beside a number"
+    assert why("exported with opset 17 and run", "opset") == "a unit or label beside a number"
+    assert not why("The loss is measured in nats per token.", "nats")  # no number beside it
+    assert not why("It took 5 yeras to build.", "yeras")  # a known slip beside a number is still one
+    assert why("each row in the same dtype, then", "dtype", technical=True).startswith("code-like")
+    assert not why("each row in the same dtype, then", "dtype")  # only in a technical document
+    assert not why("we dtermine the value", "dtermine", technical=True)  # a slip that starts so
+    assert typos.english_onset("nats") and not typos.english_onset("dtype") and not typos.english_onset("stdio")

@@ -17,8 +17,10 @@ The evidence is the gain, log p(best fix) - log p(word), in nats:
   the document excuses it (`Evidence.excuse`: a capitalised word inside a sentence (a name), a
   name or coinage used twice, dropped-g dialect, the plural of a word in -ing ("stylings"), a
   stretched word ("sooo", "loooong"), a rhyming pair ("loosey goosey", "higgledy-piggledy"), a
-  piece of a contraction written with an accent or backtick for its apostrophe ("you´ve"),
-  code-like words in a technical document);
+  piece of a contraction written with an accent or backtick for its apostrophe ("you´ve"), a
+  spelling used twice in a text with no capital letters (a lower-cased export, where names show no
+  capital), a short word before an abbreviation's period ("2006 est.)") or beside a number (a
+  unit, "5.66 nats", or a label, "opset 17"), code-like words in a technical document);
 - a lower-case dictionary word is a "real-word" error when a confusable word gains at least the
   real-word threshold: a dictionary cannot see these at all. A word the words before already
   doubt is read on: the word and its partners are scored on the few words after it as well
@@ -367,7 +369,8 @@ class Evidence:
     outside its prose (inline and fenced code, tables, link targets), and whether it is a
     technical document (one with such words). A capitalised non-word inside a sentence is a
     name in any document. In a technical document a code-like non-word is no typo: a file
-    extension, a call, a key's name in a key chord (alt-b, ctrl+r), a word with no vowel,
+    extension, a call, a key's name in a key chord (alt-b, ctrl+r), a word with no vowel or
+    starting with consonants no English word starts with ("dtype"; "stdio" is "studio" less a letter),
     jargon with no common word one edit away (unless it is a long word one edit from any word
     worth suggesting), a word its code uses. A word one edit from a very common word is judged
     by the model's context even when the code uses it ("teh" in a table is as wrong as in
@@ -397,6 +400,8 @@ class Evidence:
             return "used twice in a text without capitals: a name"
         if abbreviation(text, f.start, f.end, not self.uncased):
             return "an abbreviation"
+        if beside_number(text, f.start, f.end) and not misspelling(lower):
+            return "a unit or label beside a number"
         if f.word.islower() and f.word in self.writers:
             return "the writer's word: used consistently in this document"
         hyphened = text[f.end : f.end + 1] == "-" and text[f.end + 1 : f.end + 2].isalpha()
@@ -420,6 +425,8 @@ class Evidence:
             return "code-like: a key chord"
         if not any(c in "aeiouy" for c in lower):
             return "code-like: no vowel"
+        if _ONSET.match(lower).end() >= 2 and not english_onset(lower) and not misspelling(lower):
+            return "code-like: no English word starts so"
         close = _close_lower(lower, 1)
         closest = max((dictionary().word_frequency[w] for w in close), default=0)
         if closest < COMMON_FREQUENCY and not (len(lower) >= LONG_WORD_LETTERS and any(map(_fix_worthy, close))):
@@ -431,10 +438,11 @@ class Evidence:
     def _real_word_excuse(self, f: WordFinding) -> str:
         """A real-word hint in a technical document needs stronger evidence than in prose for the
         pairs whose word has a technical sense: a gain of `technical_gain` ("off the event loop"
-        is not "of the event loop"), and a word the document uses as its own vocabulary (more
-        often than the partner suggested, and at least twice) is not confused with it ("write"
-        among databases is not "right")."""
-        if not self.technical or not f.fixes:
+        is not "of the event loop"), and such a word the document uses as its own vocabulary
+        (more often than the partner suggested, and at least twice) is not confused with it
+        ("write" among databases is not "right"). Only for those pairs: that a document says
+        "then" more often than "than" says nothing about "rather then use"."""
+        if not self.technical or not f.fixes or not technical_pair(f.word, f.fixes[0][0]):
             return ""
         if f.gain < technical_gain(f.word, f.fixes[0][0]):
             return "technical text: too little evidence for a confusable"
@@ -456,6 +464,38 @@ def abbreviation(text: str, a: int, b: int, cased: bool) -> bool:
     a text with capitals). Even a known slip's spelling is one there ("est." beside "set")."""
     m = _AFTER_ABBREVIATION.match(text, b)
     return b - a <= ABBREVIATION_LETTERS and m is not None and (cased or not m.group()[-1].isalpha())
+
+
+# A short non-word right after a number is its unit ("5.66 nats", "10 atm", "4000 bc"), right before
+# one a label ("opset 17"); a known slip (`misspelling`) there is still a typo ("5 yeras").
+NUMBER_WORD_LETTERS = 6
+_NUMBER_BEFORE = re.compile(r"\d(?:[.,]\d+)?[- \u00a0]?$")
+_NUMBER_AFTER = re.compile(r"[ \u00a0]\d")
+
+
+def beside_number(text: str, a: int, b: int) -> bool:
+    """Whether the word text[a:b] is short and written just after or just before a number."""
+    if b - a > NUMBER_WORD_LETTERS:
+        return False
+    return bool(_NUMBER_BEFORE.search(text[max(0, a - 16) : a]) or _NUMBER_AFTER.match(text, b))
+
+
+@lru_cache(maxsize=1)
+def _onsets() -> frozenset[str]:
+    freq = dictionary().word_frequency
+    return frozenset(_ONSET.match(w).group() for w, n in freq.items() if n >= MIN_FIX_FREQUENCY and w.isalpha())
+
+
+def english_onset(lower: str) -> bool:
+    """Whether some dictionary word starts with the consonants `lower` starts with: "dtype" and
+    "stdio" start as no English word does (identifiers; a slip that does, "dtermine", is caught
+    by `misspelling` first)."""
+    return _ONSET.match(lower).group() in _onsets()
+
+
+def technical_pair(word: str, partner: str) -> bool:
+    """Whether technical prose gives this confusable a sense of its own (TECHNICAL_REAL_WORD_GAIN)."""
+    return (word.lower(), partner.lower()) in TECHNICAL_REAL_WORD_GAIN
 
 
 def technical_gain(word: str, partner: str) -> float:
