@@ -78,6 +78,7 @@ FIT_SWAPS = 10
 FIT_STEP = 0.25
 FIT_MAX = 9.0
 FALSE_ALARM_COST = 10  # planted swaps missed that one false alarm on clean prose is worth
+FLAT_TECHNICAL_GAIN = 5.0  # the one gain every technical real-word hint needed before, for comparison
 FIT_DOCS = ("docs", "training/README.md")  # the repository's docs read for clean false alarms (README.md and
 # benchmarks/README.md quote the reviews' errors at length and are left out)
 
@@ -442,6 +443,7 @@ def fit(args) -> dict:
     gains, words = pair_gains(model, chapters[: args.texts] if args.texts else chapters, docs, settings, args.seed)
     base = settings.diagnostics.real_word_threshold
     pairs = fit_pairs(gains, base)
+    flat = max(base, FLAT_TECHNICAL_GAIN)
     return {
         "command": "python -m benchmarks.quiet_prose " + shlex.join(recorded_command(args.argv)),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} ({platform.machine()})",
@@ -450,6 +452,11 @@ def fit(args) -> dict:
         "false_alarm_cost": FALSE_ALARM_COST,
         "pairs": [{"word": w, "partner": p, **v} for (w, p), v in pairs.items()],
         "raised": {f"{w} {p}": v["threshold"] for (w, p), v in pairs.items() if v["threshold"] > base},
+        "flat": {
+            "threshold": flat,
+            "found": sum(g.planted and g.gain >= flat for g in gains),
+            "false_alarms": sum(not g.planted and g.gain >= flat for g in gains),
+        },
     }
 
 
@@ -475,7 +482,9 @@ def fit_report(r: dict) -> str:
             "",
             f"Clean technical prose read: {r['clean_words']:,} words; a false alarm counts as "
             f"{r['false_alarm_cost']} planted swaps missed. Default {r['default']} nats: {total[0]} planted swaps "
-            f"found, {total[1]} false alarms; fitted: {total[2]} found, {fa} false alarms.",
+            f"found, {total[1]} false alarms; fitted: {total[2]} found, {fa} false alarms; one flat "
+            f"{r['flat']['threshold']} nats for every pair: {r['flat']['found']} found, "
+            f"{r['flat']['false_alarms']} false alarms (of {sum(p['planted'] for p in r['pairs'])} planted).",
             "",
             markdown_table(["pair", "threshold", "planted", "found / false alarms at default", "fitted"], rows),
             "",

@@ -52,16 +52,16 @@ def test_crowded_means_beside_the_models_best_fix():
 
 
 JARGON = (
-    "# Scores\n\nEvery gain is measured in nats, so that scores add up over a word's pieces.\n\n"
-    "A word's surprise is a sum of nats over its pieces, and a fix must win by enough nats.\n\n"
-    "The threshold of 1.8 nats was chosen on held-out text, as the other one of 3.2 nats was.\n"
+    "# Scores\n\nEvery score is read from the logits, so that scores add up over a word's pieces.\n\n"
+    "A word's surprise is a sum over its pieces of logits, and a fix must win by enough.\n\n"
+    "The logits of the last layer were chosen on held-out text, as the other ones were.\n"
 )
 
 
 def test_a_word_used_consistently_in_the_document_gets_no_hint(model):
-    assert "nats" not in typo_hints(model, JARGON)
-    once = "# Scores\n\nEvery gain is measured in nats, so that scores add up over a word's pieces.\n"
-    assert typo_hints(model, once) == ["nats"]  # used once: nothing says it is the writer's word
+    assert "logits" not in typo_hints(model, JARGON)
+    once = "# Scores\n\nEvery score is read from the logits, so that scores add up over a word's pieces.\n"
+    assert typo_hints(model, once) == ["logits"]  # used once: nothing says it is the writer's word
 
 
 def test_a_slip_repeated_three_times_is_still_flagged(model):

@@ -424,9 +424,19 @@ def test_units_and_labels_beside_numbers_and_identifiers_in_technical_text_are_n
 
     assert why("The held-out loss was 5.66 nats per token.", "nats") == "a unit or label beside a number"
     assert why("exported with opset 17 and run", "opset") == "a unit or label beside a number"
-    assert not why("The loss is measured in nats per token.", "nats")  # no number beside it
+    assert not why("exported with the opset of the day", "opset")  # no number beside it
     assert not why("It took 5 yeras to build.", "yeras")  # a known slip beside a number is still one
     assert why("each row in the same dtype, then", "dtype", technical=True).startswith("code-like")
     assert not why("each row in the same dtype, then", "dtype")  # only in a technical document
     assert not why("we dtermine the value", "dtermine", technical=True)  # a slip that starts so
     assert typos.english_onset("nats") and not typos.english_onset("dtype") and not typos.english_onset("stdio")
+
+
+def test_a_form_of_a_dictionary_word_the_list_lacks_is_no_typo():
+    assert typos.inflected("lints") and typos.inflected("linted") and typos.inflected("linting")  # of "lint"
+    assert not typos.inflected("viewss")  # a doubled letter
+    assert not typos.inflected("thes")  # a known slip of "these"
+    text = "Each thread that lints has its own linter, and the cache is never held while Harper lints.\n"
+    a = text.index("lints")
+    f = typos.WordFinding(a, a + 5, "lints", 15.0, "non-word", 6.0, (("lines", -2.0),))
+    assert typos.Evidence({}, frozenset(), False).excuse(f, text) == "a form of a dictionary word"

@@ -231,6 +231,18 @@ def ing_plural(lower: str) -> bool:
     return lower.endswith("ings") and lower[:-1] in dictionary()
 
 
+def inflected(lower: str) -> bool:
+    """A dictionary word with -s, -ed or -ing ("lints", "linted", "linting" of "lint"): the word
+    list holds only some forms, and the model, reading the form once, likes a commoner word one
+    edit away ("lines"). A known slip (`misspelling`: "thes" of "these") is still one."""
+    for ending in ("s", "ed", "ing"):
+        stem = lower[: -len(ending)]
+        doubled = ending == "s" and stem.endswith("s")  # "viewss": a doubled letter
+        if lower.endswith(ending) and len(stem) >= 3 and not doubled and _fix_worthy(stem) and not misspelling(lower):
+            return True
+    return False
+
+
 def stretched(lower: str) -> bool:
     """A word stretched for emphasis ("sooo", "loooong", "nooooo"): a letter written three or more
     times in a row (no English word has one) that spells a dictionary word when written once or
@@ -409,6 +421,8 @@ class Evidence:
             return "a prefix joined by a hyphen"
         if ing_plural(f.word.lower()):
             return "the plural of a word in -ing"
+        if inflected(lower):
+            return "a form of a dictionary word"
         if stretched(f.word.lower()):
             return "a word stretched for emphasis"
         if rhyming_pair(text, f.start, f.end):
