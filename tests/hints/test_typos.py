@@ -429,6 +429,7 @@ def test_units_and_labels_beside_numbers_and_identifiers_in_technical_text_are_n
     assert why("each row in the same dtype, then", "dtype", technical=True).startswith("code-like")
     assert not why("each row in the same dtype, then", "dtype")  # only in a technical document
     assert not why("we dtermine the value", "dtermine", technical=True)  # a slip that starts so
+    assert not why("start from the ccode in the listing", "ccode", technical=True)  # a doubled letter
     assert typos.english_onset("nats") and not typos.english_onset("dtype") and not typos.english_onset("stdio")
 
 
@@ -440,3 +441,19 @@ def test_a_form_of_a_dictionary_word_the_list_lacks_is_no_typo():
     a = text.index("lints")
     f = typos.WordFinding(a, a + 5, "lints", 15.0, "non-word", 6.0, (("lines", -2.0),))
     assert typos.Evidence({}, frozenset(), False).excuse(f, text) == "a form of a dictionary word"
+
+
+def test_entries_of_a_list_of_names_and_lower_cased_acronyms_are_no_typos():
+    text = "islands by province:\n\nbanten\n panaitan\n sangiang\n\nearly yeras\n\nthe hotel had a tv and wi-fi.\n"
+
+    def why(word: str, uncased: bool = True) -> str:
+        a = text.index(word)
+        f = typos.WordFinding(a, a + len(word), word, 12.0, "non-word", 5.0, (("pantain", -2.0),))
+        return typos.Evidence({}, frozenset(), False, uncased=uncased).excuse(f, text)
+
+    assert why("panaitan") == "an entry of a list" and why("banten") == "an entry of a list"
+    assert not why("yeras")  # a heading: one short line between paragraphs
+    assert why("tv") == "a lower-cased acronym" and not why("tv", uncased=False)
+    slip = "banten\n teh islands\n"  # a known slip stays a typo in a list
+    f = typos.WordFinding(8, 11, "teh", 12.0, "non-word", 5.0, (("the", -2.0),))
+    assert typos.list_entry(slip, 8, 11) and not typos.Evidence({}, frozenset(), False).excuse(f, slip)

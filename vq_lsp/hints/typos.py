@@ -414,6 +414,10 @@ class Evidence:
             return "an abbreviation"
         if beside_number(text, f.start, f.end) and not misspelling(lower):
             return "a unit or label beside a number"
+        if list_entry(text, f.start, f.end) and not misspelling(lower):
+            return "an entry of a list"
+        if self.uncased and len(lower) <= ACRONYM_LETTERS and not any(c in "aeiouy" for c in lower):
+            return "a lower-cased acronym"
         if f.word.islower() and f.word in self.writers:
             return "the writer's word: used consistently in this document"
         hyphened = text[f.end : f.end + 1] == "-" and text[f.end + 1 : f.end + 2].isalpha()
@@ -439,7 +443,7 @@ class Evidence:
             return "code-like: a key chord"
         if not any(c in "aeiouy" for c in lower):
             return "code-like: no vowel"
-        if _ONSET.match(lower).end() >= 2 and not english_onset(lower) and not misspelling(lower):
+        if _ONSET.match(lower).end() >= 2 and not english_onset(lower) and not slip_of_a_word(lower):
             return "code-like: no English word starts so"
         close = _close_lower(lower, 1)
         closest = max((dictionary().word_frequency[w] for w in close), default=0)
@@ -494,6 +498,38 @@ def beside_number(text: str, a: int, b: int) -> bool:
     return bool(_NUMBER_BEFORE.search(text[max(0, a - 16) : a]) or _NUMBER_AFTER.match(text, b))
 
 
+def slip_of_a_word(lower: str) -> bool:
+    """A known slip (`misspelling`), or one slip of the hand from any word worth suggesting
+    ("ccode", "ljnks"): a word's odd start is then the slip, not an identifier's."""
+    return misspelling(lower) or any(map(_fix_worthy, slipped_from(lower)))
+
+
+# A line of at most this many words with no sentence's end, beside another such line, is an entry of a
+# list (of islands, of terms): mostly names, with no sentence around them for the model to read.
+LIST_ENTRY_WORDS = 3
+ACRONYM_LETTERS = 4  # a word with no vowel this short is an acronym written in lower case ("tv", "nl")
+
+
+def _short_line(line: str) -> bool:
+    words = line.split()
+    return 0 < len(words) <= LIST_ENTRY_WORDS and line.rstrip()[-1] not in ".!?:;"
+
+
+def list_entry(text: str, a: int, b: int) -> bool:
+    """Whether the word text[a:b] is on a short line (LIST_ENTRY_WORDS) right after or before
+    another short line: "panaitan" among " banten / panaitan / sangiang". A heading is one short
+    line between paragraphs, and stays checked."""
+    start = text.rfind("\n", 0, a) + 1
+    end = text.find("\n", b)
+    end = len(text) if end < 0 else end
+    if not _short_line(text[start:end]):
+        return False
+    before = text[text.rfind("\n", 0, max(start - 1, 0)) + 1 : max(start - 1, 0)] if start > 0 else ""
+    after_end = text.find("\n", end + 1)
+    after = text[end + 1 : len(text) if after_end < 0 else after_end] if end < len(text) else ""
+    return _short_line(before) or _short_line(after)
+
+
 @lru_cache(maxsize=1)
 def _onsets() -> frozenset[str]:
     freq = dictionary().word_frequency
@@ -502,8 +538,8 @@ def _onsets() -> frozenset[str]:
 
 def english_onset(lower: str) -> bool:
     """Whether some dictionary word starts with the consonants `lower` starts with: "dtype" and
-    "stdio" start as no English word does (identifiers; a slip that does, "dtermine", is caught
-    by `misspelling` first)."""
+    "stdio" start as no English word does (identifiers; a slip that does, "dtermine", "ccode", is
+    caught by `slip_of_a_word` first)."""
     return _ONSET.match(lower).group() in _onsets()
 
 
