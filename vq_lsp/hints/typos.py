@@ -231,6 +231,7 @@ def ing_plural(lower: str) -> bool:
     return lower.endswith("ings") and lower[:-1] in dictionary()
 
 
+@lru_cache(maxsize=16384)
 def inflected(lower: str) -> bool:
     """A dictionary word with -s, -ed or -ing ("lints", "linted", "linting" of "lint"): the word
     list holds only some forms, and the model, reading the form once, likes a commoner word one
@@ -498,6 +499,7 @@ def beside_number(text: str, a: int, b: int) -> bool:
     return bool(_NUMBER_BEFORE.search(text[max(0, a - 16) : a]) or _NUMBER_AFTER.match(text, b))
 
 
+@lru_cache(maxsize=16384)
 def slip_of_a_word(lower: str) -> bool:
     """A known slip (`misspelling`), or one slip of the hand from any word worth suggesting
     ("ccode", "ljnks"): a word's odd start is then the slip, not an identifier's."""
