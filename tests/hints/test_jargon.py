@@ -100,6 +100,7 @@ def test_a_real_word_hint_in_technical_text_needs_stronger_evidence():
     # and only such a pair is the document's own word: using "then" often says nothing of "rather then use"
     common = typos.Evidence({}, frozenset({"sql"}), True, confusables={"then": 6, "than": 1})
     assert not common.excuse(real_word("then", "than", 4.5), "then")
+    assert common.excuse(real_word("then", "than", -1.0), "then")  # a partner less likely than the word
     own = real_word("write", "right", 9.0)
     assert technical.excuse(own, "write").startswith("the document's own word")
     assert not prose.excuse(own, "write")

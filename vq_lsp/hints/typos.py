@@ -60,6 +60,7 @@ HYPHENED_PREFIXES = frozenset({"pre", "non", "multi", "semi", "anti", "sub", "in
 # planted in technical text with few false alarms, and one flat threshold high enough for "off" missed
 # most of them ("form the station"). Fitted on Rust book chapters outside the test part and this
 # repository's docs, `python -m benchmarks.quiet_prose --fit-real-word` (results/quiet_prose_real_word_fit.md).
+TECHNICAL_MIN_GAIN = 0.0  # every other pair's finding needs at least this in a technical document
 TECHNICAL_REAL_WORD_GAIN: dict[tuple[str, str], float] = {
     ("off", "of"): 4.75,
     ("tail", "tale"): 3.75,
@@ -461,8 +462,12 @@ class Evidence:
         (more often than the partner suggested, and at least twice) is not confused with it
         ("write" among databases is not "right"). Only for those pairs: that a document says
         "then" more often than "than" says nothing about "rather then use"."""
-        if not self.technical or not f.fixes or not technical_pair(f.word, f.fixes[0][0]):
+        if not self.technical or not f.fixes:
             return ""
+        if not technical_pair(f.word, f.fixes[0][0]):
+            # a partner less likely than the word is no evidence at any sensible threshold; excused here,
+            # a technical document's hundreds of such confusables never reach the hints' choice
+            return "technical text: the partner is less likely" if f.gain < TECHNICAL_MIN_GAIN else ""
         if f.gain < technical_gain(f.word, f.fixes[0][0]):
             return "technical text: too little evidence for a confusable"
         own, partner = self.confusables.get(f.word, 0), self.confusables.get(f.fixes[0][0].lower(), 0)
