@@ -25,6 +25,15 @@ their/there, form/from ...), and four classic grammar errors ("could have" -> "c
 before a vowel, a doubled "the", "this is" -> "this are"); recall is the share of planted errors with a
 hint of their kind over them (typo hints for the typos, grammar hints for the grammar errors).
 
+`--fit-real-word` is how the technical-text real-word thresholds (`typos.TECHNICAL_REAL_WORD_GAIN`)
+were chosen, on other texts than the report's: Rust book chapters of the `train` and `calibration`
+parts and this repository's docs/*.md and training/README.md (clean; words inside double quotes left
+out, the docs quote errors on purpose), then real-word swaps planted in the chapters (up to
+FIT_SWAPS per text). For each pair (the word written, the partner the model prefers) the threshold
+is the lowest gain from the default `realWordThreshold` up, in FIT_STEP steps, that maximises the
+planted swaps found less FALSE_ALARM_COST for each clean false alarm; a pair whose best threshold is
+the default needs no entry (results: quiet_prose_real_word_fit.{md,json}).
+
 `--eval` adds, once at the end, the same figures for the latest revision of Python Enhancement Proposals
 (`$VQ_LSP_DATA/eval/python_peps.jsonl.gz`, reStructuredText): report them, never tune on them.
 `--quick` is a few texts of each kind (a few minutes on one core). Results:
@@ -64,6 +73,14 @@ ERRORS = ("non-word", "real-word", "could of", "a before a vowel", "the the", "t
 GRAMMAR_ERRORS = ERRORS[2:]
 PREAMBLE = re.compile(r"PEP: *\d+\s*\n")  # a PEP's header fields: metadata, not prose
 SPACING = 60  # characters between two planted errors, at least
+# --fit-real-word: real-word swaps planted per chapter, the threshold grid, and what a clean false alarm costs
+FIT_SWAPS = 10
+FIT_STEP = 0.25
+FIT_MAX = 9.0
+FALSE_ALARM_COST = 10  # planted swaps missed that one false alarm on clean prose is worth
+FLAT_TECHNICAL_GAIN = 5.0  # the one gain every technical real-word hint needed before, for comparison
+FIT_DOCS = ("docs", "training/README.md")  # the repository's docs read for clean false alarms (README.md and
+# benchmarks/README.md quote the reviews' errors at length and are left out)
 
 
 @dataclass(frozen=True)
@@ -306,6 +323,177 @@ def run(args) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------------- fitting
+@dataclass(frozen=True)
+class PairGain:
+    """One real-word finding: the word written, the partner the model prefers, the gain, and
+    whether the word was planted (else it is a false alarm on clean prose when shown)."""
+
+    word: str
+    partner: str
+    gain: float
+    planted: bool
+
+
+def fitting_texts(data: Path, chars: int) -> tuple[list[Text], list[Text]]:
+    """(chapters, docs): Rust book chapters outside the report's `test` part, the repository's docs."""
+    rows = [r for r in read_jsonl_gz(data / "revisions" / "rust_book_chapters.jsonl.gz")]
+    rows = [r for r in rows if part_of("rust_book/" + r["doc"]) != "test"]
+    chapters = [Text(f"rust-book/{r['doc']}", cut(r["revisions"][-1]["text"], chars)) for r in rows]
+    paths = sorted((REPO / "docs").glob("*.md")) + [REPO / p for p in FIT_DOCS[1:]]
+    docs = [Text(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in paths]
+    return chapters, docs
+
+
+def raw_findings(model, text: str, name: str, settings: Settings) -> list[typos.WordFinding] | None:
+    """Every real-word finding of a text, before any excuse (None: too long for the server)."""
+    import inference
+    from vq_lsp.hints import material, reuse
+
+    ids, offs = model.tokenizer.encode_with_offsets(text)
+    if not ids or len(ids) > settings.max_document_tokens:
+        return None
+    doc = inference.IncrementalDocument(model, ids)
+    starts = torch.tensor([a for a, _ in offs]).numpy()
+    lay = material.layout_for(text, markup.language_of(name), settings.diagnostics)
+    got = reuse.document_material(
+        text, starts, material.token_surprise(doc), lay, doc, material.detector(doc), material.continuation(doc)
+    )
+    return [f for f in got.findings if f.kind == "real-word" and f.fixes]
+
+
+def quoted(text: str, a: int) -> bool:
+    """Whether offset `a` is inside double quotes on its line."""
+    line = text[text.rfind("\n", 0, a) + 1 : a]
+    return line.count('"') % 2 == 1 or line.count("“") > line.count("”")
+
+
+def plant_swaps(text: str, name: str, rng: random.Random, n: int) -> tuple[str, list[Planted]]:
+    """Up to `n` real-word swaps in prose words, SPACING apart (as `plant`, swaps only)."""
+    lay = markup.layout(text, markup.markup_of(markup.language_of(name)))
+    words = [(a, b, text[a:b]) for a, b in lay.words(text)]
+    rng.shuffle(words)
+    edits: list[tuple[int, int, str]] = []
+    for a, b, w in words:
+        if len(edits) >= n:
+            break
+        if w.islower() and w in typos.CONFUSABLE and all(b + SPACING <= s or e + SPACING <= a for s, e, _ in edits):
+            edits.append((a, b, rng.choice(typos.CONFUSABLE[w])))
+    out, planted, last, shift = [], [], 0, 0
+    for a, b, new in sorted(edits):
+        out += [text[last:a], new]
+        planted.append(Planted(a + shift, a + shift + len(new), "real-word"))
+        shift += len(new) - (b - a)
+        last = b
+    out.append(text[last:])
+    return "".join(out), planted
+
+
+def pair_gains(model, chapters: list[Text], docs: list[Text], settings: Settings, seed: int):
+    """(PairGain of every clean and planted real-word finding, clean words read)."""
+    gains, words = [], 0
+    for t in chapters + docs:
+        clean = raw_findings(model, t.text, t.name, settings)
+        if clean is None:
+            continue
+        lay = markup.layout(t.text, markup.markup_of(markup.language_of(t.name)))
+        words += sum(1 for _ in lay.words(t.text))
+        gains += [PairGain(f.word, f.fixes[0][0].lower(), f.gain, False) for f in clean if not quoted(t.text, f.start)]
+        if t in docs:
+            continue
+        bad, planted = plant_swaps(t.text, t.name, random.Random(f"{seed}-{t.name}"), FIT_SWAPS)
+        found = {(f.start, f.end): f for f in raw_findings(model, bad, t.name, settings) or []}
+        for p in planted:
+            f = found.get((p.start, p.end))
+            if f is not None:
+                gains.append(PairGain(f.word, f.fixes[0][0].lower(), f.gain, True))
+    return gains, words
+
+
+def fit_pairs(gains: list[PairGain], base: float) -> dict[tuple[str, str], dict]:
+    """Per pair: the threshold from `base` up that maximises planted found - FALSE_ALARM_COST x
+    clean false alarms (the lowest such), with its counts and the default's."""
+    out = {}
+    for pair in sorted({(g.word, g.partner) for g in gains}):
+        mine = [g for g in gains if (g.word, g.partner) == pair]
+
+        def counts(t: float) -> tuple[int, int]:
+            return sum(g.planted and g.gain >= t for g in mine), sum(not g.planted and g.gain >= t for g in mine)
+
+        grid = [base + FIT_STEP * k for k in range(int((FIT_MAX - base) / FIT_STEP) + 1)]
+        best = max(grid, key=lambda t: (counts(t)[0] - FALSE_ALARM_COST * counts(t)[1], -t))
+        out[pair] = {
+            "threshold": round(best, 2),
+            "planted": sum(g.planted for g in mine),
+            "found": counts(best)[0],
+            "false_alarms": counts(best)[1],
+            "found_at_default": counts(base)[0],
+            "false_alarms_at_default": counts(base)[1],
+        }
+    return out
+
+
+def fit(args) -> dict:
+    import inference
+
+    torch.set_num_threads(args.threads)
+    settings = Settings()
+    model = inference.load_model(None, device="cpu", dtype=settings.precision, context=settings.context)
+    chapters, docs = fitting_texts(data_dir(args.data), args.chars or 8000)
+    gains, words = pair_gains(model, chapters[: args.texts] if args.texts else chapters, docs, settings, args.seed)
+    base = settings.diagnostics.real_word_threshold
+    pairs = fit_pairs(gains, base)
+    flat = max(base, FLAT_TECHNICAL_GAIN)
+    return {
+        "command": "python -m benchmarks.quiet_prose " + shlex.join(recorded_command(args.argv)),
+        "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} ({platform.machine()})",
+        "default": base,
+        "clean_words": words,
+        "false_alarm_cost": FALSE_ALARM_COST,
+        "pairs": [{"word": w, "partner": p, **v} for (w, p), v in pairs.items()],
+        "raised": {f"{w} {p}": v["threshold"] for (w, p), v in pairs.items() if v["threshold"] > base},
+        "flat": {
+            "threshold": flat,
+            "found": sum(g.planted and g.gain >= flat for g in gains),
+            "false_alarms": sum(not g.planted and g.gain >= flat for g in gains),
+        },
+    }
+
+
+def fit_report(r: dict) -> str:
+    rows = [
+        [
+            f"{p['word']} -> {p['partner']}",
+            f"{p['threshold']:.2f}",
+            str(p["planted"]),
+            f"{p['found_at_default']} / {p['false_alarms_at_default']}",
+            f"{p['found']} / {p['false_alarms']}",
+        ]
+        for p in r["pairs"]
+        if p["planted"] or p["false_alarms_at_default"]
+    ]
+    total = [sum(p[k] for p in r["pairs"]) for k in ("found_at_default", "false_alarms_at_default", "found")]
+    fa = sum(p["false_alarms"] for p in r["pairs"])
+    return "\n".join(
+        [
+            "# Real-word thresholds for technical text, fitted per pair",
+            "",
+            f"Command: `{r['command']}`. Hardware: {r['hardware']}.",
+            "",
+            f"Clean technical prose read: {r['clean_words']:,} words; a false alarm counts as "
+            f"{r['false_alarm_cost']} planted swaps missed. Default {r['default']} nats: {total[0]} planted swaps "
+            f"found, {total[1]} false alarms; fitted: {total[2]} found, {fa} false alarms; one flat "
+            f"{r['flat']['threshold']} nats for every pair: {r['flat']['found']} found, "
+            f"{r['flat']['false_alarms']} false alarms (of {sum(p['planted'] for p in r['pairs'])} planted).",
+            "",
+            markdown_table(["pair", "threshold", "planted", "found / false alarms at default", "fitted"], rows),
+            "",
+            "Raised: " + (", ".join(f"{k} {v}" for k, v in r["raised"].items()) or "none"),
+            "",
+        ]
+    )
+
+
 # ----------------------------------------------------------------------------------- report
 def per_thousand(count: int, words: int) -> float:
     return 1000.0 * count / words if words else 0.0
@@ -394,6 +582,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         choices=("window", "paragraph"),
         help="score with this context instead of the server's default (results: quiet_prose_CONTEXT.{md,json})",
     )
+    p.add_argument(
+        "--fit-real-word",
+        action="store_true",
+        help="fit the per-pair real-word thresholds of technical text instead (non-test chapters, the docs)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
@@ -405,6 +598,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
+    if args.fit_real_word:
+        results = fit(args)
+        write_results(args.out, f"{NAME}_real_word_fit", results, fit_report(results))
+        return 0
     results = run(args)
     write_results(args.out, NAME if args.context is None else f"{NAME}_{args.context}", results, report(results))
     return 0

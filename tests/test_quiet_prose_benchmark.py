@@ -48,3 +48,27 @@ def test_quick_run_reports_sane_figures(tmp_path):
     assert planted >= 3 and found >= 1  # non-word typos are planted in each kind, and found
     md = (tmp_path / "quiet_prose.md").read_text()
     assert "| prose | texts | words | tone shown |" in md and "| fiction |" in md
+
+
+def test_the_real_word_fit_raises_a_pair_only_where_its_false_alarms_cost_more_than_its_finds():
+    def gains(word, partner, planted, clean):
+        return [qp.PairGain(word, partner, g, True) for g in planted] + [
+            qp.PairGain(word, partner, g, False) for g in clean
+        ]
+
+    # "off": one false alarm at 4.6 costs fewer finds (one, at 4.0) than it is worth: raised past it
+    # "form": raising past its false alarm at 5.2 would lose 12 finds: kept at the default
+    found = gains("off", "of", [4.0, 6.0, 7.0, 8.0], [4.6, 1.0]) + gains("form", "from", [3.5] * 12 + [6.0], [5.2])
+    fitted = qp.fit_pairs(found, 3.25)
+    assert fitted[("off", "of")]["threshold"] == 4.75 and fitted[("off", "of")]["false_alarms"] == 0
+    assert fitted[("off", "of")]["found"] == 3 and fitted[("off", "of")]["found_at_default"] == 4
+    assert fitted[("form", "from")]["threshold"] == 3.25 and fitted[("form", "from")]["false_alarms"] == 1
+
+
+def test_the_fit_plants_only_swaps_and_leaves_quoted_words_out():
+    text = "They went there after the rain, and then the rest of them came back from the hills.\n"
+    bad, planted = qp.plant_swaps(text, "notes.md", random.Random(0), 3)
+    assert planted and all(p.kind == "real-word" for p in planted)
+    assert all(qp.typos.is_word(bad[p.start : p.end]) and bad[p.start : p.end] in qp.typos.CONFUSABLE for p in planted)
+    line = 'a word such as "off the event loop" is quoted, off is not'
+    assert qp.quoted(line, line.index("off")) and not qp.quoted(line, line.rindex("off"))

@@ -389,3 +389,71 @@ def test_the_compact_delete_index_finds_what_a_dict_of_deletions_finds():
         words.append(w[:i] + w[i + 1 : j] + "xe"[j % 2] + w[j:])  # a deletion and an insertion
     for w in words:
         assert typos._two_edits(w) == reference(w), w
+
+
+def test_a_name_used_twice_in_a_text_without_capitals_is_no_typo(model):
+    text = "the offensive at sayd karam in paktia province was fought by teh army, and paktia fell in a week.\n"
+    lower = {f.word for f in material(model, text)[2].findings if f.kind == "non-word"}
+    assert "paktia" not in lower and "teh" in lower  # a known slip stays a typo however often it is used
+    cased = text.replace("the offensive", "The offensive")
+    assert "paktia" in {f.word for f in material(model, cased)[2].findings if f.kind == "non-word"}
+    uncased = typos.Evidence({"paktia": 2, "recieve": 2}, frozenset(), False, uncased=True)
+    assert uncased.excuse(typos.WordFinding(0, 6, "paktia", 20.0, "non-word", 19.0, (("partial", -1.0),)), text)
+    assert not uncased.excuse(typos.WordFinding(0, 7, "recieve", 20.0, "non-word", 9.0, (("receive", -1.0),)), text)
+
+
+def test_abbreviations_are_no_typos_but_a_word_that_ends_a_sentence_may_be():
+    def why(text: str, word: str, cased: bool = True) -> str:
+        a = text.index(word)
+        f = typos.WordFinding(a, a + len(word), word, 12.0, "non-word", 5.0, (("set", -2.0),))
+        return typos.Evidence({}, frozenset(), False, uncased=not cased).excuse(f, text)
+
+    assert why("The rate was 2.66% (2007 est.) last year.", "est") == "an abbreviation"
+    assert why("births to approx. 5,000 women", "approx") == "an abbreviation"
+    assert why("cannabis sativa subsp. indica grows wild", "subsp") == "an abbreviation"
+    assert not why("cannabis sativa subsp. indica grows wild", "subsp", cased=False)  # a sentence may follow
+    assert not why("They went to teh. Then home.", "teh")  # no abbreviation: a sentence follows
+    assert not why("the whole sentence ends in a typo est.", "est")
+
+
+def test_units_and_labels_beside_numbers_and_identifiers_in_technical_text_are_no_typos():
+    def why(text: str, word: str, technical: bool = False) -> str:
+        a = text.index(word)
+        f = typos.WordFinding(a, a + len(word), word, 12.0, "non-word", 5.0, (("cats", -2.0),))
+        return typos.Evidence({}, frozenset(), technical).excuse(f, text)
+
+    assert why("The held-out loss was 5.66 nats per token.", "nats") == "a unit or label beside a number"
+    assert why("exported with opset 17 and run", "opset") == "a unit or label beside a number"
+    assert not why("exported with the opset of the day", "opset")  # no number beside it
+    assert not why("It took 5 yeras to build.", "yeras")  # a known slip beside a number is still one
+    assert why("each row in the same dtype, then", "dtype", technical=True).startswith("code-like")
+    assert not why("each row in the same dtype, then", "dtype")  # only in a technical document
+    assert not why("we dtermine the value", "dtermine", technical=True)  # a slip that starts so
+    assert not why("start from the ccode in the listing", "ccode", technical=True)  # a doubled letter
+    assert typos.english_onset("nats") and not typos.english_onset("dtype") and not typos.english_onset("stdio")
+
+
+def test_a_form_of_a_dictionary_word_the_list_lacks_is_no_typo():
+    assert typos.inflected("lints") and typos.inflected("linted") and typos.inflected("linting")  # of "lint"
+    assert not typos.inflected("viewss")  # a doubled letter
+    assert not typos.inflected("thes")  # a known slip of "these"
+    text = "Each thread that lints has its own linter, and the cache is never held while Harper lints.\n"
+    a = text.index("lints")
+    f = typos.WordFinding(a, a + 5, "lints", 15.0, "non-word", 6.0, (("lines", -2.0),))
+    assert typos.Evidence({}, frozenset(), False).excuse(f, text) == "a form of a dictionary word"
+
+
+def test_entries_of_a_list_of_names_and_lower_cased_acronyms_are_no_typos():
+    text = "islands by province:\n\nbanten\n panaitan\n sangiang\n\nearly yeras\n\nthe hotel had a tv and wi-fi.\n"
+
+    def why(word: str, uncased: bool = True) -> str:
+        a = text.index(word)
+        f = typos.WordFinding(a, a + len(word), word, 12.0, "non-word", 5.0, (("pantain", -2.0),))
+        return typos.Evidence({}, frozenset(), False, uncased=uncased).excuse(f, text)
+
+    assert why("panaitan") == "an entry of a list" and why("banten") == "an entry of a list"
+    assert not why("yeras")  # a heading: one short line between paragraphs
+    assert why("tv") == "a lower-cased acronym" and not why("tv", uncased=False)
+    slip = "banten\n teh islands\n"  # a known slip stays a typo in a list
+    f = typos.WordFinding(8, 11, "teh", 12.0, "non-word", 5.0, (("the", -2.0),))
+    assert typos.list_entry(slip, 8, 11) and not typos.Evidence({}, frozenset(), False).excuse(f, slip)

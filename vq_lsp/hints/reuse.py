@@ -349,21 +349,34 @@ def document_material(
         found,
         tones,
         typos.Evidence(
-            dict(uses), frozenset(code), technical, jargon.writers_words(usage), _confusables(parts, found, technical)
+            dict(uses),
+            frozenset(code),
+            technical,
+            jargon.writers_words(usage),
+            _confusables(parts, found, technical),
+            uncased=_CAPITAL.search(text) is None,
         ),
         usage,
     )
 
 
+_CAPITAL = re.compile(r"[A-Z]")
+
+
 def _confusables(parts, found: list[typos.WordFinding], technical: bool) -> dict[str, int]:
     """How often the document uses the words the technical-text rule asks about (a real-word
-    finding strong enough to be shown, and its partner): only those are counted, so a publish
+    finding of a technical pair that its gain lets through, and its partner): only those are counted, so a publish
     sums a few counts, not every paragraph's (typos.Evidence._real_word_excuse)."""
     if not technical:
         return {}
     asked = set()
     for f in found:
-        if f.kind == "real-word" and f.fixes and f.gain >= typos.TECHNICAL_REAL_WORD_GAIN:
+        if (
+            f.kind == "real-word"
+            and f.fixes
+            and typos.technical_pair(f.word, f.fixes[0][0])
+            and f.gain >= typos.technical_gain(f.word, f.fixes[0][0])
+        ):
             asked |= {f.word, f.fixes[0][0].lower()}
     return {w: sum(m.confusables.get(w, 0) for _, _, m, _ in parts) for w in asked}
 
