@@ -1,4 +1,4 @@
-"""Documents (documents/store.py) without LSP: merged changes make one engine update, the memory budget
+"""The document store (documents/) without a client: merged changes make one engine update, the memory budget
 drops least recently used states, a state in doubt is rebuilt, text problems are reported."""
 
 from __future__ import annotations
