@@ -21,6 +21,8 @@ from .state import DocumentState
 
 @dataclass
 class Shared:
+    """The one record every part holds (never a copy of a field of it)."""
+
     settings: Settings
     snapshots: SnapshotStore
     model: inference.LoadedModel | None = None
