@@ -84,8 +84,7 @@ def awaiting_hints(st: DocumentState) -> bool:
     """A state given to a document without hints for its version, whose hints are not chosen yet.
     Dropped before that (to make room for the next build, which starts as soon as this one ends)
     the document had no hints at all until its next edit."""
-    current = st.material is not None and st.material.version == st.version
-    return st.unhinted_version is not None and st.unhinted_version == st.version and not current
+    return st.unhinted_version is not None and st.unhinted_version == st.version and not st.material_current()
 
 
 def evict_over_budget(

@@ -104,8 +104,7 @@ class DocumentState:
             self.builder, self.build_started = builder, time.perf_counter()
         if cost is not None:
             self.last_cost = cost
-        current = self.material is not None and self.material.version == self.version
-        self.unhinted_version = None if current else self.version
+        self.unhinted_version = None if self.material_current() else self.version
 
     def recomputed(self, doc: inference.IncrementalDocument) -> None:
         """Its state was replaced by a dense pass over its new tokens (the fullRecompute setting)."""
