@@ -1,7 +1,7 @@
-"""The server's snapshot cache (documents/snapshots.py) and its use by Documents (documents/store.py): a closed
-or evicted document comes back from disk instead of a rebuild, exactly; a bad snapshot is logged,
-deleted and rebuilt over; the cache keeps to its cap, least recently used first; the setting
-turns it off; another model never restores."""
+"""The server's snapshot cache (documents/snapshots.py) and its use by the document store
+(documents/builder.py, table.py): a closed or evicted document comes back from disk instead of a
+rebuild, exactly; a bad snapshot is logged, deleted and rebuilt over; the cache keeps to its cap,
+least recently used first; the setting turns it off; another model never restores."""
 
 from __future__ import annotations
 
@@ -16,19 +16,26 @@ from inference import snapshot
 from vq_lsp.documents import requests
 from vq_lsp.documents.events import Closed, Edited, Opened
 from vq_lsp.documents.snapshots import SUFFIX, SnapshotStore
-from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import Settings
+
+from .server_path import ServerPath
 
 TEXT = "\n\n".join(f"Paragraph {i}: a film that some people liked and others found slow and dull." for i in range(24))
 
 
 @pytest.fixture
-def docs(model_dir, tmp_path):
-    d = Documents(Settings(model_path=str(model_dir), device="cpu"))
-    d.snapshots = SnapshotStore(tmp_path / "snapshots")
-    d.load_model()
-    return d
+def path(model_dir, tmp_path):
+    p = ServerPath(Settings(model_path=str(model_dir), device="cpu"))
+    p.docs.snapshots = SnapshotStore(tmp_path / "snapshots")
+    p.docs.load_model()
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def docs(path):
+    return path.docs
 
 
 def files(docs) -> list:
@@ -36,19 +43,19 @@ def files(docs) -> list:
     return sorted(docs.snapshots.folder.glob(f"*{SUFFIX}"))
 
 
-def reopen(docs, uri, text=TEXT):
-    docs.process_now(uri, [Closed()])
-    docs.process_now(uri, [Opened(2, "plaintext", text)])
-    return docs.states[uri]
+def reopen(path, uri, text=TEXT):
+    path.process(uri, [Closed()])
+    path.process(uri, [Opened(2, "plaintext", text)])
+    return path.docs.states[uri]
 
 
-def test_close_and_reopen_restores_exactly(docs):
+def test_close_and_reopen_restores_exactly(docs, path):
     uri = "mem://a"
-    docs.process_now(uri, [Opened(1, "plaintext", TEXT)])
+    path.process(uri, [Opened(1, "plaintext", TEXT)])
     first = requests.scores(docs, uri)
     assert first["windows"] >= 2 and first["restores"] == 0
     surprise = docs.states[uri].doc.surprise(0, first["tokens"])
-    st = reopen(docs, uri)
+    st = reopen(path, uri)
     assert len(files(docs)) == 1 and st.restores == 1 and "restore_seconds" in st.last_cost
     again = requests.scores(docs, uri)
     assert again["scores"] == first["scores"] and again["paragraphs"] == first["paragraphs"]
@@ -57,19 +64,19 @@ def test_close_and_reopen_restores_exactly(docs):
     check = requests.verify(docs, uri)
     assert check["codesEqual"] and not check["rebuilt"]
     # editing the restored state stays exact
-    docs.process_now(uri, [Edited(3, [Change("A much better film. ", (0, 0, 0, 0))])])
+    path.process(uri, [Edited(3, [Change("A much better film. ", (0, 0, 0, 0))])])
     assert requests.verify(docs, uri)["codesEqual"] and st.updates == 1 and st.rebuilds == 0
 
 
-def test_an_evicted_document_is_restored_and_then_edited(docs):
-    docs.process_now("mem://a", [Opened(1, "plaintext", TEXT)])
+def test_an_evicted_document_is_restored_and_then_edited(docs, path):
+    path.process("mem://a", [Opened(1, "plaintext", TEXT)])
     before = list(docs.states["mem://a"].tracked.ids)
     one = docs.states["mem://a"].bytes()
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.5 * one / 2**20)
-    docs.process_now("mem://b", [Opened(1, "plaintext", TEXT.replace("film", "movie"))])
+    path.process("mem://b", [Opened(1, "plaintext", TEXT.replace("film", "movie"))])
     a = docs.states["mem://a"]
     assert a.doc is None and a.evictions == 1 and len(files(docs)) == 1
-    docs.process_now("mem://a", [Edited(2, [Change("Truly awful. ", (0, 0, 0, 0))])])  # edited while evicted
+    path.process("mem://a", [Edited(2, [Change("Truly awful. ", (0, 0, 0, 0))])])  # edited while evicted
     assert a.restores == 1 and a.rebuilds == 0 and a.doc.token_ids == a.tracked.ids
     assert requests.verify(docs, "mem://a")["codesEqual"]
     never_evicted = inference.IncrementalDocument(docs.model, before)  # the same edit on a state kept in memory
@@ -77,51 +84,51 @@ def test_an_evicted_document_is_restored_and_then_edited(docs):
     assert a.doc.scores == never_evicted.scores and a.doc.positions == never_evicted.positions
 
 
-def test_a_corrupt_snapshot_is_logged_deleted_and_rebuilt(docs, caplog):
+def test_a_corrupt_snapshot_is_logged_deleted_and_rebuilt(docs, caplog, path):
     uri = "mem://c"
-    docs.process_now(uri, [Opened(1, "plaintext", TEXT)])
+    path.process(uri, [Opened(1, "plaintext", TEXT)])
     expected = requests.scores(docs, uri)["scores"]
-    docs.process_now(uri, [Closed()])
-    (path,) = files(docs)
-    data = bytearray(path.read_bytes())
+    path.process(uri, [Closed()])
+    (snap,) = files(docs)
+    data = bytearray(snap.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
+    snap.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING, logger="vq_lsp.documents.snapshots"):
-        docs.process_now(uri, [Opened(2, "plaintext", TEXT)])
+        path.process(uri, [Opened(2, "plaintext", TEXT)])
     assert any("ignored snapshot" in r.message and "checksum" in r.message for r in caplog.records)
     st = docs.states[uri]
     assert st.restores == 0 and st.doc is not None and docs.snapshots.rejected == 1
     assert requests.scores(docs, uri)["scores"] == expected and requests.verify(docs, uri)["codesEqual"]
-    assert not path.exists()  # deleted: the next close writes a good one
-    st = reopen(docs, uri)
+    assert not snap.exists()  # deleted: the next close writes a good one
+    st = reopen(path, uri)
     assert st.restores == 1
 
 
-def test_a_truncated_snapshot_is_rebuilt(docs, caplog):
+def test_a_truncated_snapshot_is_rebuilt(docs, caplog, path):
     uri = "mem://t"
-    docs.process_now(uri, [Opened(1, "plaintext", TEXT)])
-    docs.process_now(uri, [Closed()])
-    (path,) = files(docs)
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    path.process(uri, [Opened(1, "plaintext", TEXT)])
+    path.process(uri, [Closed()])
+    (snap,) = files(docs)
+    snap.write_bytes(snap.read_bytes()[: snap.stat().st_size // 3])
     with caplog.at_level(logging.WARNING, logger="vq_lsp.documents.snapshots"):
-        docs.process_now(uri, [Opened(2, "plaintext", TEXT)])
+        path.process(uri, [Opened(2, "plaintext", TEXT)])
     assert any("truncated" in r.message for r in caplog.records)
     assert docs.states[uri].restores == 0 and requests.verify(docs, uri)["codesEqual"]
 
 
-def test_the_setting_turns_snapshots_off(docs):
+def test_the_setting_turns_snapshots_off(docs, path):
     docs.settings = Settings(model_path=docs.settings.model_path, snapshots=False)
-    docs.process_now("mem://off", [Opened(1, "plaintext", TEXT)])
-    st = reopen(docs, "mem://off")
+    path.process("mem://off", [Opened(1, "plaintext", TEXT)])
+    st = reopen(path, "mem://off")
     assert files(docs) == [] and st.restores == 0 and st.doc is not None
     docs.settings = Settings(model_path=docs.settings.model_path)  # on again: the close writes, the open reads
-    st = reopen(docs, "mem://off")
+    st = reopen(path, "mem://off")
     assert st.restores == 1 and len(files(docs)) == 1
 
 
-def test_another_model_does_not_restore(docs, model_dir, tmp_path):
-    docs.process_now("mem://m", [Opened(1, "plaintext", TEXT)])
-    docs.process_now("mem://m", [Closed()])
+def test_another_model_does_not_restore(docs, model_dir, tmp_path, path):
+    path.process("mem://m", [Opened(1, "plaintext", TEXT)])
+    path.process("mem://m", [Closed()])
     assert len(files(docs)) == 1
     other = tmp_path / "other"
     other.mkdir()
@@ -132,22 +139,22 @@ def test_another_model_does_not_restore(docs, model_dir, tmp_path):
     (other / "config.json").write_text(config)
     docs.settings = Settings(model_path=str(other), device="cpu")
     docs.load_model()
-    docs.process_now("mem://m", [Opened(2, "plaintext", TEXT)])
+    path.process("mem://m", [Opened(2, "plaintext", TEXT)])
     assert docs.states["mem://m"].restores == 0 and docs.snapshots.misses >= 1
     assert requests.verify(docs, "mem://m")["codesEqual"]
 
 
-def test_a_state_in_doubt_is_neither_saved_nor_restored(docs):
+def test_a_state_in_doubt_is_neither_saved_nor_restored(docs, path):
     uri = "mem://doubt"
-    docs.process_now(uri, [Opened(1, "plaintext", TEXT)])
-    docs.process_now(uri, [Closed()])
-    docs.process_now(uri, [Opened(2, "plaintext", TEXT)])
+    path.process(uri, [Opened(1, "plaintext", TEXT)])
+    path.process(uri, [Closed()])
+    path.process(uri, [Opened(2, "plaintext", TEXT)])
     st = docs.states[uri]
     assert st.restores == 1
     st.tracked.ids[0] = 0  # the engine update will find tokens that disagree with its own
     lines = TEXT.split("\n")
     end = (len(lines) - 1, len(lines[-1]))
-    docs.process_now(uri, [Edited(3, [Change(" Yes.", (*end, *end))])])
+    path.process(uri, [Edited(3, [Change(" Yes.", (*end, *end))])])
     assert st.rebuilds == 1 and st.restores == 1  # rebuilt from the text, not read back
 
 
@@ -177,7 +184,7 @@ def test_lru_cap_deletes_least_recently_used(docs, tmp_path):
     assert not tmp.exists() and store.stats()["files"] == 2
 
 
-def test_writes_run_in_the_background_and_a_load_waits_for_them(docs, monkeypatch):
+def test_writes_run_in_the_background_and_a_load_waits_for_them(docs, monkeypatch, path):
     """The engine thread only queues a write; a load of that snapshot waits until it is on disk."""
     gate = threading.Event()
     real = snapshot.write_document
@@ -189,23 +196,23 @@ def test_writes_run_in_the_background_and_a_load_waits_for_them(docs, monkeypatc
 
     monkeypatch.setattr(snapshot, "write_document", slow_write)
     uri = "mem://bg"
-    docs.process_now(uri, [Opened(1, "plaintext", TEXT)])
-    docs.process_now(uri, [Closed()])  # returns while the write is held back
+    path.process(uri, [Opened(1, "plaintext", TEXT)])
+    path.process(uri, [Closed()])  # returns while the write is held back
     assert docs.snapshots.stats()["pending"] == 1 and not docs.snapshots.flush(0.05)
     threading.Timer(0.2, gate.set).start()
-    docs.process_now(uri, [Opened(2, "plaintext", TEXT)])
+    path.process(uri, [Opened(2, "plaintext", TEXT)])
     assert docs.states[uri].restores == 1 and docs.snapshots.stats()["pending"] == 0
 
 
-def test_an_unwritable_cache_is_logged_and_serving_goes_on(docs, tmp_path, caplog):
+def test_an_unwritable_cache_is_logged_and_serving_goes_on(docs, tmp_path, caplog, path):
     (tmp_path / "file").write_text("not a folder")
     docs.snapshots = SnapshotStore(tmp_path / "file" / "snapshots")
-    docs.process_now("mem://w", [Opened(1, "plaintext", TEXT)])
+    path.process("mem://w", [Opened(1, "plaintext", TEXT)])
     with caplog.at_level(logging.WARNING, logger="vq_lsp.documents.snapshots"):
-        out = docs.process_now("mem://w", [Closed()])
+        out = path.process("mem://w", [Closed()])
         assert docs.snapshots.flush(60)
     assert out.closed and any("could not write a snapshot" in r.message for r in caplog.records)
-    docs.process_now("mem://w", [Opened(2, "plaintext", TEXT)])
+    path.process("mem://w", [Opened(2, "plaintext", TEXT)])
     assert docs.states["mem://w"].doc is not None and docs.states["mem://w"].restores == 0
 
 
@@ -213,16 +220,16 @@ def test_shutdown_waits_for_a_snapshot_being_written(model_dir, tmp_path, monkey
     """The editor closes a document and quits: the server's shutdown lets the write finish."""
     from lsprotocol import types
 
-    from vq_lsp.server.handlers import build
-
-    server = build(Settings(model_path=str(model_dir), device="cpu"))
+    path = ServerPath(Settings(model_path=str(model_dir), device="cpu"))
+    server = path.server
     server.docs.snapshots = SnapshotStore(tmp_path / "s")
     server.docs.load_model()
-    server.docs.process_now("mem://q", [Opened(1, "plaintext", TEXT)])
+    path.process("mem://q", [Opened(1, "plaintext", TEXT)])
     gate, real = threading.Event(), snapshot.write_document
     monkeypatch.setattr(snapshot, "write_document", lambda *a, **k: (gate.wait(60), real(*a, **k))[1])
-    server.docs.process_now("mem://q", [Closed()])
+    path.process("mem://q", [Closed()])
     assert server.docs.snapshots.stats()["pending"] == 1
     threading.Timer(0.3, gate.set).start()
     server.protocol.fm.features[types.SHUTDOWN](None)
     assert server.docs.snapshots.stats()["pending"] == 0 and len(list((tmp_path / "s").glob(f"*{SUFFIX}"))) == 1
+    path.close()

@@ -1,4 +1,4 @@
-"""Documents (documents/store.py) without LSP: merged changes make one engine update, the memory budget
+"""The document store (documents/) without a client: merged changes make one engine update, the memory budget
 drops least recently used states, a state in doubt is rebuilt, text problems are reported."""
 
 from __future__ import annotations
@@ -12,36 +12,50 @@ from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import DiagnosticSettings, Settings
 
+from .server_path import ServerPath
+
 
 @pytest.fixture(scope="module")
-def docs(model_dir):
-    d = Documents(Settings(model_path=str(model_dir), device="cpu"))
-    d.load_model()
-    return d
+def path(model_dir):
+    p = ServerPath(Settings(model_path=str(model_dir), device="cpu"))
+    p.docs.load_model()
+    yield p
+    p.close()
 
 
-def test_a_burst_of_changes_is_one_engine_update(docs, gpt2):
+@pytest.fixture(scope="module")
+def docs(path):
+    return path.docs
+
+
+def build(docs: Documents, uri: str) -> None:
+    """The build steps the server runs for a document with no state yet, in one go."""
+    while (step := docs.builder.build_step(uri))[0] < step[1]:
+        pass
+
+
+def test_a_burst_of_changes_is_one_engine_update(docs, gpt2, path):
     uri = "mem://burst"
-    out = docs.process_now(uri, [Opened(1, "plaintext", "Good film.")])
+    out = path.process(uri, [Opened(1, "plaintext", "Good film.")])
     assert out.version == 1 and out.diagnostics is not None
     text, events = "Good film.", []
     for i, ch in enumerate(" It was fun."):
         events.append(Edited(i + 2, [Change(ch, (0, len(text), 0, len(text)))]))
         text += ch
-    out = docs.process_now(uri, events)
+    out = path.process(uri, events)
     st = docs.states[uri]
     assert out.version == 13 and st.updates == 1 and st.doc.token_ids == gpt2.encode(text)
     assert all(len(ev.changes) == 1 for ev in events)  # merging never touched the callers' change lists
 
 
-def test_memory_budget_drops_least_recently_used(docs):
+def test_memory_budget_drops_least_recently_used(docs, path):
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
-    docs.process_now("mem://a", [Opened(1, "plaintext", text)])
+    path.process("mem://a", [Opened(1, "plaintext", text)])
     one = docs.states["mem://a"].bytes()
     assert one > 0
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.5 * one / 2**20)
-    docs.process_now("mem://b", [Opened(1, "plaintext", text)])
+    path.process("mem://b", [Opened(1, "plaintext", text)])
     assert docs.states["mem://a"].doc is None and docs.states["mem://a"].evictions == 1
     before = docs.states["mem://b"].doc.scores
     requests.scores(docs, "mem://a")  # rebuilt on demand; now b is the least recently used
@@ -56,11 +70,12 @@ def test_a_build_makes_room_for_its_pass_as_well_as_its_state(model_dir):
     the window context, where a build's pass spans the whole window (a paragraph's pass is small)."""
     import inference
 
-    docs = Documents(Settings(model_path=str(model_dir), device="cpu", context="window"))
+    path = ServerPath(Settings(model_path=str(model_dir), device="cpu", context="window"))
+    docs = path.docs
     docs.load_model()
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=1e7)
-    docs.process_now("mem://first", [Opened(1, "plaintext", text)])
+    path.process("mem://first", [Opened(1, "plaintext", text)])
     st = docs.states["mem://first"]
     state = st.bytes()
     ids = st.tracked.ids  # the pass's temporaries: what a build takes beyond its state
@@ -68,15 +83,16 @@ def test_a_build_makes_room_for_its_pass_as_well_as_its_state(model_dir):
     assert build > 0
     budget = 2 * state + build / 2  # both states fit; the second build's temporaries do not
     docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=budget / 2**20)
-    docs.process_now("mem://second", [Opened(1, "plaintext", text + " More.")])
+    path.process("mem://second", [Opened(1, "plaintext", text + " More.")])
     assert docs.states["mem://first"].doc is None and docs.states["mem://second"].doc is not None
     budget = 2 * state + 2 * build  # room for both and a build: nothing dropped
     docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=budget / 2**20)
-    docs.process_now("mem://third", [Opened(1, "plaintext", text + " Even more.")])
+    path.process("mem://third", [Opened(1, "plaintext", text + " Even more.")])
     assert docs.states["mem://second"].doc is not None and docs.states["mem://third"].doc is not None
+    path.close()
 
 
-def test_the_servers_working_memory_counts_against_the_budget(docs):
+def test_the_servers_working_memory_counts_against_the_budget(docs, path):
     """Two states and a build fit the budget, but not beside the server's working memory (resident
     memory above its baseline that is not a state): the first state is dropped before the second
     build. The working memory never takes the room a state that fits the budget alone needs."""
@@ -85,50 +101,51 @@ def test_the_servers_working_memory_counts_against_the_budget(docs):
 
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
-    docs.process_now("mem://first", [Opened(1, "plaintext", text)])
+    path.process("mem://first", [Opened(1, "plaintext", text)])
     st = docs.states["mem://first"]
     state = st.bytes()
     ids = st.tracked.ids
     need = inference.estimate_build_bytes(docs.model, ids)
     budget = state + need + state // 2  # both fit, with half a state to spare
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
-    docs.working = WorkingMemory(baseline=100 * 2**20)
+    docs.budget.working = WorkingMemory(baseline=100 * 2**20)
     states = sum(s.bytes() for s in docs.states.values())
-    assert docs.observe_working_memory(100 * 2**20 + states + state) is True  # a state's worth beside the states
-    assert docs.working.bytes == state and docs.memory()["working_bytes"] == state
-    assert docs.state_budget_bytes() == budget - state
+    assert docs.budget.observe_working_memory(100 * 2**20 + states + state) is True  # a state's worth beside the states
+    assert docs.budget.working.bytes == state and docs.budget.report()["working_bytes"] == state
+    assert docs.budget.state_budget_bytes() == budget - state
     for uri in [u for u in docs.states if u != "mem://first"]:  # earlier tests' documents: closed
         docs.states.pop(uri)
-    docs.process_now("mem://second", [Opened(1, "plaintext", text + " More.")])
+    docs.process("mem://second", [Opened(1, "plaintext", text + " More.")])  # steps: the server would measure
+    build(docs, "mem://second")  # its own working memory before the build, replacing the one set here
     assert docs.states["mem://first"].doc is None and docs.states["mem://second"].doc is not None
-    assert docs.working.state_budget(budget, need=budget) == budget  # a state that fits alone is still built
+    assert docs.budget.working.state_budget(budget, need=budget) == budget  # a state that fits alone is still built
     assert WorkingMemory().observe(10**9, 0, 0) is False and WorkingMemory().state_budget(budget) == budget
     for uri in ("mem://first", "mem://second"):
         docs.states.pop(uri)
-    docs.working = WorkingMemory()
+    docs.budget.working = WorkingMemory()
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
-def test_a_state_in_doubt_is_rebuilt(docs, gpt2):
+def test_a_state_in_doubt_is_rebuilt(docs, gpt2, path):
     uri = "mem://doubt"
-    docs.process_now(uri, [Opened(1, "plaintext", "Nice.")])
+    path.process(uri, [Opened(1, "plaintext", "Nice.")])
     st = docs.states[uri]
     st.tracked.ids[0] = 0  # tokens that no longer match the engine's: the next update must notice
-    docs.process_now(uri, [Edited(2, [Change(" Yes.", (0, 5, 0, 5))])])
+    path.process(uri, [Edited(2, [Change(" Yes.", (0, 5, 0, 5))])])
     assert st.rebuilds == 1 and st.doc.token_ids == st.tracked.ids
     res = requests.verify(docs, uri)
     assert res["rebuilt"] and not res["tokensMatchText"]  # the corrupted tokens were caught and rebuilt
     assert requests.verify(docs, uri)["tokensMatchText"] and docs.states[uri].doc.token_ids == gpt2.encode("Nice. Yes.")
 
 
-def test_a_state_that_fails_to_settle_is_rebuilt_at_once(docs, monkeypatch):
+def test_a_state_that_fails_to_settle_is_rebuilt_at_once(docs, path, monkeypatch):
     """Settling an idle document raises: the user is told, and the state in doubt is rebuilt from the
     text in the same step (not left missing until the next edit or request), at rest, with its hints
     chosen from it as settled ones."""
     uri, text = "mem://settle-fault", "Good film.\n\nIt was fun."
-    docs.process_now(uri, [Opened(1, "plaintext", text)])
+    path.process(uri, [Opened(1, "plaintext", text)])
     for version, ch in enumerate(" Truly a gem.", start=2):
-        docs.process_now(uri, [Edited(version, [Change(ch, (0, 10 + version - 2, 0, 10 + version - 2))])])
+        path.process(uri, [Edited(version, [Change(ch, (0, 10 + version - 2, 0, 10 + version - 2))])])
     st = docs.states[uri]
     assert not st.doc.at_rest()  # settling has work to do
 
@@ -136,20 +153,20 @@ def test_a_state_that_fails_to_settle_is_rebuilt_at_once(docs, monkeypatch):
         raise RuntimeError("settle fault")
 
     monkeypatch.setattr(inference.IncrementalDocument, "settle", broken)
-    out = docs.process_now(uri, [Settle(version)])
+    out = path.process(uri, [Settle(version)])
     assert [m.level for m in out.messages] == ["warning"]
     assert "could not settle" in out.messages[0].text and "settle fault" in out.messages[0].text
     assert st.rebuilds == 1 and st.doc is not None and st.doc.at_rest() and st.settled
     assert st.doc.token_ids == st.tracked.ids and st.doc.verify().codes_equal
-    assert docs.process_now(uri, [Settle(version)]).messages == []  # settled: not tried again
+    assert path.process(uri, [Settle(version)]).messages == []  # settled: not tried again
 
 
-def test_text_problems(docs):
-    out = docs.process_now("mem://nul", [Opened(1, "plaintext", "ok\x00")])
+def test_text_problems(docs, path):
+    out = path.process("mem://nul", [Opened(1, "plaintext", "ok\x00")])
     assert out.diagnostics == [] and "binary" in out.messages[0].text
-    out = docs.process_now("mem://py", [Opened(1, "python", "def f(): pass")])
+    out = path.process("mem://py", [Opened(1, "python", "def f(): pass")])
     assert out.diagnostics == [] and out.messages == []  # not a prose file type: silently no hints
-    out = docs.process_now("mem://nope", [Edited(2, [Change("x", (0, 0, 0, 0))])])
+    out = path.process("mem://nope", [Edited(2, [Change("x", (0, 0, 0, 0))])])
     assert "not open" in out.messages[0].text
 
 
@@ -158,39 +175,39 @@ def test_build_window_by_window_catches_up_with_edits_made_meanwhile(docs, gpt2)
     text = "\n\n".join(f"Paragraph {i} says the film was fine and the music was loud." for i in range(60))
     out = docs.process(uri, [Opened(1, "plaintext", text)])
     assert out.needs_build and docs.states[uri].doc is None  # process alone builds nothing
-    done, total = docs.build_step(uri)
+    done, total = docs.builder.build_step(uri)
     assert 1 == done < total  # one window per step
     edit = [Change("Truly, ", (0, 0, 0, 0))]
     docs.process(uri, [Edited(2, edit)])  # the text moves on mid-build
     while done < total:
-        done, total = docs.build_step(uri)
+        done, total = docs.builder.build_step(uri)
     st = docs.states[uri]
     assert st.doc.token_ids == gpt2.encode("Truly, " + text) and st.doc.verify().codes_equal
-    assert docs.hints(uri).version == 2
+    assert docs.publisher.hints(uri).version == 2
 
 
-def test_settings_rechoose_hints_without_engine_work(docs):
+def test_settings_rechoose_hints_without_engine_work(docs, path):
     uri = "mem://lazy"
-    docs.process_now(uri, [Opened(1, "plaintext", "A fine film.\n\nA dull one.")])
+    path.process(uri, [Opened(1, "plaintext", "A fine film.\n\nA dull one.")])
     st = docs.states[uri]
     st.doc = None  # as if evicted: its material stays
     out = docs.process(uri, [SettingsChanged()])
     assert not out.needs_build  # hints for this version can be re-chosen from the material
-    again = docs.hints(uri)
+    again = docs.publisher.hints(uri)
     assert again.version == 1 and again.diagnostics is not None and st.doc is None
     out = docs.process(uri, [Edited(2, [Change("!", (0, 0, 0, 0))])])
     assert out.needs_build  # an edit needs the state back
 
 
-def test_a_document_over_the_whole_budget_gets_one_message_and_no_state(docs):
+def test_a_document_over_the_whole_budget_gets_one_message_and_no_state(docs, path):
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.0)
     try:
-        out = docs.process_now("mem://big", [Opened(1, "plaintext", text)])
+        out = path.process("mem://big", [Opened(1, "plaintext", text)])
         assert out.diagnostics == [] and docs.states["mem://big"].doc is None
         (msg,) = out.messages
         assert "more than the whole memory budget (memoryBudgetMb = 1)" in msg.text and "MiB" in msg.text
-        out = docs.process_now("mem://big", [Edited(2, [Change("x", (0, 0, 0, 0))])])
+        out = path.process("mem://big", [Edited(2, [Change("x", (0, 0, 0, 0))])])
         assert out.messages == [] and docs.states["mem://big"].doc is None  # said once, never built
         with pytest.raises(LookupError, match="over budget"):
             requests.scores(docs, "mem://big")
@@ -198,7 +215,7 @@ def test_a_document_over_the_whole_budget_gets_one_message_and_no_state(docs):
         docs.settings = Settings(model_path=docs.settings.model_path)
 
 
-def test_hints_move_through_pending_changes(docs):
+def test_hints_move_through_pending_changes(docs, path):
     uri = "mem://moving"
     text = "The film was a delight.\n\nI hated the ending."
     docs.settings = Settings(
@@ -213,9 +230,9 @@ def test_hints_move_through_pending_changes(docs):
         ),
     )
     try:
-        base = docs.process_now(uri, [Opened(1, "plaintext", text)])
+        base = path.process(uri, [Opened(1, "plaintext", text)])
         pending = [(2, [Change("Oh. ", (0, 0, 0, 0))]), (3, [Change("\n", (2, 0, 2, 0))])]
-        moved = docs.hints(uri, pending)
+        moved = docs.publisher.hints(uri, pending)
         assert moved.version == 3 and len(moved.diagnostics) == len(base.diagnostics)
         new_text = "Oh. The film was a delight.\n\n\nI hated the ending."
         starts = [0, 28, 29, 30]
@@ -234,9 +251,10 @@ def test_hints_move_through_pending_changes(docs):
 def test_the_state_layout_setting_reaches_the_engine(model_dir, layout, keeps_outputs):
     """stateLayout: lean (the default) keeps no layer outputs, full keeps them; both verify."""
     extra = {} if layout is None else {"state_layout": layout}
-    d = Documents(Settings(model_path=str(model_dir), device="cpu", **extra))
-    d.load_model()
-    d.process_now("mem://layout", [Opened(1, "plaintext", "A fine film.\n\nI hated the ending.")])
-    doc = d.states["mem://layout"].doc
+    path = ServerPath(Settings(model_path=str(model_dir), device="cpu", **extra))
+    path.docs.load_model()
+    path.process("mem://layout", [Opened(1, "plaintext", "A fine film.\n\nI hated the ending.")])
+    path.close()
+    doc = path.docs.states["mem://layout"].doc
     assert all((w.outputs is not None) == keeps_outputs for w in doc.windows)
     assert doc.verify().codes_equal

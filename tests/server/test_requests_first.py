@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 import inference
+from tests.documents.server_path import ServerPath
 from tests.reliability.rawclient import RawClient
 from vq_lsp.documents.events import Opened
-from vq_lsp.documents.store import Documents
 from vq_lsp.settings import Settings
 
 PARA = "This paragraph talks about a film that many people liked a lot. " * 6
@@ -57,10 +57,13 @@ def server(model_dir, tmp_path):
 
 
 def test_a_hover_on_a_dropped_small_document_overtakes_queued_builds(server, model_dir, gpt2):
-    docs = Documents(Settings(model_path=str(model_dir), snapshots=False))  # the server's model, as it loads it
+    path = ServerPath(Settings(model_path=str(model_dir), snapshots=False))  # the server's model, as it loads it
+    docs = path.docs
     docs.load_model()
     big = inference.estimate_state_bytes(docs.model, gpt2.encode(big_text(0)))
-    small = docs.process_now(SMALL, [Opened(1, "plaintext", SMALL_TEXT)]) and docs.states[SMALL].bytes()
+    path.process(SMALL, [Opened(1, "plaintext", SMALL_TEXT)])
+    small = docs.states[SMALL].bytes()
+    path.close()
     budget_mb = (big + 0.5 * small) / 2**20  # one long document fits, not with the note beside it
     c = server
     c.initialize({"modelPath": str(model_dir), "memoryBudgetMb": budget_mb, "snapshots": False})

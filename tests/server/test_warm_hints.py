@@ -1,4 +1,4 @@
-"""The first hints of a freshly built state are worked out on the build worker (Documents.warm_hints),
+"""The first hints of a freshly built state are worked out on the build worker (HintPublisher.warm_hints),
 so that the engine thread, which serves every document's edits and requests, only reuses them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from vq_lsp.documents import store
+from vq_lsp.documents import publisher
 from vq_lsp.documents.events import Opened
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
@@ -30,11 +30,11 @@ def settings() -> Settings:
 
 def build(docs: Documents, uri: str, warm: bool) -> None:
     """Build the document window by window as the server does, warming its hints after the last one."""
-    while not isinstance(b := docs.next_window(uri), tuple):
+    while not isinstance(b := docs.builder.next_window(uri), tuple):
         b.step()
         if warm and b.done:
-            docs.warm_hints(docs.hint_inputs(uri, b), b)
-        docs.finish_window(uri, b)
+            docs.publisher.warm_hints(docs.publisher.hint_inputs(uri, b), b)
+        docs.builder.finish_window(uri, b)
 
 
 class NoLinting:
@@ -46,7 +46,9 @@ def test_warmed_hints_are_reused_and_equal_to_hints_worked_out_afresh(monkeypatc
     fresh = Documents(settings())
     fresh.load_model()
     grammar.checker().clear_cache()
-    expected = fresh.process_now("file:///fresh.md", [Opened(1, "markdown", TEXT)]).diagnostics
+    fresh.process("file:///fresh.md", [Opened(1, "markdown", TEXT)])
+    build(fresh, "file:///fresh.md", warm=False)  # worked out afresh on the engine thread
+    expected = fresh.publisher.hints("file:///fresh.md").diagnostics
 
     docs = Documents(settings())
     docs.load_model()
@@ -59,7 +61,7 @@ def test_warmed_hints_are_reused_and_equal_to_hints_worked_out_afresh(monkeypatc
     checker = grammar.checker()
     if checker.unavailable is None:
         monkeypatch.setattr(checker, "_ready", lambda words, switches=None: NoLinting())
-    hinted = docs.hints(uri).diagnostics
+    hinted = docs.publisher.hints(uri).diagnostics
     assert cache.computed == computed, "the engine thread computed paragraph material the build worker had"
     assert hinted == expected
     assert any(d.code == "typo" for d in hinted)
@@ -71,7 +73,7 @@ def test_nothing_is_warmed_for_a_document_closed_or_edited_meanwhile(change):
     docs.load_model()
     uri = "file:///gone.md"
     docs.process(uri, [Opened(1, "markdown", TEXT)])
-    b = docs.next_window(uri)
+    b = docs.builder.next_window(uri)
     while not b.done:
         b.step()
     st = docs.states[uri]
@@ -79,7 +81,7 @@ def test_nothing_is_warmed_for_a_document_closed_or_edited_meanwhile(change):
         del docs.states[uri]
     else:
         st.tracked.apply([Change("More words. ", (2, 0, 2, 0))])
-    assert docs.hint_inputs(uri, b) is None
+    assert docs.publisher.hint_inputs(uri, b) is None
 
 
 def test_a_copy_of_the_tracked_text_keeps_its_tokens_when_the_text_is_edited():
@@ -113,17 +115,17 @@ def test_a_failure_while_warming_loses_only_the_caches(monkeypatch, caplog):
     docs.load_model()
     uri = "file:///fails.md"
     docs.process(uri, [Opened(1, "markdown", TEXT + "\nOne more line.\n")])
-    b = docs.next_window(uri)
+    b = docs.builder.next_window(uri)
     while not b.done:
         b.step()
-    inputs = docs.hint_inputs(uri, b)
+    inputs = docs.publisher.hint_inputs(uri, b)
 
     def broken(*args, **kwargs):
         raise RuntimeError("no material today")
 
     with monkeypatch.context() as m:
-        m.setattr(store.HintMaterial, "of", broken)
-        docs.warm_hints(inputs, b)  # no exception: the build goes on
+        m.setattr(publisher.HintMaterial, "of", broken)
+        docs.publisher.warm_hints(inputs, b)  # no exception: the build goes on
     assert "no material today" in caplog.text
-    docs.finish_window(uri, b)
-    assert any(d.code == "typo" for d in docs.hints(uri).diagnostics)
+    docs.builder.finish_window(uri, b)
+    assert any(d.code == "typo" for d in docs.publisher.hints(uri).diagnostics)

@@ -1,4 +1,4 @@
-"""The fullRecompute setting (documents/store.py): every update rebuilds the document's state from scratch
+"""The fullRecompute setting (documents/updates.py): every update rebuilds the document's state from scratch
 over the new tokens, so that benchmarks compare the engine with a dense pass on the same server.
 Its result must be exactly a fresh document over the same tokens, and it counts as an update."""
 
@@ -7,29 +7,37 @@ from __future__ import annotations
 import pytest
 
 import inference
+from tests.documents.server_path import ServerPath
 from vq_lsp.documents import requests
 from vq_lsp.documents.events import Edited, Opened
-from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import Settings, parse
 
 
 @pytest.fixture(scope="module")
-def both(tiny_model_dir):
+def servers(tiny_model_dir):
     out = {}
     for full in (False, True):  # the window context: one window, so an edit's dense cost is the document's
-        d = Documents(Settings(model_path=str(tiny_model_dir), device="cpu", context="window", full_recompute=full))
-        d.load_model()
-        out[full] = d
-    return out
+        path = ServerPath(Settings(model_path=str(tiny_model_dir), device="cpu", context="window", full_recompute=full))
+        path.docs.load_model()
+        out[full] = path
+    yield out
+    for path in out.values():
+        path.close()
 
 
-def type_into(docs: Documents, uri: str, text: str, typed: str) -> str:
-    docs.process_now(uri, [Opened(1, "plaintext", text)])
+@pytest.fixture(scope="module")
+def both(servers):
+    return {full: path.docs for full, path in servers.items()}
+
+
+def type_into(path: ServerPath, uri: str, text: str, typed: str) -> str:
+    """Open, then type one character at a time, each keystroke down the server's own path."""
+    path.process(uri, [Opened(1, "plaintext", text)])
     for i, ch in enumerate(typed):
         line = text.count("\n")
         col = len(text) - (text.rfind("\n") + 1)
-        docs.process_now(uri, [Edited(i + 2, [Change(ch, (line, col, line, col))])])
+        path.process(uri, [Edited(i + 2, [Change(ch, (line, col, line, col))])])
         text += ch
     return text
 
@@ -40,8 +48,8 @@ def test_setting_parses_from_camel_case():
     assert parse({"fullRecompute": "yes"})[1]  # not a boolean: a warning, and the default
 
 
-def test_full_mode_rebuilds_every_update_exactly(both, gpt2_tokenizer):
-    text = type_into(both[True], "mem://full", "A calm\n\nstart.", " Then it rained")
+def test_full_mode_rebuilds_every_update_exactly(both, servers, gpt2_tokenizer):
+    text = type_into(servers[True], "mem://full", "A calm\n\nstart.", " Then it rained")
     st = both[True].states["mem://full"]
     assert st.updates == len(" Then it rained") and st.rebuilds == 0
     cost = st.last_cost
@@ -53,9 +61,9 @@ def test_full_mode_rebuilds_every_update_exactly(both, gpt2_tokenizer):
     assert requests.verify(both[True], "mem://full")["codesEqual"]
 
 
-def test_incremental_mode_is_cheaper_on_the_same_edits(both):
-    type_into(both[False], "mem://inc", "A calm\n\nstart.", " Then it rained")
-    type_into(both[True], "mem://full2", "A calm\n\nstart.", " Then it rained")
+def test_incremental_mode_is_cheaper_on_the_same_edits(both, servers):
+    type_into(servers[False], "mem://inc", "A calm\n\nstart.", " Then it rained")
+    type_into(servers[True], "mem://full2", "A calm\n\nstart.", " Then it rained")
     inc, full = both[False].states["mem://inc"], both[True].states["mem://full2"]
     assert inc.doc.token_ids == full.doc.token_ids and inc.updates == full.updates
     assert inc.last_cost["incremental_macs"] < inc.last_cost["dense_macs"] == full.last_cost["incremental_macs"]

@@ -1,7 +1,7 @@
 """What happens to a document, as the server queues it: one dataclass per kind of event.
 
 The server turns LSP notifications into these (server/handlers.py) and the scheduler hands
-them, in order and batched, to `Documents.process` (store.py).
+them, in order and batched, to `DocumentTable.process` (table.py).
 """
 
 from __future__ import annotations

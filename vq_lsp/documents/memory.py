@@ -30,9 +30,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .snapshots import save_state
 from .state import DocumentState
+
+if TYPE_CHECKING:
+    from .shared import Shared
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,7 @@ InUse = Callable[[str], bool]
 @dataclass
 class WorkingMemory:
     """The server's memory beside its engine states, as last measured (`observe`). Without a
-    baseline (a `Documents` used outside the server: tests, scripts) it counts nothing."""
+    baseline (the document store used outside the server: tests, scripts) it counts nothing."""
 
     baseline: int | None = None  # resident bytes once the model is loaded, before any document
     bytes: int = 0  # resident bytes above the baseline that are not engine states, last measured
@@ -66,7 +70,8 @@ class WorkingMemory:
         return max(budget - self.bytes, budget * MIN_STATE_SHARE, min(budget, need))
 
 
-def _never(uri: str) -> bool:
+def never_in_use(uri: str) -> bool:
+    """No document is in use (the store used outside the server: tests, scripts)."""
     return False
 
 
@@ -79,8 +84,7 @@ def awaiting_hints(st: DocumentState) -> bool:
     """A state given to a document without hints for its version, whose hints are not chosen yet.
     Dropped before that (to make room for the next build, which starts as soon as this one ends)
     the document had no hints at all until its next edit."""
-    current = st.material is not None and st.material.version == st.version
-    return st.unhinted_version is not None and st.unhinted_version == st.version and not current
+    return st.unhinted_version is not None and st.unhinted_version == st.version and not st.material_current()
 
 
 def evict_over_budget(
@@ -88,7 +92,7 @@ def evict_over_budget(
     budget_bytes: float,
     save: Callable[[DocumentState], None],
     keep: DocumentState | None = None,
-    in_use: InUse = _never,
+    in_use: InUse = never_in_use,
     need_bytes: float = 0.0,
 ) -> None:
     """Drop least recently used states (never `keep`, never one in use) until the rest, plus
@@ -106,8 +110,7 @@ def evict_over_budget(
         candidates.remove(victim)
         total -= sizes[victim.uri]
         save(victim)
-        victim.doc = None
-        victim.evictions += 1
+        victim.evict()
         log.info("dropped the engine state of %s (memory budget)", victim.uri)
 
 
@@ -124,3 +127,67 @@ def report(
         "open_documents": len(states),
         "snapshots": snapshots,
     }
+
+
+class Budget:
+    """Keeps the open documents' engine states within the memory budget: every part that adds a
+    state (a build, a copy, a restore) or uses one asks here for room first, so the budget is
+    enforced in one place. `in_use` says whether a request or an edit waits for a document (the
+    server's): its state is never dropped."""
+
+    def __init__(self, shared: Shared, in_use: InUse = never_in_use) -> None:
+        self.shared = shared
+        self.in_use = in_use
+        self.working = WorkingMemory()  # the server's memory beside the states (given a baseline by the server)
+
+    def state_budget_bytes(self, need: float = 0.0) -> float:
+        """What the budget leaves the engine states once the server's working memory is counted
+        (WorkingMemory.state_budget)."""
+        return self.working.state_budget(self.shared.budget_bytes(), need)
+
+    def observe_working_memory(self, resident: int) -> bool:
+        """Measure the server's working memory (resident bytes now, taken while no dropped state
+        waits to be released); True when it moved enough that room should be made again."""
+        budget = self.shared.budget_bytes()
+        states = sum(s.bytes() for s in self.shared.states.values())
+        moved = self.working.observe(resident, states, WORKING_MARGIN * budget)
+        if moved:
+            log.info(
+                "working memory beside the engine states: %.0f MiB; the states have %.0f of the %.0f MiB budget",
+                self.working.bytes / 2**20,
+                self.state_budget_bytes() / 2**20,
+                budget / 2**20,
+            )
+        return moved
+
+    def touch(self, st: DocumentState) -> None:
+        """`st` was just used: it becomes the most recently used, and others make room for it."""
+        st.touched()
+        self.shared.states.move_to_end(st.uri)
+        self.make_room(keep=st)
+
+    def make_room(self, keep: DocumentState | None = None, need: float = 0.0, spare: str | None = None) -> None:
+        """Drop least recently used states until the rest, and `need` bytes about to be allocated, fit what
+        the budget leaves the states; never `keep`, a document in use, or the document `spare`."""
+        in_use = self.in_use if spare is None else (lambda uri: uri == spare or self.in_use(uri))
+        shared = self.shared
+        evict_over_budget(
+            shared.states,
+            self.state_budget_bytes(need),
+            lambda st: save_state(shared.snapshots, st, shared.settings),
+            keep=keep,
+            in_use=in_use,
+            need_bytes=need,
+        )
+
+    def waits_for_hints(self, st: DocumentState, need: float) -> bool:
+        """After making room for `need` bytes of `st`: True when room is still missing only because
+        a state just built waits for its hints (spared until then)."""
+        states = self.shared.states.values()
+        if sum(s.bytes() for s in states) + need <= self.state_budget_bytes(need):
+            return False
+        return any(s is not st and s.doc is not None and awaiting_hints(s) for s in states)
+
+    def report(self) -> dict[str, Any]:
+        shared = self.shared
+        return report(shared.states, shared.budget_bytes(), shared.snapshots.stats(), self.working)

@@ -1,6 +1,6 @@
 """Requests answered from a document's built engine state: scores, verify, hover and quick fixes.
 
-Each is one job on the engine thread: `Documents.ready` builds (or rebuilds) what is missing,
+Each is one job on the engine thread: `StateBuilder.ready` (builder.py) builds (or rebuilds) what is missing,
 or raises KeyError (not open) or LookupError (no state possible: no model, too long, ...),
 which the server turns into LSP errors.
 """
@@ -13,16 +13,21 @@ import time
 from ..hints import lsp as hint_lsp
 from ..hints import material
 from ..hints.typos import WordFinding
-from .state import Outcome
+from .state import DocumentState, Outcome
 from .store import Documents
 
 Range = tuple[int, int, int, int]  # LSP (line, character, line, character)
 Found = list[tuple[WordFinding, tuple[int, int], tuple[int, int]]]  # (finding, start position, end position)
 
 
+def built_state(docs: Documents, uri: str) -> DocumentState:
+    """The document with its engine state built (code lenses read it as it is)."""
+    return docs.builder.ready(uri)
+
+
 def scores(docs: Documents, uri: str) -> dict:
     """vqLsp/documentScores: the document's and its paragraphs' scores, costs and memory."""
-    st = docs.ready(uri)
+    st = docs.builder.ready(uri)
     paragraphs = material.paragraph_scores(st.tracked, st.doc)
     return {
         "uri": uri,
@@ -39,14 +44,14 @@ def scores(docs: Documents, uri: str) -> dict:
         "rebuilds": st.rebuilds,
         "evictions": st.evictions,
         "restores": st.restores,
-        "memory": docs.memory(),
+        "memory": docs.budget.report(),
     }
 
 
 def verify(docs: Documents, uri: str) -> dict:
     """vqLsp.verify: the state against a dense pass and the tokens against the text, with a hash of
     the server's text (so a client can check it is its own); a state that fails is rebuilt."""
-    st = docs.ready(uri)
+    st = docs.builder.ready(uri)
     t0 = time.perf_counter()
     check = st.doc.verify()
     tokens_ok = st.doc.token_ids == docs.model.tokenizer.encode(st.text)
@@ -63,14 +68,14 @@ def verify(docs: Documents, uri: str) -> dict:
     }
     if not (check.codes_equal and result["tokensMatchText"]):
         st.mark_in_doubt(tokens_too=True)
-        docs.ensure(st, Outcome())
+        docs.builder.ensure(st, Outcome())
         result["rebuilt"] = True
     text = docs.states[uri].text
     return result | {"textSha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
 def hover(docs: Documents, uri: str, line: int, character: int) -> str:
-    st = docs.ready(uri)
+    st = docs.builder.ready(uri)
     return hint_lsp.hover_text(
         st.tracked, st.doc, st.tracked.offset(line, character), st.language_id, docs.settings.diagnostics
     )
@@ -79,7 +84,7 @@ def hover(docs: Documents, uri: str, line: int, character: int) -> str:
 def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Range, Found]]:
     """For each (line, character, line, character) range: the prose words there with their
     likeliest fixes (hints/material.py), as (range, [(finding, start position, end position)])."""
-    st = docs.ready(uri)
+    st = docs.builder.ready(uri)
     out = []
     for l0, c0, l1, c1 in ranges:
         a, b = st.tracked.offset(l0, c0), st.tracked.offset(l1, c1)

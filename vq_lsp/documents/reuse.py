@@ -8,7 +8,7 @@ under two names, a storm of identical opens) had it built every time: a dozen op
   state, when the new text has the same tokens (nobody else owns it: nothing to copy);
 - a document whose tokens equal those of another open document's built state gets a copy of
   that state (a memory copy of its tensors) instead of a build.
-Neither is used for a state in doubt: those are rebuilt from the text (store.py).
+Neither is used for a state in doubt: those are rebuilt from the text (builder.py).
 """
 
 from __future__ import annotations
@@ -44,10 +44,7 @@ class Reusable:
         """Give `st` this state if its tokens are the same; False otherwise (it is built as usual)."""
         if st.in_doubt or st.tracked is None or st.tracked.ids != self.ids:
             return False
-        if self.doc is not None:
-            st.doc = self.doc
-        else:
-            st.builder, st.build_started = self.builder, time.perf_counter()
+        st.hand_over(self.doc, builder=self.builder)
         return True
 
 

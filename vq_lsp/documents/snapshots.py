@@ -7,7 +7,7 @@ rebuilt with a dense pass. The folder stays under a size cap: the least recently
 (by modification time, which a hit refreshes) are deleted first. A snapshot that cannot be
 trusted (corrupt, truncated, another model or engine) is logged, deleted and reported as a miss,
 and the caller rebuilds. The format itself lives in inference/snapshot.py. `save_state` and
-`restore_state` are what the document store calls for one document.
+`restore_state` are what the document store calls for one document (builder.py, memory.py).
 
 Writes run on a background thread: writing a 2,000-token state's 150 MB took the engine thread
 up to 1.5 s with the CPU busy, and the state being written is no longer used by anyone (its
@@ -44,7 +44,12 @@ STALE_TMP_S = 3600.0  # a temporary file this old is a write that died: delete i
 class SnapshotStore:
     """Snapshots in one folder, with counters the server reports (scores request, `memory`)."""
 
-    def __init__(self, folder: str | os.PathLike | None = None, background: bool = True) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike | None = None,
+        background: bool = True,
+        released: Callable[[], None] = lambda: None,
+    ) -> None:
         self.folder = Path(folder) if folder is not None else inference.snapshot_dir()
         self.saved = self.restored = self.rejected = self.misses = self.evicted = 0
         self.background = background
@@ -52,7 +57,7 @@ class SnapshotStore:
         self._lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
         self._writer: threading.Thread | None = None
-        self.released: Callable[[], None] = lambda: None  # after a write let its state go (writer thread)
+        self.released = released  # after a write let its state go (writer thread)
 
     def path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
@@ -213,11 +218,8 @@ class SnapshotStore:
 
 def save_state(store: SnapshotStore, st: DocumentState, settings: Settings) -> None:
     """Leave the state of a document being closed or evicted in the snapshot cache."""
-    st.snapshot_ids = None
-    if st.doc is None or st.in_doubt or not settings.snapshots:
-        return
-    if store.save(st.doc, settings.snapshot_cache_mb * 2**20):
-        st.snapshot_ids = st.doc.token_ids
+    saved = st.doc is not None and not st.in_doubt and settings.snapshots
+    st.snapshot_left(st.doc.token_ids if saved and store.save(st.doc, settings.snapshot_cache_mb * 2**20) else None)
 
 
 def restore_state(store: SnapshotStore, model: inference.LoadedModel, st: DocumentState, settings: Settings) -> bool:
@@ -238,11 +240,9 @@ def restore_state(store: SnapshotStore, model: inference.LoadedModel, st: Docume
             except Exception as e:  # the restored state is in doubt: build from the text
                 log.warning("could not bring the snapshot of %s up to date (%s); rebuilding", st.uri, e)
                 doc = None
-    st.snapshot_ids = None
+    st.snapshot_left(None)
     if doc is None:
         return False
-    st.doc = doc
-    st.restores += 1
-    st.last_cost = {"restore_seconds": time.perf_counter() - t0, "tokens": len(ids)}
+    st.restored(doc, {"restore_seconds": time.perf_counter() - t0, "tokens": len(ids)})
     log.info("restored the state of %s from a snapshot (%d tokens)", st.uri, len(ids))
     return True

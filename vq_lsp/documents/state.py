@@ -8,13 +8,14 @@ the hint material of its last hints.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import inference
 
 from ..hints.material import HintMaterial
-from .problems import Problem
+from .problems import Problem, Reason
 from .textsync import TrackedText
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ class Outcome:
 
 @dataclass
 class DocumentState:
+    """One open document. Its fields are read anywhere in documents/, but changed through the
+    methods below: each is one transition (an edit, a pause, a state handed over, hints chosen), so
+    what goes together (a state in doubt is counted as a rebuild, an edit forgets the hints of the
+    old text) cannot be half done from another module."""
+
     uri: str
     language_id: str
     version: int | None
@@ -82,11 +88,81 @@ class DocumentState:
             return sum(w.state_bytes() for w in self.builder.windows)
         return 0
 
-    def handed_over(self) -> None:
-        """It was just given a state (built, restored, copied or kept): until hints are chosen
-        from it, the memory budget spares it."""
-        current = self.material is not None and self.material.version == self.version
-        self.unhinted_version = None if current else self.version
+    # ----------------------------------------------------------------- its engine state
+    def hand_over(
+        self,
+        doc: inference.IncrementalDocument | None = None,
+        *,
+        builder: inference.DocumentBuilder | None = None,
+        cost: dict | None = None,
+    ) -> None:
+        """It was just given a state (built, restored, copied or kept) or a half-built one (kept): until
+        hints are chosen from it, the memory budget spares it (memory.awaiting_hints)."""
+        if doc is not None:
+            self.doc, self.in_doubt = doc, False
+        if builder is not None:
+            self.builder, self.build_started = builder, time.perf_counter()
+        if cost is not None:
+            self.last_cost = cost
+        self.unhinted_version = None if self.material_current() else self.version
+
+    def recomputed(self, doc: inference.IncrementalDocument) -> None:
+        """Its state was replaced by a dense pass over its new tokens (the fullRecompute setting)."""
+        self.doc = doc
+
+    def start_build(self, builder: inference.DocumentBuilder) -> None:
+        """A build of its whole state begins, window by window."""
+        self.builder, self.build_started = builder, time.perf_counter()
+
+    def finish_build(self) -> inference.DocumentBuilder | None:
+        """The build is over (done, or nothing to build): its builder, which it no longer holds."""
+        builder, self.builder = self.builder, None
+        return builder
+
+    def restored(self, doc: inference.IncrementalDocument, cost: dict) -> None:
+        """Its state was read back from a snapshot instead of rebuilt."""
+        self.restores += 1
+        self.hand_over(doc, cost=cost)
+
+    def updated(self, cost: dict) -> None:
+        """The engine brought its state through an edit."""
+        self.last_cost = cost
+        self.updates += 1
+
+    def take_previous(self) -> Reusable | None:
+        """Its state from before it was opened again, handed out once (reuse.py)."""
+        previous, self.previous = self.previous, None
+        return previous
+
+    def report_thrashing_once(self) -> bool:
+        """True the first time it is asked: that the budget keeps dropping it is said once."""
+        first, self.thrash_reported = not self.thrash_reported, True
+        return first
+
+    def touched(self) -> None:
+        """It was just used (a request, a build): the budget drops it after the less recently used."""
+        self.last_touch = time.monotonic()
+
+    def snapshot_left(self, ids: list[int] | None) -> None:
+        """Its state was left in the snapshot cache with these tokens (None: none, or read back)."""
+        self.snapshot_ids = ids
+
+    def evict(self) -> None:
+        """The memory budget dropped its engine state (its snapshot was saved first)."""
+        self.doc = None
+        self.evictions += 1
+
+    def refuse(self, problem: Problem | None, *, keep_tokens: bool) -> bool:
+        """Record why it cannot have a state now (None: it can); its state and build go when it
+        cannot, its tokens too unless `keep_tokens`. True when the problem changed (said once)."""
+        if problem is not None:
+            if not keep_tokens:
+                self.tracked = None
+            self.doc, self.builder = None, None
+        if problem is None or problem.reason is not Reason.TOO_LONG:
+            self.tokens_at_least = None
+        changed, self.problem = problem != self.problem, problem
+        return changed
 
     def mark_in_doubt(self, *, tokens_too: bool = False) -> None:
         """Its engine state can no longer be trusted (the engine refused an edit, its tokens disagree
@@ -98,13 +174,78 @@ class DocumentState:
             self.tracked = None
         self.rebuilds += 1
 
-    def pause(self, why: str) -> None:
-        """A change was lost: its text is in doubt, so everything built from it goes, and incremental
-        changes are ignored until the editor sends the full text (`out_of_sync` says why)."""
-        self.out_of_sync, self.in_doubt = why, True
-        self.tracked, self.doc, self.problem, self.material = None, None, None, None
-
     def forget_state(self) -> None:
         """Drop tokens, engine state, build and hint material (the text stays): rebuilt on next use."""
         self.tracked, self.doc, self.problem, self.builder, self.material = None, None, None, None, None
         self.tokens_at_least = None
+
+    # ----------------------------------------------------------------- its text
+    def edited(self, version: int | None) -> None:
+        """An edit leads to `version`: its hints and their memory are for an older text now."""
+        self.version, self.material, self.settled, self.published = version, None, False, None
+        self.last_edit = self.last_touch = time.monotonic()  # an edit is use: the budget spares it
+
+    def pause(self, why: str, version: int | None = None) -> None:
+        """A change was lost (the one to `version`, when known): its text is in doubt, so everything
+        built from it goes, and incremental changes are ignored until the editor sends the full text
+        (`out_of_sync` says why)."""
+        if version is not None:
+            self.version = version
+        self.out_of_sync, self.in_doubt = why, True
+        self.tracked, self.doc, self.problem, self.material = None, None, None, None
+
+    def resync(self) -> None:
+        """The editor sent the full text: changes are taken again, and its tokens counted again."""
+        self.out_of_sync, self.tokens_at_least = None, None
+
+    def tokenized(self, tracked: TrackedText) -> None:
+        """Its tokens are kept from now on (edits keep them in step with the text)."""
+        self.tracked, self.text_lines = tracked, None
+
+    def counted(self, tokens: int, counted_all: bool) -> None:
+        """Too long: `tokens` is a lower bound of its token count (all of them when `counted_all`)."""
+        self.tokens_at_least, self.counted_all = tokens, counted_all
+
+    def forget_tokens(self) -> None:
+        """Its new text is checked in full (an edit brought in what may be unreadable): its tokens,
+        state and count go until then."""
+        self.tracked, self.doc, self.tokens_at_least = None, None, None
+
+    def set_text(self, text: str, lines: list[int] | None, tokens_lost: int = 0) -> None:
+        """Its text after an edit, with the line starts of a text kept without tokens (else None);
+        `tokens_lost`: at most this many tokens went (a too-long count stays a lower bound)."""
+        self.text, self.text_lines = text, lines
+        if self.tokens_at_least is not None:
+            self.tokens_at_least -= tokens_lost
+
+    # ----------------------------------------------------------------- its hints
+    def settle_requested(self, cost: dict | None = None) -> None:
+        """It is at rest (`cost`: what bringing its state to rest cost, if it was not already): its
+        next hints are chosen from exact scores (events.Settle)."""
+        if cost is not None:
+            self.last_cost = cost
+        self.settling = True
+
+    def take_settling(self, pending: bool) -> bool:
+        """Whether these hints settle it (exact scores, republished only where they changed): a
+        Settle was processed and no edit waits. Asked once per choice of hints."""
+        settling, self.settling = self.settling and not pending, False
+        return settling
+
+    def hinted(self, material: HintMaterial) -> None:
+        """Hints are about to be chosen from `material` (what later hints are re-chosen from)."""
+        self.material = material
+
+    def material_current(self) -> bool:
+        """Whether its hint material is that of its current version."""
+        return self.material is not None and self.material.version == self.version
+
+    def publish(self, diagnostics: list, *, settling: bool) -> list | None:
+        """The diagnostics to publish for its own version, remembered; after settling, None when they
+        are those published already (nothing changed at rest)."""
+        if settling:
+            self.settled = self.doc is not None
+            if diagnostics == self.published:
+                return None
+        self.published = diagnostics
+        return diagnostics

@@ -11,7 +11,6 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from ..documents import requests
 from ..documents.events import Closed, Edited, Opened, Refresh
-from ..documents.store import Documents
 from ..documents.textsync import Change
 from ..hints import grammar
 from ..hints import lsp as hint_lsp
@@ -147,7 +146,7 @@ def build(defaults: Settings | None = None) -> VQServer:
         if not ls.docs.settings.code_lens:
             return []
         try:
-            st = await ls.ready(params.text_document.uri, Documents.ready)
+            st = await ls.ready(params.text_document.uri, requests.built_state)
         except RequestFailed:
             return []
         return [await ls.on_engine(hint_lsp.code_lens, st.uri, st.text, st.doc)]

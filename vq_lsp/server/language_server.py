@@ -45,10 +45,11 @@ from pygls.lsp.server import LanguageServer
 import inference
 
 from .. import __version__
+from ..documents.eligibility import PRETOKENIZE_CHARS
 from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, Settle
 from ..documents.heap import HeapTrimmer, resident_bytes
-from ..documents.state import Level, Outcome
-from ..documents.store import PRETOKENIZE_CHARS, Documents
+from ..documents.state import Level, Message, Outcome
+from ..documents.store import Documents
 from ..documents.textsync import Change, TextSyncError
 from ..hints import grammar
 from ..settings import Settings
@@ -87,12 +88,18 @@ class VQServer(LanguageServer):
         )
         self.defaults = defaults or Settings()  # from the command line
         self.base = self.defaults  # defaults plus initializationOptions
-        self.docs = Documents(self.defaults)
+        self.waiting: Counter[str] = Counter()  # uri -> requests and edits waiting for it now
+        self.heap = HeapTrimmer(background=True)  # returns freed memory to the OS, beside the engine thread
+        self.notices: list[Message] = []  # what build steps have to say, shown after each step
+        self.docs = Documents(
+            self.defaults,
+            in_use=self.in_use_now,  # read on the engine thread
+            notify=self.notices.append,
+            released=self.heap.trim_now,  # a state let go after its snapshot is written
+        )
         self.engine = EngineThread()
         # build windows run here, beside the engine thread: a keystroke never waits for another document's window
         self.build_worker = EngineThread("vq-build")
-        self.heap = HeapTrimmer(background=True)  # returns freed memory to the OS, beside the engine thread
-        self.docs.snapshots.released = self.heap.trim_now  # a state let go after its snapshot is written
         self.coalescer = Coalescer(self._run)
         self.failing: dict[str, Recovery] = {}  # uri -> where it stands after an internal error
         self.exit_code: int | None = None  # set by `exit`; else by the end of input
@@ -102,12 +109,10 @@ class VQServer(LanguageServer):
         self._last_publish: dict[str, float] = {}  # uri -> time.monotonic() of its last publish
         self._settle_timers: dict[str, asyncio.TimerHandle] = {}  # uri -> its Settle, due when it stays idle
         self.workspace_files = WorkspaceFiles()  # vq-lsp.toml and word lists, under the editor's settings
-        self.waiting: Counter[str] = Counter()  # uri -> requests and edits waiting for it now
-        self.docs.in_use = lambda uri: self.waiting.get(uri, 0) > 0  # read on the engine thread
         self._progress: dict[str, BuildProgress] = {}
         self.builds = BuildQueue(
             self._build_step,
-            urgent=self.docs.in_use,
+            urgent=self.in_use_now,
             last_use=self._last_use,
             last_urgent_job=lambda: self.engine.last_urgent_done,
             before_new_build=self._before_new_build,
@@ -184,7 +189,7 @@ class VQServer(LanguageServer):
         try:
             return fn(*args)
         finally:
-            churn, self.docs.text_churn = self.docs.text_churn, 0
+            churn, self.docs.table.text_churn = self.docs.table.text_churn, 0
             self.heap.observe((st.doc for st in self.docs.states.values()), churn)
 
     async def on_engine(self, fn, *args, lane: int = URGENT):
@@ -222,8 +227,8 @@ class VQServer(LanguageServer):
         try:
             opened = [ev for ev in events if isinstance(ev, Opened) and len(ev.text) >= PRETOKENIZE_CHARS]
             if opened:  # a long text is tokenized here, beside the engine thread, not on it
-                await asyncio.to_thread(self.docs.pretokenize, uri, opened[-1].text)
-            out: Outcome = await self.on_engine(self.docs.process, uri, events)
+                await asyncio.to_thread(self.docs.eligibility.pretokenize, uri, opened[-1].text)
+            out: Outcome = await self.on_engine(self.docs.table.process, uri, events)
             for m in out.messages:
                 self.say(m.level, m.text)
             if out.closed:
@@ -240,7 +245,7 @@ class VQServer(LanguageServer):
                     if not built.done():
                         return  # newer events first (an edit, a close, a lost change): the build goes on meanwhile
                     built.result()  # a failed build is handled below
-            elif uri in self.builds.wanted and self.docs.unavailable(uri) is not None:
+            elif uri in self.builds.wanted and self.docs.eligibility.unavailable(uri) is not None:
                 self.builds.cancel(uri)  # paused or refused since it was queued: nothing to build
             pending: list = []
             if superseded():
@@ -249,12 +254,12 @@ class VQServer(LanguageServer):
                 pending = self._pending_changes(uri)
                 if pending is None:
                     return
-            out = await self.on_engine(self.docs.hints, uri, pending)
+            out = await self.on_engine(self.docs.publisher.hints, uri, pending)
         except Exception as e:  # never stop serving: drop the state, rebuild it from its text
             if self.protocol._shutdown or self.engine.closed:  # shut down between two steps: nothing to do
                 return
             log.exception("processing %s failed", uri)
-            await self.on_engine(self.docs.drop, uri)
+            await self.on_engine(self.docs.builder.drop, uri)
             what = f"vq-lsp: internal error on {uri} ({type(e).__name__}: {e})"
             state = self.failing.get(uri)
             if state is None:  # retry once at once, so the client gets hints without another edit
@@ -306,6 +311,10 @@ class VQServer(LanguageServer):
             if self.waiting[uri] <= 0:
                 del self.waiting[uri]
 
+    def in_use_now(self, uri: str) -> bool:
+        """Whether a request or an edit waits for `uri` (see `in_use`)."""
+        return self.waiting.get(uri, 0) > 0
+
     def _last_use(self, uri: str) -> float:
         st = self.docs.states.get(uri)
         return st.last_touch if st is not None else 0.0
@@ -316,17 +325,18 @@ class VQServer(LanguageServer):
         of other documents run on the engine thread meanwhile instead of waiting for it (a window
         of 2048 tokens takes about a second)."""
         try:
-            builder = await self.on_engine(self.docs.next_window, uri)
+            builder = await self.on_engine(self.docs.builder.next_window, uri)
             if isinstance(builder, tuple):
                 return builder
             await self.build_worker.submit(self._build_window, builder, lane=BUILD)
-            if builder.done and (inputs := await self.on_engine(self.docs.hint_inputs, uri, builder)) is not None:
+            publisher = self.docs.publisher
+            if builder.done and (inputs := await self.on_engine(publisher.hint_inputs, uri, builder)) is not None:
                 # the first hints' heavy part too, off the engine thread
                 await self.build_worker.submit(self._warm_hints, inputs, builder, lane=BUILD)
-            return await self.on_engine(self.docs.finish_window, uri, builder)
+            return await self.on_engine(self.docs.builder.finish_window, uri, builder)
         finally:
-            while self.docs.notices:
-                m = self.docs.notices.pop(0)
+            while self.notices:
+                m = self.notices.pop(0)
                 self.say(m.level, m.text)
 
     def _build_window(self, builder) -> None:
@@ -339,7 +349,7 @@ class VQServer(LanguageServer):
 
     def _warm_hints(self, inputs, builder) -> None:
         """The first hints' caches (build worker), then their temporaries go back to the OS."""
-        self.docs.warm_hints(inputs, builder)
+        self.docs.publisher.warm_hints(inputs, builder)
         self.heap.trim_now()
 
     async def _before_new_build(self, uri: str) -> None:
@@ -349,16 +359,16 @@ class VQServer(LanguageServer):
         waits for waits for those hints (at most HINTS_WAIT_S) instead of going over the budget
         with two long documents' states; one with a request or an edit waiting does not wait."""
         deadline = time.monotonic() + HINTS_WAIT_S
-        while await self.on_engine(self.docs.make_room, uri) and time.monotonic() < deadline:
-            if any(self.docs.in_use(u) for u in self.builds.wanted):
+        while await self.on_engine(self.docs.builder.make_room, uri) and time.monotonic() < deadline:
+            if any(self.in_use_now(u) for u in self.builds.wanted):
                 break  # someone waits: the queue picks again
             await asyncio.sleep(0.1)
         await asyncio.to_thread(self.docs.snapshots.flush)
         # the dropped states are released now (and their pages returned): what the server holds beside
         # the states is its working memory, which the budget counts too; when it grew, room is made again
         await asyncio.to_thread(self.heap.trim_now)
-        if await self.on_engine(lambda: self.docs.observe_working_memory(resident_bytes())):
-            await self.on_engine(self.docs.make_room, uri)
+        if await self.on_engine(lambda: self.docs.budget.observe_working_memory(resident_bytes())):
+            await self.on_engine(self.docs.builder.make_room, uri)
             await asyncio.to_thread(self.docs.snapshots.flush)
 
     def _build_progress(self, uri: str, done: int, total: int) -> None:
@@ -375,7 +385,7 @@ class VQServer(LanguageServer):
 
     def refresh_all(self, event: Event | None = None) -> None:
         """Queue `event` for every open document: Refresh (the default) rebuilds what is missing
-        (a new model), SettingsChanged only re-chooses hints where the material allows (see Documents)."""
+        (a new model), SettingsChanged only re-chooses hints where the material allows (documents/table.py)."""
         for uri in list(self.docs.states):
             self.coalescer.submit(uri, event or Refresh())
 
@@ -401,7 +411,7 @@ class VQServer(LanguageServer):
         try:
             done = await fut
             # what the server holds with the model loaded and no state: the working memory is measured from it
-            self.docs.working.baseline = resident_bytes() - sum(s.bytes() for s in self.docs.states.values())
+            self.docs.budget.working.baseline = resident_bytes() - sum(s.bytes() for s in self.docs.states.values())
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=f"vq-lsp: {done}"))
         except inference.ModelLoadError as e:
             done = str(e)
@@ -444,13 +454,13 @@ class VQServer(LanguageServer):
         with self.in_use(uri):
             await self.coalescer.caught_up(uri)
             try:
-                if (reason := self.docs.unavailable(uri)) is not None:
+                if (reason := self.docs.eligibility.unavailable(uri)) is not None:
                     st = self.docs.states.get(uri)
                     paused = st is not None and st.out_of_sync is not None
                     raise (DocumentPaused if paused else RequestFailed)(f"no state for {uri}: {reason}")
                 if (st := self.docs.states.get(uri)) is not None and st.doc is None:
                     if not await self.builds.build(uri):  # it goes first, window by window
-                        reason = self.docs.unavailable(uri)
+                        reason = self.docs.eligibility.unavailable(uri)
                         paused = st.out_of_sync is not None
                         raise (DocumentPaused if paused else RequestFailed)(
                             f"no state for {uri}: {reason or 'it was closed'}"
