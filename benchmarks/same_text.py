@@ -48,6 +48,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import data_dir, markdown_table, percentile, recorded_command, run_benchmark
+from vq_lsp.engine_flags import add_engine_flags
 
 QUICK = dict(typing=4, typing_words=120, rust=2, readme=0, wiki=3, revisions=4, splices=3, splice_edits=24, every=10)
 FULL = dict(typing=12, typing_words=300, rust=8, readme=1, wiki=10, revisions=8, splices=8, splice_edits=40, every=10)
@@ -296,7 +297,7 @@ def run(args) -> dict:
     torch.set_num_threads(1)
     sizes = QUICK if args.quick else FULL
     data = data_dir(args.data)
-    model = inference.load_model(args.model, device="cpu", dtype=args.precision)
+    model = inference.load_model(args.model, device="cpu", dtype=args.precision, context=args.context)
     cfg = DiagnosticSettings()
     rng = random.Random(0)
     reviews = imdb_rows(data)
@@ -329,6 +330,7 @@ def run(args) -> dict:
         "command": ["python", "-m", "benchmarks.same_text", *recorded_command(args.argv)],
         "hardware": "one CPU core (torch.set_num_threads(1))",
         "precision": args.precision,
+        "context": args.context,
         "has_settle": hasattr(inference.IncrementalDocument, "settle"),
         "sizes": sizes,
         "compares": [asdict(c) for c in compares],
@@ -425,7 +427,7 @@ def report(results: dict) -> str:
         "# Same text, same hints: scores after an edit history against a fresh open",
         "",
         f"`{' '.join(results['command'])}`, {results['hardware']}, {results['precision']}, "
-        f"bundled model unless --model; {results['seconds']} s.",
+        f"context {results.get('context', 'window')}, bundled model unless --model; {results['seconds']} s.",
         "Positive-class score differences; a tone verdict is the label shown at the default threshold, or none.",
         "",
         table,
@@ -454,7 +456,7 @@ def report(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small sample (a couple of minutes on one core)")
-    parser.add_argument("--precision", default="float32", choices=("float32", "float64"))
+    add_engine_flags(parser, "precision", "context")
     parser.add_argument("--accuracy", type=int, default=0, help="also compare the open's layouts on N reviews")
     parser.add_argument("--edits", type=int, default=0, help="also measure N single-token edits' MAC saving")
     parser.add_argument("--edit-words", type=int, default=10000, help="words of the document --edits edits")

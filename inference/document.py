@@ -248,9 +248,12 @@ class IncrementalDocument:
     # ----------------------------------------------------------------- at rest
     def at_rest(self) -> bool:
         """Whether the state is the one an open of the same tokens builds: the same windows, each
-        with an open's positions. Then its scores equal a fresh open's, whatever edits led here."""
+        with an open's positions (for a model that reads only the order, any positions). Then its
+        scores equal a fresh open's, whatever edits led here."""
         ids = self.token_ids
-        return self._bounds() == self._split(ids) and all(passes.at_rest(w) for w in self.windows)
+        return self._bounds() == self._split(ids) and (
+            self.model.order_only or all(passes.at_rest(w) for w in self.windows)
+        )
 
     def settle(self) -> EditResult:
         """Bring the state to rest (see `at_rest`): windows whose extent differs from an open's cut
@@ -258,7 +261,8 @@ class IncrementalDocument:
         update that recomputes the rows from the first moved one on). Edits keep their cheap,
         history-dependent positions (a token inserted between two others takes a free position
         between them); settling when the document is idle, and before scores that must not depend
-        on the history (`vq-lsp score`), makes the same text give the same scores."""
+        on the history (`vq-lsp score`), makes the same text give the same scores. A model that
+        reads only the order gives every layout the same codes, so its windows are never re-spread."""
         t0 = time.perf_counter()
         cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
         ids = self.token_ids
@@ -267,7 +271,7 @@ class IncrementalDocument:
             kept = dict(zip(have, self.windows))
             self.windows = [kept.get((a, b)) or recut.fresh(self.model, ids[a:b], cost) for a, b in want]
         for w in self.windows:
-            if not passes.at_rest(w):
+            if not (self.model.order_only or passes.at_rest(w)):
                 cost.add(passes.settle(w))
         return self._done(cost, t0)
 

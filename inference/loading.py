@@ -70,6 +70,7 @@ class LoadedModel:
         self.device, self.dtype = p.device, p.dtype
         self.consts = LayerConstants(self.net).to(self.device)
         self.consts.keep_outputs = self.layout == "full"
+        self.order_only = self.net.reads_order_only()  # positions decide causality only: any layout is at rest
         self.tie_rel, self.tie_growth = TIE_GUARD.get(self.dtype, (1e-3, 0.0))
         tok = self.tokenizer
         self.paragraph_ids = tok.paragraph_break_ids if tok is not None else frozenset()

@@ -146,6 +146,13 @@ class VQOPT(nn.Module):
         )
         return dec.embed_tokens(ids) + pos
 
+    def reads_order_only(self) -> bool:
+        """True when neither position table can tell two positions apart (every row equal): then a
+        text's codes and scores depend on its tokens' order alone, never on the gapped positions
+        an edit history left (training/order_only.py makes such a model)."""
+        dec = self.decoder
+        return all(bool((t == t[:1]).all()) for t in (dec.embed_positions.weight, dec.embed_positions_fine.weight))
+
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Next-token logits from final hidden states; the head is tied to the token embeddings."""
         return F.linear(hidden, self.decoder.embed_tokens.weight)  # (..., V)

@@ -64,8 +64,10 @@ def fresh_split(model: LoadedModel, ids: Sequence[int], cost: Cost) -> list[Wind
 
 
 def update(model: LoadedModel, w: WindowState, local: list[Splice], size: int, at_rest: bool) -> Cost:
-    """A window's incremental update, straight to an open's layout of its `size` tokens when at_rest."""
-    layout = spread_array(size + 1, model.config.position_pool) if at_rest else None
+    """A window's incremental update, straight to an open's layout of its `size` tokens when at_rest
+    (a model that reads only the order is at rest at any layout: the cheap one is kept)."""
+    respread = at_rest and not model.order_only
+    layout = spread_array(size + 1, model.config.position_pool) if respread else None
     return passes.apply(w, local, layout)
 
 

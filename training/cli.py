@@ -23,6 +23,7 @@ INPUTS = {
     "teacher": ("tokenizer",),
     "distill": ("teacher", "tokenizer"),
     "finetune": ("model", "tokenizer"),
+    "order-only": ("model",),
     "calibrate": ("model",),
     "evaluate": ("model", "dense_model", "teacher"),
     "export": ("model", "eval", "commands"),

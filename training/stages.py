@@ -147,6 +147,10 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--margin", type=T.non_negative_float, default=0.05)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)
 
+    p = sub.add_parser("order-only", help="make a model read only the order of its tokens (constant position tables)")
+    p.add_argument("--model", required=True, help="model folder")
+    p.add_argument("--out", required=True, help="output model folder")
+
     p = sub.add_parser("calibrate", help="fit a temperature on held-out reviews in every style; fold it into the head")
     common(p)
     p.add_argument("--model", required=True, help="fine-tuned model folder")
@@ -226,6 +230,10 @@ def run(args) -> int:
         from .finetune import train_finetune
 
         print(f"fine-tuned -> {train_finetune(args)}")
+    elif args.cmd == "order-only":
+        from .order_only import run_order_only
+
+        print(f"order-only -> {run_order_only(args)}")
     elif args.cmd == "calibrate":
         from .calibrate import run_calibrate
 

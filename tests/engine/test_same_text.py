@@ -151,3 +151,62 @@ def test_an_update_at_rest_is_a_fresh_open():
         for k in doc.scores:
             assert abs(doc.scores[k] - fresh.scores[k]) < 1e-9
     assert doc.verify().codes_equal
+
+
+def _order_only(seed: int):
+    """A tiny model whose position tables are constant (training/order_only.py), re-loaded so the
+    engine's precomputed tables see it."""
+    from training.order_only import make_order_only
+
+    model = tiny_model(seed)
+    make_order_only(model.net)
+    return inference.LoadedModel(model.net, model.tokenizer, context="paragraph")
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_a_model_that_reads_only_the_order_scores_any_history_as_a_fresh_open(seed):
+    """With constant position tables, middle insertions and deletions (gaps filled, neighbourhoods
+    re-spread) leave positions unlike an open's, yet every step's codes and scores are a fresh
+    open's: the live state is already at rest, and settling has nothing to do."""
+    model = _order_only(seed)
+    assert model.order_only and not tiny_model(seed).order_only
+    rng = random.Random(seed)
+    ids = [rng.randrange(1, 100) for _ in range(300)]
+    for i in range(0, 300, 37):
+        ids[i] = 50
+    model.paragraph_ids = model.line_ids = model.newline_end_ids = frozenset({50})
+    doc = inference.IncrementalDocument(model, ids)
+    layouts_differ = False
+    for step, new in enumerate(_splice_history(ids, 30, seed)):
+        doc.apply(inference.diff(ids, new))
+        ids = new
+        fresh = inference.IncrementalDocument(model, ids)
+        layouts_differ = layouts_differ or doc.positions != fresh.positions
+        assert doc.window_bounds == fresh.window_bounds and doc.at_rest(), step
+        for w, f in zip(doc.windows, fresh.windows):
+            assert torch.equal(w.codes[:, w.order], f.codes[:, f.order]), step
+        for k in doc.scores:
+            assert abs(doc.scores[k] - fresh.scores[k]) < 1e-9, step
+    assert layouts_differ  # the history did leave positions an open would not give
+    assert doc.settle().cost.incremental_macs == 0
+    assert doc.verify().codes_equal
+
+
+def test_the_same_history_moves_the_scores_of_a_model_that_reads_positions():
+    """The contrast: the same kind of history on the same model with its position tables intact
+    leaves scores that differ from a fresh open's until it settles."""
+    model = tiny_model(5)
+    model.context = "paragraph"
+    rng = random.Random(5)
+    ids = [rng.randrange(1, 100) for _ in range(300)]
+    for i in range(0, 300, 37):
+        ids[i] = 50
+    model.paragraph_ids = model.line_ids = model.newline_end_ids = frozenset({50})
+    doc = inference.IncrementalDocument(model, ids)
+    worst = 0.0
+    for new in _splice_history(ids, 30, 5):
+        doc.apply(inference.diff(ids, new))
+        ids = new
+        fresh = inference.IncrementalDocument(model, ids)
+        worst = max(worst, max(abs(doc.scores[k] - fresh.scores[k]) for k in doc.scores))
+    assert worst > 1e-6

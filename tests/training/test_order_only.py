@@ -1,0 +1,52 @@
+"""`vq-train order-only`: the same model with constant position tables, so that it reads only
+the order of its tokens (see training/order_only.py); every other weight is untouched."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from safetensors.torch import load_file
+
+import inference
+from inference.positions import sample_positions, spread_positions
+from tests.training.conftest import run_cli
+
+TABLES = ("decoder.embed_positions.weight", "decoder.embed_positions_fine.weight")
+
+
+def test_order_only_keeps_every_other_weight_and_any_layout_scores_the_same(tmp_path, distilled):
+    assert run_cli("order-only", "--model", distilled, "--out", tmp_path / "oo") == 0
+    before = load_file(distilled / "model.safetensors")
+    after = load_file(tmp_path / "oo" / "model.safetensors")
+    assert before.keys() == after.keys()
+    for name in before:
+        if name in TABLES:
+            assert not torch.equal(before[name], after[name])
+            assert torch.allclose(after[name], before[name].mean(0, keepdim=True).expand_as(after[name]))
+        else:
+            assert torch.equal(before[name], after[name]), name
+    card = json.loads((tmp_path / "oo" / "card.json").read_text())
+    assert card["order_only"]["coarse_rows"] == before[TABLES[0]].shape[0] and "distill" in card
+
+    old = inference.load_model(distilled, device="cpu")
+    new = inference.load_model(tmp_path / "oo", device="cpu")
+    assert new.order_only and not old.order_only
+    ids = torch.randint(4, new.config.vocab_size, (1, 40))
+    pool = new.config.position_pool
+    layouts = [spread_positions(40, pool), sample_positions(40, pool, torch.Generator().manual_seed(1))]
+    with torch.no_grad():
+        a, b = (new.net(ids, p[None]) for p in layouts)
+        for x, y in zip(a.codes, b.codes):
+            assert torch.equal(x, y)
+        assert torch.equal(a.cls_logits, b.cls_logits)
+        c, d = (old.net(ids, p[None]) for p in layouts)
+        assert not torch.equal(c.cls_logits, d.cls_logits)  # the source model reads positions
+
+
+def test_order_only_needs_an_existing_model(tmp_path, capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        run_cli("order-only", "--model", tmp_path / "missing", "--out", tmp_path / "oo")
+    assert e.value.code == 2 and "--model" in capsys.readouterr().err
