@@ -210,3 +210,35 @@ def test_the_same_history_moves_the_scores_of_a_model_that_reads_positions():
         fresh = inference.IncrementalDocument(model, ids)
         worst = max(worst, max(abs(doc.scores[k] - fresh.scores[k]) for k in doc.scores))
     assert worst > 1e-6
+
+
+def test_the_bundled_model_gives_a_fresh_opens_scores_after_middle_edits(bundled, data_dir):
+    """The bundled model reads only the order (constant position tables): a held-out review edited
+    in the middle, words inserted, deleted and replaced, has after every edit, live and unsettled,
+    each paragraph's score and the document's of a fresh open, at the server's paragraph context."""
+    model = inference.LoadedModel(bundled.net, bundled.tokenizer, context="paragraph")
+    assert model.order_only
+    text = _reviews(data_dir, 3)[2]
+    rng = random.Random(7)
+    ids = model.tokenizer.encode(text)
+    doc = inference.IncrementalDocument(model, ids)
+    layouts_differ = False
+    for step in range(12):
+        words = text.split(" ")
+        at = rng.randrange(1, len(words) - 1)
+        if step % 3 == 0:
+            words[at:at] = ["truly", "remarkably"]
+        elif step % 3 == 1:
+            del words[at]
+        else:
+            words[at] = "awful"
+        text = " ".join(words)
+        new = model.tokenizer.encode(text)
+        doc.apply(inference.diff(ids, new))
+        ids = new
+        fresh = inference.IncrementalDocument(model, ids)
+        layouts_differ = layouts_differ or doc.positions != fresh.positions
+        live, ref = _paragraph_scores(model, doc, text), _paragraph_scores(model, fresh, text)
+        assert live == pytest.approx(ref, abs=1e-6), step
+        assert doc.scores["positive"] == pytest.approx(fresh.scores["positive"], abs=1e-6)
+    assert layouts_differ  # the edits left positions a fresh open would not give

@@ -40,7 +40,6 @@ MODEL = inference.load_model(device="cpu")
     strict=True,
     reason="a model fine-tuned without context-prefixed reviews",
 )
-@pytest.mark.xfail(reason="a held-out paragraph's label flips after unrelated text at the new position layout")
 def test_paragraph_label_survives_unrelated_text_before_it():
     wrong = []
     for paragraphs, label, opposite in ((POSITIVE, "positive", NEGATIVE), (NEGATIVE, "negative", POSITIVE)):
