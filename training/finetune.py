@@ -166,19 +166,8 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
 def _finetune_post_vq(net, train, probe, args, out: Path, device) -> tuple[int, float, dict | None]:
     """Scope "post-vq": cache the frozen features once, then train the tail (``post_vq``)."""
     log = common.Progress(out, 0, 0, "features", disable=True).log
-    feats, feature_seconds = [], 0.0
-    for layout in args.layouts:  # "features" for the sampled layout, as runs before layouts existed
-        folder = out / ("features" if layout == "sampled" else f"features_{layout}")
-        f, seconds = post_vq.cache_features(net, train, folder, args.seed, log=log, layout=layout)
-        feats.append(f)
-        feature_seconds += seconds
-    cached = {
-        "reviews": len(feats[0]),
-        "rows": int(feats[0].offsets[-1]),
-        "layouts": list(args.layouts),
-        "w_consistency": args.w_consistency,
-        "seconds": round(feature_seconds, 1),
-    }
+    feats, feature_seconds = post_vq.cache_features(net, train, out / "features", args.seed, log=log)
+    cached = {"reviews": len(feats), "rows": int(feats.offsets[-1]), "seconds": round(feature_seconds, 1)}
     step, seconds = post_vq.train_tail(net, feats, args, out, device, probe)
     return step, seconds + feature_seconds, {"post_vq_features": cached}
 

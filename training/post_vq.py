@@ -19,6 +19,7 @@ same set of modules after its last (softmax) attention.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from dataclasses import dataclass
@@ -180,24 +181,21 @@ def shard_key(weights: str, examples, seed: int) -> str:
 
 
 def cache_features(
-    net, examples, folder: Path, seed: int, shard: int = 1000, batch: int = 16, log=None, layout: str = "sampled"
+    net, examples, folder: Path, seed: int, shard: int = 1000, batch: int = 16, log=None
 ) -> tuple[Features, float]:
     """(features of all ``examples``, seconds spent computing them over all runs), computed in
     shards saved under ``folder`` (a rerun resumes).
 
-    ``layout`` names the pool positions the frozen part reads (``layouts.LAYOUTS``): ``sampled``
-    (ordered random subsets, as in distillation), ``spread`` (an open or a settled document) or
-    ``edited`` (what middle edits leave). Each shard draws its positions from its own seed, so
-    its content does not depend on whether earlier shards were computed in this run or loaded
-    from disk."""
-    from .layouts import layout_function
+    Each shard samples its pool positions from its own seeded generator, so its content does not
+    depend on whether earlier shards were computed in this run or loaded from disk."""
+    from inference.positions import sample_positions
 
     folder.mkdir(parents=True, exist_ok=True)
     device = next(net.parameters()).device
     pool = net.config.position_pool
     net.eval()
     parts, seconds = [], 0.0
-    weights = weights_digest(net) + ("" if layout == "sampled" else f":{layout}")
+    weights = weights_digest(net)
     for s, a in enumerate(range(0, len(examples), shard)):
         path = folder / f"shard_{s:04d}.pt"
         chunk = examples[a : a + shard]
@@ -209,14 +207,14 @@ def cache_features(
                 parts.append(Features(**saved))
                 continue
         t0 = time.time()
-        part = _shard_features(net, chunk, layout_function(layout, pool, seed * 100_003 + s), batch, device)
+        g = torch.Generator().manual_seed(seed * 100_003 + s)
+        part = _shard_features(net, chunk, functools.partial(sample_positions, pool=pool, generator=g), batch, device)
         common.save_checkpoint(path, **part.__dict__, seconds=time.time() - t0, key=key)
         seconds += time.time() - t0
         parts.append(part)
         if log:
             log(
                 stage="features",
-                layout=layout,
                 shard=s,
                 reviews=len(chunk),
                 rows=int(part.offsets[-1]),
@@ -241,8 +239,12 @@ def join(parts: list[Features]) -> Features:
     )
 
 
-def _layout_terms(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator) -> tuple[dict, torch.Tensor]:
-    """The objective's terms on one layout's batch, and its document probabilities (B, C)."""
+def tail_losses(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator) -> dict[str, torch.Tensor]:
+    """The fine-tuning objective of ``finetune_losses`` on cached features: document NLL (the
+    engine's aggregate; a uniform target for neutral text), per-token label cross-entropy, and an
+    LM term on a random share of rows (the tied vocabulary projection is the costliest part, and
+    the LM only needs to stay alive). The label terms read only the ``scored`` rows: text before a
+    review is context, not evidence."""
     x, ids, valid, scored, labels = batch
     hidden, cls_logits = tail_forward(net, x)
     probs = doc_probs(cls_logits, scored)  # (B, C): the review's own tokens
@@ -255,40 +257,11 @@ def _layout_terms(net, batch: tuple[torch.Tensor, ...], args, g: torch.Generator
         else hidden.new_zeros(())
     )
     loss = cls + args.w_token * token_ce + args.w_lm * lm
-    return {"loss": loss, "cls": cls, "token_ce": token_ce, "lm": lm, "acc": opinion_accuracy(probs, labels)}, probs
+    return {"loss": loss, "cls": cls, "token_ce": token_ce, "lm": lm, "acc": opinion_accuracy(probs, labels)}
 
 
-def symmetric_kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Mean over the batch of KL(p||q) + KL(q||p) between two (B, C) distributions."""
-    lp, lq = p.clamp_min(1e-8).log(), q.clamp_min(1e-8).log()
-    return ((p - q) * (lp - lq)).sum(-1).mean()
-
-
-def tail_losses(net, batches: list[tuple[torch.Tensor, ...]], args, g: torch.Generator) -> dict[str, torch.Tensor]:
-    """The fine-tuning objective of ``finetune_losses`` on cached features: document NLL (the
-    engine's aggregate; a uniform target for neutral text), per-token label cross-entropy, and an
-    LM term on a random share of rows (the tied vocabulary projection is the costliest part, and
-    the LM only needs to stay alive). The label terms read only the ``scored`` rows: text before a
-    review is context, not evidence.
-
-    ``batches`` hold the same rows of the same reviews read at different position layouts; the
-    terms are averaged over them, and ``--w-consistency`` adds the symmetric KL between the first
-    layout's document probabilities and each other's: the same text should get the same score
-    whatever layout its edit history left."""
-    results = [_layout_terms(net, batch, args, g) for batch in batches]
-    terms = {k: torch.stack([r[0][k] for r in results]).mean() for k in results[0][0]}
-    if len(results) > 1:
-        first = results[0][1]
-        terms["consistency"] = torch.stack([symmetric_kl(first, probs) for _, probs in results[1:]]).mean()
-        terms["loss"] = terms["loss"] + getattr(args, "w_consistency", 0.0) * terms["consistency"]
-    return terms
-
-
-def train_tail(net, feats: Features | list[Features], args, out: Path, device, probe=None) -> tuple[int, float]:
+def train_tail(net, feats: Features, args, out: Path, device, probe=None) -> tuple[int, float]:
     """The fine-tuning loop over cached features; returns (steps done, seconds used).
-
-    ``feats`` may be several feature sets of the same reviews at different position layouts
-    (``cache_features``' ``layout``): every step reads the same reviews and rows from each.
 
     Seeded per step (batch choice and LM rows), checkpointed every ``--ckpt-every`` steps, so
     ``--resume`` continues exactly where an interrupted run stopped."""
@@ -301,23 +274,16 @@ def train_tail(net, feats: Features | list[Features], args, out: Path, device, p
         net.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         step, t_used = state["step"], state["seconds"]
-    layouts = feats if isinstance(feats, list) else [feats]
-    for other in layouts[1:]:
-        if not (torch.equal(other.offsets, layouts[0].offsets) and torch.equal(other.labels, layouts[0].labels)):
-            raise ValueError("feature sets of different reviews cannot be read side by side")
-    by_label, neutral = rows_by_label(layouts[0].labels.tolist())
+    by_label, neutral = rows_by_label(feats.labels.tolist())
     neutral_share = getattr(args, "neutral_share", 0.0)
     bar = common.Progress(out, args.steps, step, "finetune-tail", disable=args.quiet)
     t0 = time.time()
     net.train()
 
     def batch_terms(step: int):
-        seed = args.seed * 104_729 + step
-        g = torch.Generator().manual_seed(seed)
-        picks = pick_batch(by_label, neutral, args.batch, neutral_share, g)
-        crop_seed = int(torch.randint(0, 2**62, (1,), generator=g))  # the same runs of rows in every layout
-        batches = [f.batch(picks, device, args.crop, torch.Generator().manual_seed(crop_seed)) for f in layouts]
-        return tail_losses(net, batches, args, g), int(batches[0][2].sum())
+        g = torch.Generator().manual_seed(args.seed * 104_729 + step)
+        batch = feats.batch(pick_batch(by_label, neutral, args.batch, neutral_share, g), device, args.crop, g)
+        return tail_losses(net, batch, args, g), int(batch[2].sum())
 
     step = common.train_steps(
         args,

@@ -23,17 +23,6 @@ def mix_spec(value: str) -> str:
     return value
 
 
-def layout_list(value: str) -> tuple[str, ...]:
-    """A ``--layouts`` value: distinct names from ``layouts.LAYOUTS``, the first one read first."""
-    from .layouts import LAYOUTS
-
-    names = tuple(v.strip() for v in value.split(",") if v.strip())
-    unknown = [n for n in names if n not in LAYOUTS]
-    if not names or unknown or len(set(names)) != len(names):
-        raise argparse.ArgumentTypeError(f"expected distinct names from {', '.join(LAYOUTS)}, got {value!r}")
-    return names
-
-
 def add_parsers(sub, common, train_loop) -> None:
     p = sub.add_parser("distill", help="convert a dense OPT into VQ-OPT by distillation")
     common(p)
@@ -91,20 +80,6 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument(
         "--w-token", type=T.non_negative_float, default=1.0, help="weight of the per-token label cross-entropy"
     )
-    p.add_argument(
-        "--layouts",
-        type=layout_list,
-        default=("sampled",),
-        help="post-vq: the position layouts the features are read at, comma-separated from "
-        "sampled,spread,edited (spread: an open or settled document; edited: what middle edits leave)",
-    )
-    p.add_argument(
-        "--w-consistency",
-        type=T.non_negative_float,
-        default=0.0,
-        help="post-vq: weight of the symmetric KL between the layouts' scores of the same text",
-    )
-
     p.add_argument(
         "--head-lr-mult", type=T.positive_float, default=10.0, help="learning-rate multiplier of the new head"
     )

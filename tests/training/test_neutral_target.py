@@ -98,7 +98,7 @@ def test_a_tail_trained_on_neutral_features_scores_them_near_one_half(distilled)
     assert positive_share() > 0.9
     for _ in range(60):
         opt.zero_grad()
-        terms = post_vq.tail_losses(net, [batch], args, torch.Generator().manual_seed(0))
+        terms = post_vq.tail_losses(net, batch, args, torch.Generator().manual_seed(0))
         terms["loss"].backward()
         opt.step()
     assert abs(positive_share() - 0.5) < 0.05
