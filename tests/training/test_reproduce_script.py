@@ -46,13 +46,14 @@ def run_script(tmp_path: Path, **env) -> tuple[subprocess.CompletedProcess, list
 def test_gpu_recipe_runs_every_stage_resumable_on_cuda(tmp_path):
     res, calls = run_script(tmp_path, RECIPE="gpu")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert [c[0] for c in calls] == ["teacher", "distill", "finetune", "finetune", "evaluate", "export"]
+    assert [c[0] for c in calls] == ["teacher", "distill", "order-only", "finetune", "finetune", "evaluate", "export"]
     training = [c for c in calls if c[0] in ("teacher", "distill", "finetune")]
     assert all("--resume" in c and c[c.index("--device") + 1] == "cuda" for c in training)
     finetunes = [c for c in calls if c[0] == "finetune"]
     assert all("after_context" in c[c.index("--augment") + 1] and "post-vq" in c for c in finetunes)
     assert "--dense" in finetunes[1] and "--eval-every" in finetunes[0]
-    evaluate = calls[4]
+    assert c_value(calls[2], "--out") == c_value(calls[3], "--model")
+    evaluate = calls[5]
     assert "--robust-reviews" in evaluate and evaluate[evaluate.index("--test-limit") + 1] == "5000"
     assert (tmp_path / "run" / "tokenizer" / "tokenizer.json").read_bytes() == (
         ROOT / "inference" / "default_model" / "tokenizer.json"
@@ -62,8 +63,9 @@ def test_gpu_recipe_runs_every_stage_resumable_on_cuda(tmp_path):
 def test_smollm2_recipe_extracts_the_teacher_then_runs_every_stage_resumable(tmp_path):
     res, calls = run_script(tmp_path, RECIPE="gpu-smollm2")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert [c[0] for c in calls] == ["teacher", "distill", "finetune", "evaluate", "export"]
-    teacher, distill, finetune, evaluate, export = calls
+    assert [c[0] for c in calls] == ["teacher", "distill", "order-only", "finetune", "evaluate", "export"]
+    teacher, distill, order_only, finetune, evaluate, export = calls
+    assert c_value(order_only, "--out") == c_value(finetune, "--model")
     assert teacher[teacher.index("--pretrained") + 1] == "smollm2"
     assert distill[distill.index("--teacher") + 1] == str(tmp_path / "run" / "teacher" / "model")
     assert all("--resume" in c and "--device" not in c for c in (teacher, distill, finetune))  # device: at run time
@@ -73,7 +75,8 @@ def test_smollm2_recipe_extracts_the_teacher_then_runs_every_stage_resumable(tmp
     assert export[export.index("--out") + 1] == str(tmp_path / "export")
     assert not (tmp_path / "run" / "tokenizer").exists()  # the student uses the teacher's tokenizer
     res, calls = run_script(tmp_path, RECIPE="gpu-smollm2", DEVICE="cuda")  # appends to the same call log
-    assert res.returncode == 0 and all(c[c.index("--device") + 1] == "cuda" for c in calls[5:8])
+    again = [c for c in calls[6:] if c[0] in ("teacher", "distill", "finetune")]
+    assert res.returncode == 0 and len(again) == 3 and all(c[c.index("--device") + 1] == "cuda" for c in again)
 
 
 def test_unknown_recipe_is_refused(tmp_path):
@@ -84,7 +87,9 @@ def test_unknown_recipe_is_refused(tmp_path):
 def test_tone_recipe_fine_tunes_both_twins_then_calibrates_evaluates_and_exports(tmp_path):
     res, calls = run_script(tmp_path, RECIPE="tone", GPU_MODELS=str(tmp_path / "gpu"))
     assert res.returncode == 0, res.stdout + res.stderr
-    assert [c[0] for c in calls] == ["finetune", "finetune", "calibrate", "evaluate", "export"]
+    assert [c[0] for c in calls] == ["order-only", "finetune", "finetune", "calibrate", "evaluate", "export"]
+    assert c_value(calls[0], "--out") == c_value(calls[1], "--model")
+    calls = calls[1:]
     finetunes = calls[:2]
     assert all("--resume" in c and "post-vq" in c and int(c[c.index("--neutral") + 1]) > 0 for c in finetunes)
     assert all("after_context" in c[c.index("--augment") + 1] for c in finetunes)
