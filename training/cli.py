@@ -21,7 +21,7 @@ NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not aft
 # input paths each subcommand reads: checked before any work starts
 INPUTS = {
     "teacher": ("tokenizer",),
-    "distill": ("teacher", "tokenizer"),
+    "distill": ("teacher", "tokenizer", "init"),
     "finetune": ("model", "tokenizer"),
     "order-only": ("model",),
     "calibrate": ("model",),

@@ -106,6 +106,21 @@ def setup_from_pretrained(args, device, out: Path) -> DistillSetup:
     return DistillSetup(student.to(device), PretrainedTargets(teacher.model.to(device), args.top_k), tok, origin)
 
 
+def start_from_model(student, folder) -> None:
+    """Continue distilling a VQ model (its weights and codebooks) instead of the teacher's
+    conversion: a stronger locality term on a trunk that already reads well. A model that reads
+    only the order keeps its position tables constant (frozen), so it still does afterwards."""
+    from inference import load_model_folder
+
+    net, _ = load_model_folder(folder)
+    if net.config != student.config:
+        raise SystemExit(f"--init {folder}: its config differs from the student's (--vq-heads, --scale, --window)")
+    student.load_state_dict(net.state_dict())
+    if net.reads_order_only():
+        for table in (student.decoder.embed_positions, student.decoder.embed_positions_fine):
+            table.weight.requires_grad_(False)
+
+
 def distill_losses(student, teacher, quant, ids, pos, args, step: int, vq: bool = True) -> dict[str, torch.Tensor]:
     """Every loss term for one batch; the locality copies ride in the same forward pass.
 
@@ -167,6 +182,9 @@ def train_distill(args) -> Path:
     vq_start = args.vq_start if pretrained else 0
     pool = student.config.position_pool
     tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed + 1)
+    init = getattr(args, "init", None)
+    if init:
+        start_from_model(student, init)  # before the optimiser: it sees only what still trains
     quant = TrainQuantizer(student, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau)
     opt = torch.optim.AdamW(
         [p for p in student.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01
@@ -183,6 +201,9 @@ def train_distill(args) -> Path:
         step, kmeans_report, t_used = state["step"], state["kmeans"], state["seconds"]
     elif args.resume:
         print(f"--resume: no checkpoint at {ckpt}, starting fresh")
+    if init and kmeans_report is None:  # its codebooks are the start: no k-means
+        kmeans_report = [{"from": str(init)}]
+        quant.reset_ema()
 
     def init_codebooks() -> list:
         """k-means on batches the training loop never draws (negative step numbers)."""
@@ -262,6 +283,7 @@ def train_distill(args) -> Path:
             "wall_seconds": round(t_used + time.time() - t0, 1),
             "data": "gutenberg train + imdb train text",
             **setup.origin,
+            **({"student": f"continued from {init}"} if init else {}),
         }
     }
     folder = save_model_folder(student.cpu(), Tokenizer(tok), out / "model", card)

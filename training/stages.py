@@ -48,6 +48,12 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--locality", type=T.non_negative_float, default=1.0, help="locality weight; 0 = ablation (off)")
     p.add_argument("--margin", type=T.non_negative_float, default=0.05, help="code margin, relative to |s|^2")
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1, help="sequences per batch given an edited copy")
+    p.add_argument(
+        "--init",
+        default=None,
+        help="continue from this VQ model folder (its weights and codebooks) instead of converting the teacher; "
+        "an order-only model's position tables stay frozen",
+    )
 
     p = sub.add_parser("finetune", help="IMDB sentiment with the per-token head (mean score)")
     common(p)
