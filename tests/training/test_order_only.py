@@ -50,3 +50,24 @@ def test_order_only_needs_an_existing_model(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run_cli("order-only", "--model", tmp_path / "missing", "--out", tmp_path / "oo")
     assert e.value.code == 2 and "--model" in capsys.readouterr().err
+
+
+def test_distill_continues_an_order_only_model_and_keeps_it_order_only(tmp_path, data_dir, random_opt, distilled):
+    """`distill --init`: the student starts from the model's weights and codebooks (no k-means) and
+    an order-only model's position tables stay frozen, so the result still reads only the order."""
+    from tests.training.conftest import DISTILL, read_log
+
+    assert run_cli("order-only", "--model", distilled, "--out", tmp_path / "oo") == 0
+    out = tmp_path / "more"
+    args = ["--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", out, "--steps", 2]
+    assert run_cli("distill", *args, "--init", tmp_path / "oo") == 0
+    start = load_file(tmp_path / "oo" / "model.safetensors")
+    after = load_file(out / "model" / "model.safetensors")
+    for name in TABLES:
+        assert torch.equal(start[name], after[name])
+    assert any(not torch.equal(start[k], after[k]) for k in start if k not in TABLES)
+    assert inference.load_model(out / "model", device="cpu").order_only
+    card = json.loads((out / "model" / "card.json").read_text())
+    assert card["distill"]["kmeans_init"] == [{"from": str(tmp_path / "oo")}]
+    assert "continued from" in card["distill"]["student"]
+    assert len(read_log(out, "distill")) == 2
