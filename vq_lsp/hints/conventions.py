@@ -1,6 +1,6 @@
 """The writer's conventions applied to the hints: dictionaries, ignore comments, excludes, severities.
 
-`choose` is what the server (documents/store.py) and `vq-lsp check` (scoring/check.py) both call
+`choose` is what the server (documents/publisher.py) and `vq-lsp check` (scoring/check.py) both call
 for a text's hints: it removes from the hint material what the writer's dictionaries and the
 document's ignore comments rule out (before the selection caps the counts, so a dictionary word
 never takes a typo hint's place), lets `selection.select` (through `lsp.choose`) pick as always,

@@ -18,7 +18,7 @@ per process (the server starts building it while its model loads), and each para
 cached by the paragraph's text (and its prose), relative to its start, so a publish after an edit
 lints only the edited paragraph and shifts no lint it keeps. A `Linter` is not thread-safe, and
 two server threads lint: the engine thread (edits and requests) and the build worker (the first
-hints of a freshly built document, Documents.warm_hints). Each thread lints with a linter of its
+hints of a freshly built document, HintPublisher.warm_hints). Each thread lints with a linter of its
 own, and only the caches are shared (behind a lock never held while Harper lints): with one
 linter behind one lock, the build worker linting a book's paragraphs back to back starved the
 engine thread, and an edited note's hints waited seconds for a book's.

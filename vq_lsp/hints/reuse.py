@@ -115,7 +115,7 @@ class ParagraphCache:
         self.computed = 0
         self.words_kept = 0  # words of recomputed paragraphs whose findings were kept (reusable_prefix)
         # the server's build worker fills the cache for a freshly built document while the engine
-        # thread reads it for another one (Documents.warm_hints)
+        # thread reads it for another one (HintPublisher.warm_hints)
         self._lock = threading.Lock()
 
     def get(
