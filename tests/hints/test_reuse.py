@@ -89,8 +89,8 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     assert np.allclose(
         [f.gain for f in reused.findings], [f.gain for f in fresh.findings], atol=4 * reuse.REUSE_TOLERANCE_NATS
     )
-    assert [(a, b, i, j) for a, b, i, j, _, _ in reused.paragraphs] == [
-        (a, b, i, j) for a, b, i, j, _, _ in fresh.paragraphs
+    assert [(p.start, p.end, p.token_start, p.token_end) for p in reused.paragraphs] == [
+        (p.start, p.end, p.token_start, p.token_end) for p in fresh.paragraphs
     ]
     assert [(a, b) for a, b, _ in reused.words] == [(a, b) for a, b, _ in fresh.words]
     assert np.allclose([s for _, _, s in reused.words], [s for _, _, s in fresh.words])  # read from current scores

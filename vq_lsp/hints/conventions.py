@@ -66,7 +66,7 @@ def allowed_material(
             for w in material.words
             if text[w[0] : w[1]] not in words and not silenced.silences("surprise", w[0], w[1])
         ]
-    tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p[0], p[1])]
+    tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p.start, p.end)]
     return dataclasses.replace(material, findings=findings, words=unlikely, paragraphs=tones)
 
 

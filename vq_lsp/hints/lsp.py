@@ -105,9 +105,9 @@ def hover_text(
     label, p = selection.top_label(doc.scores)
     lines = [f"**vq-lsp** document: {label} {p:.2f} ({doc.n_tokens} tokens)"]
     lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings(), caches)
-    for a, b, _, _, scores, _ in tone_blocks(tt.token_starts, doc, lay):
-        if a <= offset <= b:
-            pl, pp = selection.top_label(scores)
+    for block in tone_blocks(tt.token_starts, doc, lay):
+        if block.start <= offset <= block.end:
+            pl, pp = selection.top_label(block.scores)
             lines.append(f"paragraph: {pl} {pp:.2f}")
             break
     span = word_at(tt.text, lay, offset)

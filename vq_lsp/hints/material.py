@@ -24,7 +24,7 @@ import torch
 import inference
 
 from ..settings import DiagnosticSettings
-from . import jargon, markup, reuse, typos
+from . import jargon, markup, reuse, tone, typos
 from .paragraphs import paragraphs
 from .recent import Recent
 
@@ -163,14 +163,14 @@ def analyse(
     return surprise, got.words, got.findings
 
 
-def tone_blocks(starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout):
-    """(char start, char end, token start, token end, scores, words) per prose block that may have a tone;
-    a block's tokens are those that start in it (`starts`: each token's first char)."""
+def tone_blocks(starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout) -> list[tone.ToneBlock]:
+    """Every prose block that may have a tone; a block's tokens are those that start in it
+    (`starts`: each token's first char)."""
     out = []
     for a, b, n_words in lay.tone:
         ta, tb = int(np.searchsorted(starts, a, "left")), int(np.searchsorted(starts, b, "left"))
         if ta < tb:
-            out.append((a, b, ta, tb, doc.span_scores(ta, tb), n_words))
+            out.append(tone.ToneBlock(a, b, ta, tb, doc.span_scores(ta, tb), n_words))
     return out
 
 
@@ -201,7 +201,7 @@ class HintMaterial:
     document is not rebuilt just to re-filter its hints."""
 
     version: int | None
-    paragraphs: list  # (char start, char end, token start, token end, scores, words), see tone_blocks
+    paragraphs: list[tone.ToneBlock]  # the prose blocks that may show a tone (tone_blocks)
     words: list  # (char start, char end, whole-word surprise) of prose words
     findings: list  # typos.WordFinding, every suspect word nothing excuses (the thresholds choose among them)
     # its spellings missing from the dictionary (`vq-lsp check` learns the workspace's words from them)

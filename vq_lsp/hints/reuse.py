@@ -33,7 +33,7 @@ import numpy as np
 
 import inference
 
-from . import jargon, markup, typos
+from . import jargon, markup, tone, typos
 from .recent import Recent
 
 REUSE_TOLERANCE_NATS = 0.25
@@ -98,7 +98,7 @@ class DocumentMaterial:
 
     words: Sequence  # (start, end, whole-word surprise): a WordSurprises
     findings: list  # typos.WordFinding, in text order, before the document's evidence is applied
-    tones: list  # (start, end, token start, token end, scores, words)
+    tones: list[tone.ToneBlock]
     evidence: typos.Evidence
     usage: jargon.Usage = jargon.Usage({}, frozenset())  # its spellings missing from the dictionary
 
@@ -297,11 +297,11 @@ def document_material(
     lead = (starts[first] - bounds[:, 0]).tolist()
     exact = surprise.tobytes()
     size = surprise.itemsize
-    tone = lay.tone
+    lay_tone = lay.tone
     for (pa, pb), ta, tb, prose, t0, t1, lead_k in zip(
         paras, first.tolist(), last.tolist(), spans.prose, tone_lo.tolist(), tone_hi.tolist(), lead
     ):
-        tones = tuple((a - pa, b - pa, w) for a, b, w in tone[t0:t1]) if t0 < t1 else ()
+        tones = tuple((a - pa, b - pa, w) for a, b, w in lay_tone[t0:t1]) if t0 < t1 else ()
         key = (text[pa:pb], lead_k, tb - ta, gaps[ta * 8 : max(ta, tb - 1) * 8], prose, tones)
         hit = cache.get(key, exact[ta * size : tb * size], surprise, ta, tb, tolerance)
         parts.append((pa, ta, hit, key))
@@ -336,7 +336,7 @@ def document_material(
     # a tone block's scores are read afresh: the class scores follow its tokens' positions and context,
     # which an edit elsewhere may move while the surprise stays the same (all blocks in one read)
     scores = doc.spans_scores([(i, j) for _, _, i, j, _ in tones])
-    tones = [(a, b, i, j, sc, w) for (a, b, i, j, w), sc in zip(tones, scores)]
+    tones = [tone.ToneBlock(a, b, i, j, sc, w) for (a, b, i, j, w), sc in zip(tones, scores)]
     if words:  # each paragraph's rows moved to its place, all at once
         rows = np.concatenate(words)
         at = np.asarray(word_at, dtype=np.int64)

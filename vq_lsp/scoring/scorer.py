@@ -151,8 +151,13 @@ class BatchScorer:
         starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
         material = HintMaterial.with_layout(text, starts, doc, None, lay, caches=self.hint_caches)
         paras = [
-            {"line": text.count("\n", 0, a), "tokens": tb - ta, "words": n_words, "scores": _rounded(scores)}
-            for a, _, ta, tb, scores, n_words in material.paragraphs
+            {
+                "line": text.count("\n", 0, p.start),
+                "tokens": p.token_end - p.token_start,
+                "words": p.words,
+                "scores": _rounded(p.scores),
+            }
+            for p in material.paragraphs
         ]
         picked = select(material, self.hints)
         surprises = [
