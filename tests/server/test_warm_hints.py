@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from vq_lsp.documents import publisher
-from vq_lsp.documents.events import Opened
+from vq_lsp.documents.events import Closed, Opened
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.hints.caches import HintCaches
@@ -127,3 +127,18 @@ def test_a_failure_while_warming_loses_only_the_caches(monkeypatch, caplog):
     assert "no material today" in caplog.text
     docs.builder.finish_window(uri, b)
     assert any(d.code == "typo" for d in docs.publisher.hints(uri).diagnostics)
+
+
+def test_closing_a_document_drops_what_its_publishes_kept():
+    """The store owns the hints' caches: a document's last publish is kept for the next one's
+    edit, and dropped when the document closes."""
+    docs = Documents(dataclasses.replace(settings(), snapshots=False))  # a close writes no snapshot
+    docs.load_model()
+    uri = "file:///closed.md"
+    docs.process(uri, [Opened(1, "markdown", TEXT)])
+    build(docs, uri, warm=False)
+    doc = docs.states[uri].doc
+    assert docs.publisher.hints(uri).diagnostics
+    assert docs.hint_caches.last_material.get(doc)
+    docs.process(uri, [Closed()])
+    assert uri not in docs.states and docs.hint_caches.last_material.get(doc) == {}
