@@ -42,6 +42,7 @@ from pathlib import Path
 from benchmarks.common import REPO, data_dir
 from benchmarks.typo_detection import excerpts, review_excerpts, technical_excerpts
 from vq_lsp.hints import grammar, markup
+from vq_lsp.hints.caches import HintCaches
 
 CLASSES = ("could of", "a before a vowel", "the the", "this are")
 _MODAL = r"\b(could|would|should|might|must)"
@@ -132,15 +133,15 @@ def near(lint: grammar.GrammarLint, a: int, b: int) -> bool:
     return lint.start < b and a < lint.end and lint.end - lint.start <= b - a + NEAR_CHARS
 
 
-def lints(text: str, kind: str, config: Config) -> list[grammar.GrammarLint]:
+def lints(text: str, kind: str, config: Config, checker: grammar.GrammarChecker) -> list[grammar.GrammarLint]:
     lay = markup.layout(text, markup_of(kind))
-    return grammar.checker().lints(text, lay, rules=config.rules)
+    return checker.lints(text, lay, rules=config.rules)
 
 
 def measure(texts: dict, config: Config, plants: int, seed: int) -> dict:
     original = grammar.masked
     grammar.masked = blanked if config.blanked else original
-    grammar.checker().clear_cache()
+    checker = HintCaches().grammar  # nothing linted under another configuration is reused
     try:
         out = {}
         for kind, items in texts.items():
@@ -150,7 +151,7 @@ def measure(texts: dict, config: Config, plants: int, seed: int) -> dict:
             for _, text in items:
                 lay = markup.layout(text, markup_of(kind))
                 words += sum(1 for _ in lay.words(text))
-                for lint in lints(text, kind, config):
+                for lint in lints(text, kind, config, checker):
                     by_kind[lint.kind] += 1
                     by_rule[f"{lint.kind}: {lint.rule}"] += 1
                 for cls in CLASSES:
@@ -158,7 +159,7 @@ def measure(texts: dict, config: Config, plants: int, seed: int) -> dict:
                     for a, b, bad in rng.sample(places, min(plants, len(places))):
                         planted = text[:a] + bad + text[b:]
                         end = a + len(bad)
-                        hit = any(near(lint, a, end) for lint in lints(planted, kind, config))
+                        hit = any(near(lint, a, end) for lint in lints(planted, kind, config, checker))
                         found[cls][0] += hit
                         found[cls][1] += 1
             total = sum(by_kind.values())
@@ -177,7 +178,6 @@ def measure(texts: dict, config: Config, plants: int, seed: int) -> dict:
         return out
     finally:
         grammar.masked = original
-        grammar.checker().clear_cache()
 
 
 def main(argv=None) -> int:

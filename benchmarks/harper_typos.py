@@ -34,16 +34,20 @@ import torch
 import inference
 from benchmarks.common import REPO, data_dir
 from benchmarks.typo_detection import NON_WORD, REAL_WORD, excerpts, findings_of, inject, prf
-from vq_lsp.hints import grammar, markup, typos
+from vq_lsp.hints import markup, typos
+from vq_lsp.hints.caches import HintCaches
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
 
 SPELLING_KINDS = ("Spelling", "Typo")
 
 
+CACHES = HintCaches()  # the run's: one Harper linter, the publishes' kept paragraphs
+
+
 def harper_lints(text: str) -> list[tuple[int, int, str]]:
     """(start, end, lint kind) of every Harper lint of a plain text (nothing skipped)."""
-    linter = grammar.checker().linter()
+    linter = CACHES.grammar.linter()
     return [(lint.span.start, lint.span.end, str(lint.lint_kind)) for lint in linter.lint(text)]
 
 
@@ -69,9 +73,9 @@ def publish_cost(model, repeat: int = 5) -> dict:
     times = {"model_hint_material": [], "harper_every_paragraph": [], "harper_one_paragraph_edited": []}
     for i in range(repeat):
         t0 = time.perf_counter()
-        HintMaterial.with_layout(text, starts, doc, None, lay)
+        HintMaterial.with_layout(text, starts, doc, None, lay, caches=CACHES)
         times["model_hint_material"].append(time.perf_counter() - t0)
-        checker = grammar.checker()
+        checker = CACHES.grammar
         checker.clear_cache()  # every paragraph linted; the linter itself is built (and warmed) once
         t0 = time.perf_counter()
         checker.lints(text, lay)

@@ -63,6 +63,7 @@ from benchmarks.typo_detection import ONE_EDIT, corrupt
 from training.data import read_jsonl_gz
 from training.neutral import part_of
 from vq_lsp.hints import conventions, markup, typos
+from vq_lsp.hints.caches import HintCaches
 from vq_lsp.scoring.check import Finding, check_text
 from vq_lsp.settings import Settings
 
@@ -251,11 +252,12 @@ def tone_paragraphs(text: str, name: str, min_words: int) -> list[tuple[int, int
 
 def measure(model, texts: list[Text], kind: str, settings: Settings, per_kind: int, seed: int) -> KindFigures:
     conv = conventions.Conventions(root=str(REPO))
+    caches = HintCaches()
     fig = KindFigures(kind)
     t0 = time.perf_counter()
     for t in texts:
         try:
-            clean = check_text(model, t.text, t.name, settings, conv)
+            clean = check_text(model, t.text, t.name, settings, conv, caches)
         except ValueError:
             continue  # longer than maxDocumentTokens: the server gives it no hints either
         fig.texts += 1
@@ -275,7 +277,7 @@ def measure(model, texts: list[Text], kind: str, settings: Settings, per_kind: i
                 fig.narration_tones += i >= 0 and eligible[i][2]
         bad, planted = plant(t.text, t.name, random.Random(f"{seed}-{t.name}"), per_kind)
         try:
-            got = check_text(model, bad, t.name, settings, conv)
+            got = check_text(model, bad, t.name, settings, conv, caches)
         except ValueError:
             continue
         spans = [(kind_of(bad, f), *offsets(bad, f)) for f in got]
@@ -355,10 +357,11 @@ def raw_findings(model, text: str, name: str, settings: Settings) -> list[typos.
         return None
     doc = inference.IncrementalDocument(model, ids)
     starts = torch.tensor([a for a, _ in offs]).numpy()
-    lay = material.layout_for(text, markup.language_of(name), settings.diagnostics)
-    got = reuse.document_material(
-        text, starts, material.token_surprise(doc), lay, doc, material.detector(doc), material.continuation(doc)
-    )
+    caches = HintCaches()
+    lay = material.layout_for(text, markup.language_of(name), settings.diagnostics, caches)
+    surprise = material.token_surprise(doc)
+    detector, continuation = material.detector(doc, caches), material.continuation(doc, caches)
+    got = reuse.document_material(text, starts, surprise, lay, doc, detector, continuation, kept=caches.material(model))
     return [f for f in got.findings if f.kind == "real-word" and f.fixes]
 
 

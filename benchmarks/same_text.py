@@ -149,7 +149,7 @@ def tone_blocks(model, doc, text: str, name: str) -> list[tuple[dict, int]]:
     _, offsets = model.tokenizer.encode_with_offsets(text)
     starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
     lay = markup.layout(text, markup.markup_of(name=name), markup.language_of(name))
-    return [(scores, words) for _, _, _, _, scores, words in blocks(starts, doc, lay)]
+    return [(b.scores, b.words) for b in blocks(starts, doc, lay)]
 
 
 def window_logp(model, window, positions: np.ndarray | None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -180,8 +180,8 @@ def score_doc(model, doc: Doc) -> Scored | None:
     starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
     lay = markup.layout(doc.text, doc.kind)
     got = tone_blocks(starts, d, lay)
-    blocks = tuple(tone.Block(scores, n, tb - ta) for _, _, ta, tb, scores, n in got)
-    quoted = tuple(any(q in doc.text[a:b] for q in QUOTES) for a, b, *_ in got)
+    blocks = tuple(b.block() for b in got)
+    quoted = tuple(any(q in doc.text[b.start : b.end] for q in QUOTES) for b in got)
     scores = d.scores
     return Scored(doc, blocks, quoted, max(scores, key=scores.get), len(ids), seconds, d.state_bytes())
 

@@ -139,8 +139,8 @@ def score(model, texts: list[Text], label: str, cfg: DiagnosticSettings) -> SetF
             continue
         starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
         blocks = tone_blocks(starts, doc, markup.layout(t.text, markup.RST))
-        picks = tone.shown([tone.Block(sc, n, tb - ta) for _, _, ta, tb, sc, n in blocks], cfg)
-        for (a, _, _, _, sc, n), pick in zip(blocks, picks):
+        picks = tone.shown([b.block() for b in blocks], cfg)
+        for (a, sc, n), pick in zip([(b.start, b.scores, b.words) for b in blocks], picks):
             if n >= cfg.tone_min_words and not PREAMBLE.match(t.text, a):
                 units += 1
                 positive += max(sc, key=sc.get) == "positive"

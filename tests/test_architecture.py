@@ -12,6 +12,9 @@
   a hint into a diagnostic;
 - the modules, classes and functions of the engine (`inference`), the document store and the server
   stay small (SIZE_LIMITS), but for the few named in SIZE_ALLOWED with their reason.
+- `vq_lsp/hints` keeps no hidden state: no module-level mutable container or stateful object, no
+  cache hung on the model (`model.cached(`, an attribute set on a model); what it keeps lives in
+  the `HintCaches` its callers own (`hidden_state`).
 
 Every import counts: relative ones, and those inside functions (a lazy import still ties two
 modules together). `from package import name` depends on the submodule `package.name` when
@@ -21,6 +24,7 @@ there is one, else on the package itself.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +90,42 @@ SIZE_ALLOWED: dict[str, str] = {
     # short closure, and `build` is their list
     "vq_lsp.server.handlers:build": "the LSP handlers, each registered on the server it builds",
 }
+
+# Packages whose modules keep no state of their own (`hidden_state`): their callers own it.
+STATE_FREE_PACKAGES = ("vq_lsp/hints",)
+# What a module-level name must not be bound to: a mutable container, or a call to one of these
+# (or to a class of the package that is not a frozen dataclass, such as a cache).
+MUTABLE_FACTORIES = {
+    "dict",
+    "list",
+    "set",
+    "bytearray",
+    "OrderedDict",
+    "defaultdict",
+    "Counter",
+    "deque",
+    "WeakKeyDictionary",
+    "WeakValueDictionary",
+    "WeakSet",
+}
+# Methods that change a container in place: a constant table (ALL_CAPS) never has one called on it.
+MUTATING_METHODS = {
+    "append",
+    "extend",
+    "insert",
+    "remove",
+    "pop",
+    "popitem",
+    "clear",
+    "update",
+    "setdefault",
+    "add",
+    "discard",
+    "move_to_end",
+    "sort",
+    "reverse",
+}
+CONSTANT_NAME = re.compile(r"_?[A-Z][A-Z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -244,6 +284,90 @@ def _definitions(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+def hidden_state(root: Path = ROOT, packages=STATE_FREE_PACKAGES) -> list[str]:
+    """Module state and model-hung caches in `packages`, as "module:line what". A module-level name
+    bound to a mutable container (a dict, list or set display or comprehension, or a call of
+    MUTABLE_FACTORIES) is state, unless its name is a constant's (ALL_CAPS) and nothing in the
+    package mutates it (no item assigned or deleted, no MUTATING_METHODS called on it, no `global`).
+    A module-level instance of a class of the package that is not a frozen dataclass (a cache, a
+    checker) is state whatever its name. So is `<anything>.cached(...)` (the engine's per-model
+    store) and an attribute assigned on a `model`."""
+    found = []
+    paths = modules(root, packages)
+    trees = {module: ast.parse(path.read_text(encoding="utf-8"), filename=str(path)) for module, path in paths.items()}
+    stateful = {
+        node.name
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and not _frozen_dataclass(node)
+    }
+    mutated = set()
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                mutated.update(node.names)
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                for target in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        mutated.add(target.value.id)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in MUTATING_METHODS and isinstance(node.func.value, ast.Name):
+                    mutated.add(node.func.value.id)
+    for module, tree in trees.items():
+        for node in _module_level(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for name in [t.id for t in targets if isinstance(t, ast.Name)]:
+                    what = _state_of(node.value, stateful)
+                    if what == "a container" and CONSTANT_NAME.fullmatch(name) and name not in mutated:
+                        continue  # a constant table
+                    if what:
+                        found.append(f"{module}:{node.lineno} {name} is {what}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cached":
+                found.append(f"{module}:{node.lineno} keeps a cache on the model ({ast.unparse(node.func)})")
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    owner = target.value if isinstance(target, ast.Attribute) else None
+                    if isinstance(owner, (ast.Name, ast.Attribute)) and ast.unparse(owner).split(".")[-1] == "model":
+                        found.append(f"{module}:{node.lineno} sets {ast.unparse(target)} on the model")
+    return sorted(found)
+
+
+def _frozen_dataclass(node: ast.ClassDef) -> bool:
+    return any(
+        isinstance(d, ast.Call)
+        and ast.unparse(d.func).split(".")[-1] == "dataclass"
+        and any(k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value for k in d.keywords)
+        for d in node.decorator_list
+    )
+
+
+def _module_level(tree: ast.Module) -> list[ast.AST]:
+    """The statements of a module outside its functions and classes (inside its if/try blocks too)."""
+    out, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        out.append(node)
+        todo += [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt)]
+    return out
+
+
+def _state_of(value: ast.expr, stateful: set[str]) -> str | None:
+    """What kind of state a module-level value is: "a container", "an instance of X", or None."""
+    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return "a container"
+    if isinstance(value, ast.Call):
+        name = ast.unparse(value.func).split(".")[-1]
+        if name in MUTABLE_FACTORIES:
+            return "a container"
+        if name in stateful:
+            return f"an instance of {name}"
+    return None
+
+
 @pytest.fixture(scope="module")
 def graph() -> list[Import]:
     return import_graph()
@@ -271,6 +395,40 @@ def test_the_engine_documents_and_server_keep_their_modules_classes_and_function
     assert set(over) == set(SIZE_ALLOWED), {k: v for k, v in over.items() if k not in SIZE_ALLOWED} or (
         f"no longer over a limit, drop from SIZE_ALLOWED: {sorted(set(SIZE_ALLOWED) - set(over))}"
     )
+
+
+def test_the_hints_keep_no_state_of_their_own():
+    assert hidden_state() == []
+
+
+def test_module_state_and_model_caches_are_found(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/tables.py": (
+                "import re\nfrom collections import OrderedDict\n"
+                "NAMES = {'a': 1}\n_PATTERN = re.compile('x')\nKINDS = frozenset({'a'})\n"
+                "GROWN = []\n_seen = {}\n_order = OrderedDict()\n"
+                "def f(x):\n    GROWN.append(x)\n"
+            ),
+            "pkg/kept.py": (
+                "from dataclasses import dataclass\n"
+                "class Recent:\n    pass\n"
+                "@dataclass(frozen=True)\nclass Point:\n    x: int = 0\n"
+                "_KEPT = Recent()\nORIGIN = Point()\n"
+                "def g(model):\n    model._fingerprint = 1\n    return model.cached('x', Recent)\n"
+            ),
+        },
+    )
+    assert hidden_state(tmp_path, ("pkg",)) == [
+        "pkg.kept:10 sets model._fingerprint on the model",
+        "pkg.kept:11 keeps a cache on the model (model.cached)",
+        "pkg.kept:7 _KEPT is an instance of Recent",
+        "pkg.tables:6 GROWN is a container",
+        "pkg.tables:7 _seen is a container",
+        "pkg.tables:8 _order is a container",
+    ]
 
 
 def test_the_graph_sees_relative_and_function_level_imports(graph):

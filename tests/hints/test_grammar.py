@@ -10,6 +10,7 @@ import pytest
 
 from vq_lsp import settings
 from vq_lsp.hints import conventions, grammar, ignores, lsp, markup
+from vq_lsp.hints.caches import HintCaches
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
 from vq_lsp.workspace import config_file
@@ -19,15 +20,17 @@ TEXT = (
     "This is a example of a sentence.\n\n| he go | a example |\n|---|---|\n| x | y |\n"
 )
 
+CACHES = HintCaches()  # one Harper linter for the module's tests (it takes seconds to build)
+
 
 def lints_of(text: str, words=frozenset()) -> list[tuple[str, str]]:
     lay = markup.layout(text, markup.MARKDOWN)
-    return [(lint.kind, text[lint.start : lint.end]) for lint in grammar.checker().lints(text, lay, words)]
+    return [(lint.kind, text[lint.start : lint.end]) for lint in CACHES.grammar.lints(text, lay, words)]
 
 
 def test_only_prose_is_linted_and_suggestions_are_edits():
     assert lints_of(TEXT) == [("Agreement", "go"), ("Miscellaneous", "a")]  # not in code, not in the table
-    lint = grammar.checker().lints(TEXT, markup.layout(TEXT, markup.MARKDOWN))[0]
+    lint = CACHES.grammar.lints(TEXT, markup.layout(TEXT, markup.MARKDOWN))[0]
     assert lint.fixes[0] == grammar.Replacement(lint.start, lint.end, "goes")
 
 
@@ -37,20 +40,20 @@ def test_the_blanked_markup_makes_no_lint_of_its_own():
 
 
 def test_dictionary_words_reach_harper():
-    assert "Zorblax" not in grammar.checker().linter().export_words()
-    assert grammar.checker().linter(frozenset({"Zorblax"})).export_words() == ["Zorblax"]
-    assert grammar.checker().linter(frozenset()).export_words() == []  # back to no words for the other tests
+    assert "Zorblax" not in CACHES.grammar.linter().export_words()
+    assert CACHES.grammar.linter(frozenset({"Zorblax"})).export_words() == ["Zorblax"]
+    assert CACHES.grammar.linter(frozenset()).export_words() == []  # back to no words for the other tests
 
 
 def test_harper_spends_no_time_on_the_spelling_lints_it_would_drop():
     text = "The Zorblax engine is fast.\n"
-    assert not any(str(lint.lint_kind) == "Spelling" for lint in grammar.checker().linter().lint(text))
-    assert grammar.checker().lints(text, markup.layout(text, markup.PLAIN)) == []
+    assert not any(str(lint.lint_kind) == "Spelling" for lint in CACHES.grammar.linter().lint(text))
+    assert CACHES.grammar.lints(text, markup.layout(text, markup.PLAIN)) == []
 
 
 def test_one_hint_per_span_and_ignore_comments():
     text = "He go to the market.\n"
-    lints = grammar.checker().lints(text, markup.layout(text, markup.PLAIN))
+    lints = CACHES.grammar.lints(text, markup.layout(text, markup.PLAIN))
     word = lsp.Hint(3, 5, "possible typo", lsp.types.DiagnosticSeverity.Hint, "typo")
     assert [h.start for h in conventions.grammar_hints(text, lints, [], ignores.Ignores())] == [3]
     assert conventions.grammar_hints(text, lints, [word], ignores.Ignores()) == []
@@ -70,12 +73,14 @@ class _Text:
 def test_the_setting_turns_grammar_off_and_sets_its_severity():
     text = "He go to the market.\n"
     empty = HintMaterial(None, [], [], [])
-    on = conventions.choose(_Text(text), empty, DiagnosticSettings(sentiment=False), conventions.Conventions())
+    on = conventions.choose(
+        _Text(text), empty, DiagnosticSettings(sentiment=False), conventions.Conventions(), caches=CACHES
+    )
     assert [(h.code, h.severity) for h in on] == [("grammar", lsp.types.DiagnosticSeverity.Hint)]
     loud = DiagnosticSettings(sentiment=False, grammar_severity="error")
-    assert conventions.choose(_Text(text), empty, loud, conventions.Conventions())[0].severity == 1
+    assert conventions.choose(_Text(text), empty, loud, conventions.Conventions(), caches=CACHES)[0].severity == 1
     off = DiagnosticSettings(sentiment=False, grammar=False)
-    assert conventions.choose(_Text(text), empty, off, conventions.Conventions()) == []
+    assert conventions.choose(_Text(text), empty, off, conventions.Conventions(), caches=CACHES) == []
 
 
 # What the markup handling takes out of a sentence reaches Harper as a placeholder word, never as
@@ -99,7 +104,7 @@ MARKUP_CASES = [
 def test_no_lint_where_the_markup_handling_changed_the_sentence(name, kind, text):
     lay = markup.layout(text, kind)
     every = grammar.Rules.of(dict.fromkeys(grammar.KINDS, True))
-    assert grammar.checker().lints(text, lay, rules=every) == []
+    assert CACHES.grammar.lints(text, lay, rules=every) == []
 
 
 def test_blanked_markup_would_have_drawn_the_lint_the_placeholder_avoids():
@@ -107,14 +112,14 @@ def test_blanked_markup_would_have_drawn_the_lint_the_placeholder_avoids():
     prose = markup.layout(text, markup.MARKDOWN).prose
     assert grammar.PLACEHOLDER * 5 in grammar.masked(text, prose)
     blank = text.replace("`Err`", "     ")
-    assert [lint.lint_kind for lint in grammar.checker().linter().lint(blank)] != []  # "an value"
+    assert [lint.lint_kind for lint in CACHES.grammar.linter().lint(blank)] != []  # "an value"
 
 
 CLASSIC = "We could of won. It was a example. It was the the best. This are the results. He go home.\n"
 
 
 def test_the_default_rules_find_the_classic_errors():
-    found = {(lint.rule, CLASSIC[lint.start : lint.end]) for lint in grammar.checker().lints(CLASSIC, _plain(CLASSIC))}
+    found = {(lint.rule, CLASSIC[lint.start : lint.end]) for lint in CACHES.grammar.lints(CLASSIC, _plain(CLASSIC))}
     assert found == {
         ("ModalOf", "could of"),
         ("AnA", "a"),
@@ -126,25 +131,25 @@ def test_the_default_rules_find_the_classic_errors():
 
 def test_style_and_formatting_are_off_by_default_and_on_by_name():
     text = "the value is 3-4  ms long, and it is a really very long sentence.\n"
-    assert grammar.checker().lints(text, _plain(text)) == []
+    assert CACHES.grammar.lints(text, _plain(text)) == []
     on = grammar.Rules.of({"Formatting": True, "SentenceCapitalization": True})
-    rules = {lint.rule for lint in grammar.checker().lints(text, _plain(text), rules=on)}
+    rules = {lint.rule for lint in CACHES.grammar.lints(text, _plain(text), rules=on)}
     assert {"Spaces", "NumericRangeEnDash", "SentenceCapitalization"} <= rules
 
 
 def test_a_rule_named_wins_over_its_kind():
     rules = grammar.Rules.of({"Repetition": False, "RepeatedWords": True})
-    assert [lint.rule for lint in grammar.checker().lints(CLASSIC, _plain(CLASSIC), rules=rules)].count(
+    assert [lint.rule for lint in CACHES.grammar.lints(CLASSIC, _plain(CLASSIC), rules=rules)].count(
         "RepeatedWords"
     ) == 1
     off = grammar.Rules.of({"AnA": False, grammar.DEMONSTRATIVE_RULE: False})
-    kept = {lint.rule for lint in grammar.checker().lints(CLASSIC, _plain(CLASSIC), rules=off)}
+    kept = {lint.rule for lint in CACHES.grammar.lints(CLASSIC, _plain(CLASSIC), rules=off)}
     assert "AnA" not in kept and grammar.DEMONSTRATIVE_RULE not in kept and "ModalOf" in kept
 
 
 def test_a_lint_on_a_whole_sentence_hidden_by_the_rules_does_not_hide_the_error_inside_it():
     long = "It was " + ", ".join(["the the best of times"] + ["a time of change"] * 12) + ".\n"
-    assert any(lint.rule == "RepeatedWords" for lint in grammar.checker().lints(long, _plain(long)))
+    assert any(lint.rule == "RepeatedWords" for lint in CACHES.grammar.lints(long, _plain(long)))
 
 
 def test_demonstrative_agreement_spares_relative_that_and_the_subjunctive():
@@ -165,11 +170,11 @@ def test_unknown_rule_names_are_reported():
 def test_configure_sets_the_rules_the_hints_use():
     text = "The  value is fine.\n"
     try:
-        grammar.checker().configure(grammar.Rules.of({"Spaces": True}))
-        assert [lint.rule for lint in grammar.checker().lints(text, _plain(text))] == ["Spaces"]
+        CACHES.grammar.configure(grammar.Rules.of({"Spaces": True}))
+        assert [lint.rule for lint in CACHES.grammar.lints(text, _plain(text))] == ["Spaces"]
     finally:
-        grammar.checker().configure(grammar.Rules())
-    assert grammar.checker().lints(text, _plain(text)) == []
+        CACHES.grammar.configure(grammar.Rules())
+    assert CACHES.grammar.lints(text, _plain(text)) == []
 
 
 def _plain(text: str) -> markup.Layout:

@@ -9,6 +9,7 @@ import inference
 from vq_lsp.documents.textsync import TrackedText
 from vq_lsp.hints import jargon, markup, typos
 from vq_lsp.hints import lsp as hints
+from vq_lsp.hints.caches import HintCaches
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
 
@@ -21,7 +22,7 @@ def model():
 def typo_hints(model, text: str, language: str = "markdown") -> list[str]:
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
-    mat = HintMaterial.of(tt, doc, 1, language, DiagnosticSettings())
+    mat = HintMaterial.of(tt, doc, 1, language, DiagnosticSettings(), caches=HintCaches())
     return [text[h.start : h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]
 
 

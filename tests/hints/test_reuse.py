@@ -10,6 +10,7 @@ import inference
 from vq_lsp.documents.textsync import Change, TrackedText
 from vq_lsp.hints import lsp as hints
 from vq_lsp.hints import markup, reuse
+from vq_lsp.hints.caches import HintCaches
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
 
@@ -69,18 +70,18 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
     cfg = DiagnosticSettings(sentiment_threshold=0.0)
-    HintMaterial.of(tt, doc, 1, language, cfg)
-    cache = reuse.paragraph_cache(doc)
+    caches = HintCaches()
+    HintMaterial.of(tt, doc, 1, language, cfg, caches=caches)
+    cache = caches.of_model(model).paragraphs
     at = text.index(edit_after) + len("the")
     line, col = tt.position(at)
     res = tt.apply([Change(" cold", (line, col, line, col))])
     doc.apply(res.splices)
     before = (cache.reused, cache.computed)
-    reused = HintMaterial.of(tt, doc, 2, language, cfg)
+    reused = HintMaterial.of(tt, doc, 2, language, cfg, caches=caches)
     computed = cache.computed - before[1]
     assert 1 <= computed <= 5 and cache.reused - before[0] >= 8  # the edited paragraph (and a few whose scores moved)
-    _fresh_caches(model)  # everything computed again
-    fresh = HintMaterial.of(tt, doc, 2, language, cfg)
+    fresh = HintMaterial.of(tt, doc, 2, language, cfg, caches=HintCaches())  # everything computed again
     assert fresh.findings and reused.words
     assert [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in reused.findings] == [
         (f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in fresh.findings
@@ -88,8 +89,8 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     assert np.allclose(
         [f.gain for f in reused.findings], [f.gain for f in fresh.findings], atol=4 * reuse.REUSE_TOLERANCE_NATS
     )
-    assert [(a, b, i, j) for a, b, i, j, _, _ in reused.paragraphs] == [
-        (a, b, i, j) for a, b, i, j, _, _ in fresh.paragraphs
+    assert [(p.start, p.end, p.token_start, p.token_end) for p in reused.paragraphs] == [
+        (p.start, p.end, p.token_start, p.token_end) for p in fresh.paragraphs
     ]
     assert [(a, b) for a, b, _ in reused.words] == [(a, b) for a, b, _ in fresh.words]
     assert np.allclose([s for _, _, s in reused.words], [s for _, _, s in fresh.words])  # read from current scores
@@ -105,20 +106,19 @@ def test_typing_at_the_end_of_a_paragraph_examines_only_the_words_typed(model):
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
     cfg = DiagnosticSettings(sentiment_threshold=0.0)
-    _fresh_caches(model)
-    HintMaterial.of(tt, doc, 1, "markdown", cfg)
-    cache = reuse.paragraph_cache(doc)
+    caches = HintCaches()
+    HintMaterial.of(tt, doc, 1, "markdown", cfg, caches=caches)
+    cache = caches.of_model(model).paragraphs
     at = text.index("form the station.") + len("form the station.")
     for version, ch in enumerate(" They recieve it", start=2):
         res = tt.apply([Change(ch, (*tt.position(at), *tt.position(at)))])
         doc.apply(res.splices)
         at += 1
         kept = cache.words_kept
-        typed = HintMaterial.of(tt, doc, version, "markdown", cfg)
+        typed = HintMaterial.of(tt, doc, version, "markdown", cfg, caches=caches)
         assert cache.words_kept - kept >= 12  # of the paragraph's 15 words before the edit
     assert {f.word for f in typed.findings} >= {"recieve", "teh", "form"}
-    _fresh_caches(model)
-    fresh = HintMaterial.of(tt, doc, version, "markdown", cfg)
+    fresh = HintMaterial.of(tt, doc, version, "markdown", cfg, caches=HintCaches())
     assert [(f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in typed.findings] == [
         (f.start, f.end, f.kind, [w for w, _ in f.fixes]) for f in fresh.findings
     ]
@@ -136,25 +136,13 @@ LONG_MARKDOWN_PARTS = [
 ]
 
 
-def _fresh_caches(model) -> None:
-    """Forget every kept result: the next publish computes everything from the text and state."""
-    from vq_lsp.hints import grammar, material
-
-    model.__dict__.get("_derived", {}).pop("paragraph_material", None)
-    model.__dict__.get("_derived", {}).pop("continuation_scores", None)
-    reuse._last_material.clear()
-    grammar.checker().clear_cache()
-    material._layouts.clear()
-    reuse._spans.clear()
-
-
-def _published(tt, doc, version, cfg, tolerance):
+def _published(tt, doc, version, cfg, tolerance, caches: HintCaches):
     from vq_lsp.hints import conventions
     from vq_lsp.hints.material import layout_for
 
-    lay = layout_for(tt.text, "markdown", cfg)
-    got = HintMaterial.with_layout(tt.text, tt.token_starts, doc, version, lay, tolerance)
-    chosen = conventions.choose(tt, got, cfg, conventions.Conventions(), "markdown")
+    lay = layout_for(tt.text, "markdown", cfg, caches)
+    got = HintMaterial.with_layout(tt.text, tt.token_starts, doc, version, lay, tolerance, caches=caches)
+    chosen = conventions.choose(tt, got, cfg, conventions.Conventions(), "markdown", caches=caches)
     return [h.lsp(tt.position, version) for h in chosen]
 
 
@@ -169,8 +157,8 @@ def test_random_edits_publish_what_a_fresh_computation_publishes(model, toleranc
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
     cfg = DiagnosticSettings(sentiment_threshold=0.0, surprise=True, surprise_threshold=9.0)
-    _fresh_caches(model)
-    _published(tt, doc, 1, cfg, tolerance)
+    caches = HintCaches()
+    _published(tt, doc, 1, cfg, tolerance, caches)
     inserts = ["e", " ", "teh ", "\n\n", "recieve", "`", "| x |", "\n```\n", "He go there. "]
     for version in range(2, 14):
         at = int(rng.integers(0, len(tt.text)))
@@ -181,9 +169,9 @@ def test_random_edits_publish_what_a_fresh_computation_publishes(model, toleranc
             change = Change(inserts[int(rng.integers(len(inserts)))], (*tt.position(at), *tt.position(at)))
         res = tt.apply([change])
         doc.apply(res.splices)
-        reused = _published(tt, doc, version, cfg, tolerance)
-        _fresh_caches(model)
-        fresh = _published(tt, doc, version, cfg, tolerance)
+        reused = _published(tt, doc, version, cfg, tolerance, caches)
+        caches = HintCaches()  # everything computed again (and kept for the next edit)
+        fresh = _published(tt, doc, version, cfg, tolerance, caches)
         assert len(fresh) > 20
         if tolerance == 0:
             assert reused == fresh, f"edit {version}: {change}"

@@ -11,6 +11,7 @@ from vq_lsp.documents.textsync import TrackedText
 from vq_lsp.hints import lsp as hints
 from vq_lsp.hints import material as hint_material
 from vq_lsp.hints import typos
+from vq_lsp.hints.caches import HintCaches
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
 
@@ -23,7 +24,7 @@ def model():
 def material(model, text, language="plaintext", cfg=None):
     tt = TrackedText(model.tokenizer, text)
     doc = inference.IncrementalDocument(model, tt.ids)
-    return tt, doc, HintMaterial.of(tt, doc, 1, language, cfg or DiagnosticSettings())
+    return tt, doc, HintMaterial.of(tt, doc, 1, language, cfg or DiagnosticSettings(), caches=HintCaches())
 
 
 def test_next_token_logprobs_agree_with_surprise_and_refuse_bad_indices(model):
@@ -209,10 +210,11 @@ def test_the_detector_is_kept_per_model(tiny_model_dir):
     """One detector per loaded model, made once and reused; another model gets its own."""
     loaded = inference.load_model(tiny_model_dir, device="cpu")
     doc = inference.IncrementalDocument(loaded, loaded.tokenizer.encode("A short test."))
-    found = hint_material.detector(doc)
-    assert hint_material.detector(doc) is found and found.tokenizer is loaded.tokenizer
+    caches = HintCaches()
+    found = hint_material.detector(doc, caches)
+    assert hint_material.detector(doc, caches) is found and found.tokenizer is loaded.tokenizer
     other = inference.load_model(tiny_model_dir, device="cpu")
-    assert hint_material.detector(inference.IncrementalDocument(other, [1, 2])) is not found
+    assert hint_material.detector(inference.IncrementalDocument(other, [1, 2]), caches) is not found
 
 
 def findings_by_word(mat) -> dict:
@@ -297,18 +299,20 @@ def test_a_real_word_hint_names_its_partner_in_message_hover_and_fixes(model):
     (typo,) = [h for h in hints.choose(tt, mat, cfg) if h.code == "typo"]
     assert text[typo.start : typo.end] == "then"
     assert "'then' may be a confusable of 'than'" in typo.message and typo.message.endswith("likely: 'than'")
-    fixes = hint_material.quick_fixes(tt, doc, typo.start, typo.end, "plaintext", cfg)
+    fixes = hint_material.quick_fixes(tt, doc, typo.start, typo.end, "plaintext", cfg, caches=HintCaches())
     assert [w for w, _ in fixes[0].fixes] == ["than"]
-    hover = hints.hover_text(tt, doc, typo.start + 1, "plaintext", cfg)
+    hover = hints.hover_text(tt, doc, typo.start + 1, "plaintext", cfg, caches=HintCaches())
     assert f"possible typo: {fixes[0].explain()}" in hover
 
 
 def test_hover_says_unlikely_only_where_a_hint_is_shown(model):
     text = "Some people went to teh market on Saturday morning.\n"
     tt, doc, _ = material(model, text)
-    calm = hints.hover_text(tt, doc, 1)
+    calm = hints.hover_text(tt, doc, 1, caches=HintCaches())
     assert "'Some':" in calm and "no hint" in calm and "unlikely" not in calm
-    assert "possible typo: 'teh' is unlikely here" in hints.hover_text(tt, doc, text.index("teh") + 1)
+    assert "possible typo: 'teh' is unlikely here" in hints.hover_text(
+        tt, doc, text.index("teh") + 1, caches=HintCaches()
+    )
 
 
 def test_code_like_words_in_a_technical_document_are_not_typos(model):

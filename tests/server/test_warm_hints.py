@@ -9,10 +9,10 @@ import threading
 import pytest
 
 from vq_lsp.documents import publisher
-from vq_lsp.documents.events import Opened
+from vq_lsp.documents.events import Closed, Opened
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
-from vq_lsp.hints import grammar, reuse
+from vq_lsp.hints.caches import HintCaches
 from vq_lsp.settings import Settings
 
 PARAGRAPHS = [
@@ -45,20 +45,18 @@ class NoLinting:
 def test_warmed_hints_are_reused_and_equal_to_hints_worked_out_afresh(monkeypatch):
     fresh = Documents(settings())
     fresh.load_model()
-    grammar.checker().clear_cache()
     fresh.process("file:///fresh.md", [Opened(1, "markdown", TEXT)])
     build(fresh, "file:///fresh.md", warm=False)  # worked out afresh on the engine thread
     expected = fresh.publisher.hints("file:///fresh.md").diagnostics
 
     docs = Documents(settings())
-    docs.load_model()
-    grammar.checker().clear_cache()
+    docs.load_model()  # a store of its own: caches of its own
     uri = "file:///warm.md"
     docs.process(uri, [Opened(1, "markdown", TEXT)])
     build(docs, uri, warm=True)
-    cache = reuse.paragraph_cache(docs.states[uri].doc)
+    cache = docs.hint_caches.of_model(docs.model).paragraphs
     computed = cache.computed
-    checker = grammar.checker()
+    checker = docs.hint_caches.grammar
     if checker.unavailable is None:
         monkeypatch.setattr(checker, "_ready", lambda words, switches=None: NoLinting())
     hinted = docs.publisher.hints(uri).diagnostics
@@ -98,7 +96,7 @@ def test_a_copy_of_the_tracked_text_keeps_its_tokens_when_the_text_is_edited():
 
 def test_each_thread_lints_with_a_linter_of_its_own():
     """The build worker linting a book paragraph after paragraph must not hold the engine thread's lints."""
-    checker = grammar.checker()
+    checker = HintCaches().grammar
     mine = checker.linter()
     if mine is None:
         pytest.skip(checker.unavailable)
@@ -129,3 +127,18 @@ def test_a_failure_while_warming_loses_only_the_caches(monkeypatch, caplog):
     assert "no material today" in caplog.text
     docs.builder.finish_window(uri, b)
     assert any(d.code == "typo" for d in docs.publisher.hints(uri).diagnostics)
+
+
+def test_closing_a_document_drops_what_its_publishes_kept():
+    """The store owns the hints' caches: a document's last publish is kept for the next one's
+    edit, and dropped when the document closes."""
+    docs = Documents(dataclasses.replace(settings(), snapshots=False))  # a close writes no snapshot
+    docs.load_model()
+    uri = "file:///closed.md"
+    docs.process(uri, [Opened(1, "markdown", TEXT)])
+    build(docs, uri, warm=False)
+    doc = docs.states[uri].doc
+    assert docs.publisher.hints(uri).diagnostics
+    assert docs.hint_caches.last_material.get(doc)
+    docs.process(uri, [Closed()])
+    assert uri not in docs.states and docs.hint_caches.last_material.get(doc) == {}

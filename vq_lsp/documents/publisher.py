@@ -57,10 +57,16 @@ class HintPublisher:
         cfg = self.shared.settings.diagnostics
         if st.doc is not None:
             exact = {"tolerance": 0.0} if settling else {}  # scores read afresh, none reused (reuse.py)
-            st.hinted(HintMaterial.of(st.tracked, st.doc, st.version, st.language_id, cfg, **exact))
+            st.hinted(
+                HintMaterial.of(
+                    st.tracked, st.doc, st.version, st.language_id, cfg, **exact, caches=self.shared.hint_caches
+                )
+            )
         elif not (st.material_current() and st.tracked is not None):
             return out
-        chosen = conventions.choose(st.tracked, st.material, cfg, self.shared.conventions, st.language_id)
+        chosen = conventions.choose(
+            st.tracked, st.material, cfg, self.shared.conventions, st.language_id, caches=self.shared.hint_caches
+        )
         if not pending:
             out.diagnostics = st.publish([h.lsp(st.tracked.position, st.version) for h in chosen], settling=settling)
             return out
@@ -90,9 +96,9 @@ class HintPublisher:
         of a long document (tens of seconds for a book) held every other document's edits and
         requests. Reads only the finished builder and `inputs`; writes only those caches (both
         thread-safe)."""
-        cfg = self.shared.settings.diagnostics
+        cfg, caches = self.shared.settings.diagnostics, self.shared.hint_caches
         try:
-            HintMaterial.of(inputs.tracked, b.document(), inputs.version, inputs.language_id, cfg)
-            conventions.warm_grammar(inputs.tracked, cfg, self.shared.conventions, inputs.language_id)
+            HintMaterial.of(inputs.tracked, b.document(), inputs.version, inputs.language_id, cfg, caches=caches)
+            conventions.warm_grammar(inputs.tracked, cfg, self.shared.conventions, inputs.language_id, caches=caches)
         except Exception as e:  # only caches are lost: the engine thread works the hints out (and reports)
             log.warning("working out the first hints beside the engine failed (%s: %s)", type(e).__name__, e)

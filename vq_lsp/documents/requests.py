@@ -77,7 +77,12 @@ def verify(docs: Documents, uri: str) -> dict:
 def hover(docs: Documents, uri: str, line: int, character: int) -> str:
     st = docs.builder.ready(uri)
     return hint_lsp.hover_text(
-        st.tracked, st.doc, st.tracked.offset(line, character), st.language_id, docs.settings.diagnostics
+        st.tracked,
+        st.doc,
+        st.tracked.offset(line, character),
+        st.language_id,
+        docs.settings.diagnostics,
+        caches=docs.hint_caches,
     )
 
 
@@ -88,6 +93,8 @@ def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Ra
     out = []
     for l0, c0, l1, c1 in ranges:
         a, b = st.tracked.offset(l0, c0), st.tracked.offset(l1, c1)
-        found = material.quick_fixes(st.tracked, st.doc, a, b, st.language_id, docs.settings.diagnostics)
+        found = material.quick_fixes(
+            st.tracked, st.doc, a, b, st.language_id, docs.settings.diagnostics, caches=docs.hint_caches
+        )
         out.append(((l0, c0, l1, c1), [(f, st.tracked.position(f.start), st.tracked.position(f.end)) for f in found]))
     return out

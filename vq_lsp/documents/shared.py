@@ -1,5 +1,5 @@
 """What every part of the document store reads: the settings, the model, the conventions, the
-open documents and the snapshot cache.
+open documents, the snapshot cache and the hints' caches.
 
 The parts (table.py, eligibility.py, builder.py, publisher.py, memory.py) each do one job on
 the same documents. The server replaces the settings and the conventions while it runs, and a
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import inference
 
+from ..hints.caches import HintCaches
 from ..hints.conventions import Conventions
 from ..settings import Settings
 from .snapshots import SnapshotStore
@@ -29,6 +30,7 @@ class Shared:
     model_error: str | None = "the model is not loaded yet"
     states: OrderedDict[str, DocumentState] = field(default_factory=OrderedDict)  # least recently used first
     conventions: Conventions = field(default_factory=Conventions)  # dictionaries, root
+    hint_caches: HintCaches = field(default_factory=HintCaches)  # what publishes keep; a close drops its document's
 
     def budget_bytes(self) -> float:
         """The memory budget of the engine states and the server's working memory, in bytes."""

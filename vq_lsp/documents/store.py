@@ -28,6 +28,7 @@ import torch
 
 import inference
 
+from ..hints.caches import HintCaches
 from ..hints.conventions import Conventions
 from ..settings import Settings
 from .builder import StateBuilder
@@ -110,6 +111,10 @@ class Documents:
     @conventions.setter
     def conventions(self, conventions: Conventions) -> None:
         self.shared.conventions = conventions
+
+    @property
+    def hint_caches(self) -> HintCaches:
+        return self.shared.hint_caches
 
     @property
     def model(self) -> inference.LoadedModel | None:

@@ -117,6 +117,7 @@ class DocumentTable:
         self.eligibility.forget(uri)
         closed = self.shared.states.pop(uri, None)
         if closed is not None:
+            self.shared.hint_caches.forget(closed.doc)
             save_state(self.shared.snapshots, closed, self.shared.settings)
 
     def _change(self, st: DocumentState, changes: list[Change], out: Outcome) -> None:

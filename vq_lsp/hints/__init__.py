@@ -5,6 +5,7 @@
 - `typos`: the typo detector (a dictionary says which words are suspect, the model which fix fits);
 - `material`: what hints are chosen from (tone blocks' scores, word surprises, typo findings);
 - `reuse`: that material paragraph by paragraph, reused where an edit changed nothing;
+- `caches`: `HintCaches`, everything kept between publishes, owned and passed in by the caller;
 - `selection`: the one rule that picks hints from that material, shared by the server and
   `vq-lsp score`;
 - `lsp`: the picked hints as LSP diagnostics, hover text, quick fixes and the code lens.

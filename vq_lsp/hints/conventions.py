@@ -13,6 +13,7 @@ import bisect
 import dataclasses
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -20,6 +21,9 @@ from ..settings import DiagnosticSettings
 from . import excludes, grammar, ignores, lsp, markup
 from .dictionary import Dictionary
 from .material import HintMaterial, TokenizedText, layout_for
+
+if TYPE_CHECKING:
+    from .caches import HintCaches
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -62,7 +66,7 @@ def allowed_material(
             for w in material.words
             if text[w[0] : w[1]] not in words and not silenced.silences("surprise", w[0], w[1])
         ]
-    tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p[0], p[1])]
+    tones = [p for p in material.paragraphs if not silenced.silences("sentiment", p.start, p.end)]
     return dataclasses.replace(material, findings=findings, words=unlikely, paragraphs=tones)
 
 
@@ -72,13 +76,15 @@ def choose(
     cfg: DiagnosticSettings,
     conventions: Conventions,
     language_id: str = "plaintext",
+    *,
+    caches: HintCaches,
 ) -> list[lsp.Hint]:
     """The hints of a text under the writer's conventions, each with its kind's severity."""
     silenced, words = _silenced_and_words(tt, cfg, conventions, language_id)
     picked = lsp.choose(tt, allowed_material(tt.text, material, words, silenced, cfg.surprise), cfg)
     if cfg.grammar:
-        lay = layout_for(tt.text, language_id, cfg)
-        placed = grammar.checker().paragraph_lints(tt.text, lay, words.words)
+        lay = layout_for(tt.text, language_id, cfg, caches)
+        placed = caches.grammar.paragraph_lints(tt.text, lay, words.words)
         picked += _grammar_hints(placed, picked, silenced)
     severity = {code: severity_of(code, cfg) for code in {h.code for h in picked}}
     return [h if h.severity == severity[h.code] else _with_severity(h, severity[h.code]) for h in picked]
@@ -92,21 +98,25 @@ def _silenced_and_words(
     return silenced, conventions.dictionary.union(silenced.words)
 
 
-def warm_grammar(tt: TokenizedText, cfg: DiagnosticSettings, conventions: Conventions, language_id: str) -> None:
+def warm_grammar(
+    tt: TokenizedText, cfg: DiagnosticSettings, conventions: Conventions, language_id: str, *, caches: HintCaches
+) -> None:
     """Lint every paragraph with the words `choose` will import, so that its lints are cached
     (the server's build worker, before a freshly built state is handed over); chooses nothing."""
     if cfg.grammar:
         words = _silenced_and_words(tt, cfg, conventions, language_id)[1]
-        grammar.checker().paragraph_lints(tt.text, layout_for(tt.text, language_id, cfg), words.words)
+        caches.grammar.paragraph_lints(tt.text, layout_for(tt.text, language_id, cfg, caches), words.words)
 
 
 def _with_severity(h: lsp.Hint, severity: types.DiagnosticSeverity) -> lsp.Hint:
     return lsp.Hint(h.start, h.end, h.message, severity, h.code)
 
 
-def grammar_lints(text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary) -> list[grammar.GrammarLint]:
+def grammar_lints(
+    text: str, language_id: str, cfg: DiagnosticSettings, words: Dictionary, *, caches: HintCaches
+) -> list[grammar.GrammarLint]:
     """Harper's lints of the document's prose, with the writer's words."""
-    return grammar.checker().lints(text, layout_for(text, language_id, cfg), words.words)
+    return caches.grammar.lints(text, layout_for(text, language_id, cfg, caches), words.words)
 
 
 def grammar_hints(

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from .markup import Layout
-from .reuse import paragraph_spans
+from .recent import Recent
+from .reuse import ParagraphSpans, paragraph_spans
 
 log = logging.getLogger(__name__)
 
@@ -332,7 +333,9 @@ def _hole(text: str, a: int, b: int, touches_before: bool, touches_after: bool) 
 class GrammarChecker:
     """Harper's linters, one per thread that lints, with the writer's words and per-paragraph caches."""
 
-    def __init__(self) -> None:
+    def __init__(self, spans: Recent[ParagraphSpans] | None = None) -> None:
+        # each version's paragraphs, shared with the material (HintCaches.spans)
+        self._spans: Recent[ParagraphSpans] = Recent(keep=4) if spans is None else spans
         self._spare = None  # the linter `prepare` built, for the first thread that lints
         # thread id -> (its linter, its words, its Harper switches)
         self._linters: dict[int, tuple[object, frozenset[str], tuple]] = {}
@@ -481,7 +484,7 @@ class GrammarChecker:
         linter = self._ready(words, rules.harper_switches()) if layout.prose else None
         if linter is None:
             return []
-        spans = paragraph_spans(text, layout)
+        spans = paragraph_spans(text, layout, self._spans)
         out = []
         for (a, b), prose in zip(spans.bounds, spans.prose):
             if prose:
@@ -534,11 +537,3 @@ def _inside(prose: tuple[tuple[int, int], ...], a: int, b: int) -> bool:
     """Whether [a, b) lies inside one of the sorted, disjoint `prose` ranges."""
     i = bisect.bisect_right(prose, (a, float("inf"))) - 1
     return i >= 0 and prose[i][0] <= a and b <= prose[i][1]
-
-
-_CHECKER = GrammarChecker()
-
-
-def checker() -> GrammarChecker:
-    """The process's one checker (the server's engine thread, or `vq-lsp check`)."""
-    return _CHECKER

@@ -100,17 +100,17 @@ def writers_word(word: str, usage: Usage, families: Counter | None = None) -> bo
     )
 
 
-def writers_words(usage: Usage) -> frozenset[str]:
+def writers_words(usage: Usage, kept: Recent[frozenset[str]] | None = None) -> frozenset[str]:
     """Every spelling `usage` makes the writer's word (the document's evidence; `vq-lsp check` over
-    a folder adds the workspace's to the run's dictionary). Kept for the last few usages: a
-    publish asks on every keystroke, and a keystroke seldom changes them."""
+    a folder adds the workspace's to the run's dictionary). `kept`: the last few usages' results
+    (HintCaches.writers_words): a publish asks on every keystroke, and a keystroke seldom changes
+    them."""
 
     def make() -> frozenset[str]:
         families = family_uses(usage)
         many = [w for w in usage.uses if families[stem(w)] >= JARGON_MIN_USES]
         return frozenset(w for w in many if writers_word(w, usage, families))
 
-    return _kept.get((frozenset(usage.uses.items()), usage.crowded), make)
-
-
-_kept: Recent[frozenset[str]] = Recent(keep=8)
+    if kept is None:
+        return make()
+    return kept.get((frozenset(usage.uses.items()), usage.crowded), make)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -22,6 +23,9 @@ import inference
 from ..settings import DiagnosticSettings
 from . import selection, typos
 from .material import HintMaterial, TokenizedText, explain_words, layout_for, tone_blocks, word_at
+
+if TYPE_CHECKING:
+    from .caches import HintCaches
 
 SOURCE = "vq-lsp"
 VERIFY_COMMAND = "vqLsp.verify"
@@ -93,20 +97,22 @@ def hover_text(
     offset: int,
     language_id: str = "plaintext",
     cfg: DiagnosticSettings | None = None,
+    *,
+    caches: HintCaches,
 ) -> str:
     if not has_text(tt.text):
         return f"**vq-lsp** document: {NO_TEXT}"
     label, p = selection.top_label(doc.scores)
     lines = [f"**vq-lsp** document: {label} {p:.2f} ({doc.n_tokens} tokens)"]
-    lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
-    for a, b, _, _, scores, _ in tone_blocks(tt.token_starts, doc, lay):
-        if a <= offset <= b:
-            pl, pp = selection.top_label(scores)
+    lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings(), caches)
+    for block in tone_blocks(tt.token_starts, doc, lay):
+        if block.start <= offset <= block.end:
+            pl, pp = selection.top_label(block.scores)
             lines.append(f"paragraph: {pl} {pp:.2f}")
             break
     span = word_at(tt.text, lay, offset)
     cfg = cfg or DiagnosticSettings()
-    for f in explain_words(tt, doc, [span], language_id, cfg) if span else []:
+    for f in explain_words(tt, doc, [span], language_id, cfg, caches=caches) if span else []:
         shown = cfg.typo and typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)
         lines.append(f"possible typo: {f.explain()}" if shown else f.describe())
     detail = ", ".join(f"{k} {v:.2f}" for k, v in doc.scores.items())

@@ -6,7 +6,7 @@ A text is given as a `TokenizedText` (the server's `TrackedText` is one), so thi
 needs nothing from the document store.
 
 A publish costs what the edit costs: the model's findings of a paragraph are kept
-(`FindingCache`, one per model) and reused while the paragraph's text and its tokens' surprise
+(reuse.py, in the `HintCaches` the caller passes) and reused while the paragraph's text and its tokens' surprise
 stay as they were, so only the paragraphs an edit touched (or whose scores it changed) are
 examined again. What the whole document says about its words (`typos.Evidence`: repeated
 spellings, code words) is cheap and recomputed on every publish.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -24,9 +24,12 @@ import torch
 import inference
 
 from ..settings import DiagnosticSettings
-from . import jargon, markup, reuse, typos
+from . import jargon, markup, reuse, tone, typos
 from .paragraphs import paragraphs
 from .recent import Recent
+
+if TYPE_CHECKING:
+    from .caches import HintCaches
 
 
 class TokenizedText(Protocol):
@@ -38,29 +41,27 @@ class TokenizedText(Protocol):
     def position(self, offset: int) -> tuple[int, int]: ...
 
 
-def detector(doc: inference.IncrementalDocument) -> typos.Detector:
+def detector(doc: inference.IncrementalDocument, caches: HintCaches) -> typos.Detector:
     """The typo detector of the document's model: one per loaded model (it caches how candidate
-    words tokenize), kept with the model through the engine's `LoadedModel.cached`."""
-    model = doc.model
-    return model.cached("typo_detector", lambda: typos.Detector(model.tokenizer))
+    words tokenize), kept in `caches`."""
+    return caches.of_model(doc.model).detector
 
 
 CONTINUATION_CONTEXT = 48  # tokens of the text before a word that the forward pass for its further pieces reads
 # sequences per forward pass: a pass's attention temporaries grow with the batch, and 64 sequences
 # of 50 tokens peaked at 237 MiB above resting memory (16: 62 MiB, and 20% faster on one core)
 CONTINUATION_BATCH = 16
-CONTINUATION_KEEP = 8192  # scores kept per model: a word typed letter by letter asks again for most of its candidates
 
 
-def continuation(doc: inference.IncrementalDocument):
+def continuation(doc: inference.IncrementalDocument, caches: HintCaches):
     """For typos.Detector.examine: log p(pieces[1:] | the text before token i, pieces[0]) for each
     (i, pieces), from a dense forward pass of the model over at most CONTINUATION_CONTEXT tokens
     of i's window before it (BOS first; the model reads positions by their order only). A score
     is a function of those tokens alone, so scores are kept by them: while a word is typed, its
     context stays and its candidates repeat, and the forward passes (8 ms per candidate on one
-    core) were the slowest part of a keystroke's hints."""
+    core) were the slowest part of a keystroke's hints. Kept per model in `caches`."""
     model = doc.model
-    kept: Recent[float] = model.cached("continuation_scores", lambda: Recent(keep=CONTINUATION_KEEP))
+    kept: Recent[float] = caches.of_model(model).continuation
 
     def score(jobs: list[tuple[int, list[int]]]) -> list[float]:
         ids = doc.token_id_array()
@@ -124,13 +125,27 @@ def token_surprise(doc: inference.IncrementalDocument) -> np.ndarray:
 
 
 def text_material(
-    text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout, tolerance: float = 0.0
+    text: str,
+    starts: np.ndarray,
+    doc: inference.IncrementalDocument,
+    lay: markup.Layout,
+    tolerance: float = 0.0,
+    *,
+    caches: HintCaches,
 ) -> reuse.DocumentMaterial:
     """The text's material paragraph by paragraph (reuse.py), with the findings the document's
     evidence excuses left out."""
     surprise = token_surprise(doc)
     got = reuse.document_material(
-        text, np.asarray(starts), surprise, lay, doc, detector(doc), continuation(doc), tolerance
+        text,
+        np.asarray(starts),
+        surprise,
+        lay,
+        doc,
+        detector(doc, caches),
+        continuation(doc, caches),
+        tolerance,
+        kept=caches.material(doc.model),
     )
     # the findings nothing excuses, as they are (no copy of each with its excuse: a publish reads
     # hundreds, and in a technical document most weak confusables are excused)
@@ -140,34 +155,31 @@ def text_material(
 
 
 def analyse(
-    text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout
+    text: str, starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout, *, caches: HintCaches
 ) -> tuple[np.ndarray, list, list[typos.WordFinding]]:
     """Token surprise, prose word surprises and typo findings of a text (shared with `vq-lsp score`)."""
     surprise = token_surprise(doc)
-    got = text_material(text, starts, doc, lay)
+    got = text_material(text, starts, doc, lay, caches=caches)
     return surprise, got.words, got.findings
 
 
-def tone_blocks(starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout):
-    """(char start, char end, token start, token end, scores, words) per prose block that may have a tone;
-    a block's tokens are those that start in it (`starts`: each token's first char)."""
+def tone_blocks(starts: np.ndarray, doc: inference.IncrementalDocument, lay: markup.Layout) -> list[tone.ToneBlock]:
+    """Every prose block that may have a tone; a block's tokens are those that start in it
+    (`starts`: each token's first char)."""
     out = []
     for a, b, n_words in lay.tone:
         ta, tb = int(np.searchsorted(starts, a, "left")), int(np.searchsorted(starts, b, "left"))
         if ta < tb:
-            out.append((a, b, ta, tb, doc.span_scores(ta, tb), n_words))
+            out.append(tone.ToneBlock(a, b, ta, tb, doc.span_scores(ta, tb), n_words))
     return out
 
 
-_layouts: Recent[markup.Layout] = Recent(keep=8)
-
-
-def layout_for(text: str, language_id: str, cfg: DiagnosticSettings) -> markup.Layout:
+def layout_for(text: str, language_id: str, cfg: DiagnosticSettings, caches: HintCaches) -> markup.Layout:
     """The prose of a document by its languageId (and the sourceComments setting). The last few
-    are kept by text: a publish asks for the same version's layout for its material, its grammar
-    lints and its ignore comments, and parses it once."""
+    are kept by text (`caches.layouts`): a publish asks for the same version's layout for its
+    material, its grammar lints and its ignore comments, and parses it once."""
     kind = markup.markup_of(language_id, source_hints="comments" if cfg.source_comments else "off")
-    return _layouts.get((text, kind, language_id), lambda: markup.layout(text, kind, language_id))
+    return caches.layouts.get((text, kind, language_id), lambda: markup.layout(text, kind, language_id))
 
 
 def paragraph_scores(tt: TokenizedText, doc: inference.IncrementalDocument):
@@ -189,7 +201,7 @@ class HintMaterial:
     document is not rebuilt just to re-filter its hints."""
 
     version: int | None
-    paragraphs: list  # (char start, char end, token start, token end, scores, words), see tone_blocks
+    paragraphs: list[tone.ToneBlock]  # the prose blocks that may show a tone (tone_blocks)
     words: list  # (char start, char end, whole-word surprise) of prose words
     findings: list  # typos.WordFinding, every suspect word nothing excuses (the thresholds choose among them)
     # its spellings missing from the dictionary (`vq-lsp check` learns the workspace's words from them)
@@ -204,9 +216,11 @@ class HintMaterial:
         language_id: str = "plaintext",
         cfg: DiagnosticSettings | None = None,
         tolerance: float = reuse.REUSE_TOLERANCE_NATS,
+        *,
+        caches: HintCaches,
     ) -> HintMaterial:
-        lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
-        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay, tolerance)
+        lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings(), caches)
+        return cls.with_layout(tt.text, tt.token_starts, doc, version, lay, tolerance, caches=caches)
 
     @classmethod
     def with_layout(
@@ -217,11 +231,13 @@ class HintMaterial:
         version: int | None,
         lay: markup.Layout,
         tolerance: float = 0.0,
+        *,
+        caches: HintCaches,
     ) -> HintMaterial:
         """The material of a text whose prose is `lay` (`vq-lsp score` finds it from a file name).
         `tolerance`: see reuse.document_material (the server's edits may reuse paragraphs whose
         scores moved a little; a batch run's results depend on the text alone)."""
-        got = text_material(text, starts, doc, lay, tolerance)
+        got = text_material(text, starts, doc, lay, tolerance, caches=caches)
         return cls(version, got.tones, got.words, got.findings, got.usage)
 
 
@@ -239,19 +255,22 @@ def explain_words(
     spans,
     language_id: str = "plaintext",
     cfg: DiagnosticSettings | None = None,
+    *,
+    caches: HintCaches,
 ) -> list[typos.WordFinding]:
     """The detector's view of words (char spans), flagged or not, as the hints see them: a
     suspect word's finding is the one its hint was chosen from (same fixes, same excuse), any
     other word gets its surprise and closest dictionary words (hover, quick fixes)."""
-    lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings())
+    lay = layout_for(tt.text, language_id, cfg or DiagnosticSettings(), caches)
     surprise = token_surprise(doc)
     starts = np.asarray(tt.token_starts)
-    found = detector(doc).examine(
-        tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True, continuation=continuation(doc)
+    found = detector(doc, caches).examine(
+        tt.text, starts, surprise, spans, doc.next_token_logprobs, force=True, continuation=continuation(doc, caches)
     )
-    return typos.excused(
-        found, reuse.document_material(tt.text, starts, surprise, lay, doc, detector(doc)).evidence, tt.text
-    )
+    evidence = reuse.document_material(
+        tt.text, starts, surprise, lay, doc, detector(doc, caches), kept=caches.material(doc.model)
+    ).evidence
+    return typos.excused(found, evidence, tt.text)
 
 
 def quick_fixes(
@@ -261,13 +280,15 @@ def quick_fixes(
     b: int,
     language_id: str = "plaintext",
     cfg: DiagnosticSettings | None = None,
+    *,
+    caches: HintCaches,
 ) -> list[typos.WordFinding]:
     """The detector's view of every prose word overlapping chars [a, b] (each with its fixes),
     words a hint is shown for first (best evidence first), then the others in text order."""
     cfg = cfg or DiagnosticSettings()
-    lay = layout_for(tt.text, language_id, cfg)
+    lay = layout_for(tt.text, language_id, cfg, caches)
     spans = [(p, q) for p, q in lay.words(tt.text) if p <= b and a <= q]
-    found = [f for f in explain_words(tt, doc, spans[:20], language_id, cfg) if f.fixes]
+    found = [f for f in explain_words(tt, doc, spans[:20], language_id, cfg, caches=caches) if f.fixes]
     shown = sorted(
         (f for f in found if typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)), key=lambda f: -f.gain
     )

@@ -10,7 +10,7 @@ later publish reuses the entry while no token's surprise moved by more than
 touched and those whose scores it moved (an edit nudges the scores of the tokens after it in
 its window, mostly by hundredths of a nat). A reused entry's word surprises, and so its
 findings' gains, are read from the current scores; only its fixes' scores and its tone may be
-stale, by about as little. Entries are kept per model (`LoadedModel.cached`), least recently
+stale, by about as little. Entries are kept per model (`HintCaches.of_model`), least recently
 used dropped beyond a limit.
 
 A paragraph that is examined again is examined from its first changed word on: the words
@@ -33,7 +33,7 @@ import numpy as np
 
 import inference
 
-from . import jargon, markup, typos
+from . import jargon, markup, tone, typos
 from .recent import Recent
 
 REUSE_TOLERANCE_NATS = 0.25
@@ -98,7 +98,7 @@ class DocumentMaterial:
 
     words: Sequence  # (start, end, whole-word surprise): a WordSurprises
     findings: list  # typos.WordFinding, in text order, before the document's evidence is applied
-    tones: list  # (start, end, token start, token end, scores, words)
+    tones: list[tone.ToneBlock]
     evidence: typos.Evidence
     usage: jargon.Usage = jargon.Usage({}, frozenset())  # its spellings missing from the dictionary
 
@@ -174,12 +174,9 @@ class LastMaterial:
         with self._lock:
             self._by_doc[doc] = parts
 
-    def clear(self) -> None:
+    def drop(self, doc: inference.IncrementalDocument) -> None:
         with self._lock:
-            self._by_doc.clear()
-
-
-_last_material = LastMaterial()
+            self._by_doc.pop(doc, None)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -215,11 +212,6 @@ def reusable_prefix(prior_key: Key, prior: ParagraphMaterial, key: Key, surprise
     return int(moved[0]) if len(moved) else n
 
 
-def paragraph_cache(doc: inference.IncrementalDocument) -> ParagraphCache:
-    """The paragraph material kept for the document's model (it depends on nothing else)."""
-    return doc.model.cached("paragraph_material", ParagraphCache)
-
-
 def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:
     """Sorted disjoint (start, end) `ranges` from index `lo` on, cut to [a, b), relative to a (a
     docstring's prose runs over several paragraphs; each paragraph keeps its own part)."""
@@ -241,11 +233,9 @@ class ParagraphSpans:
     prose: list[tuple]  # per paragraph: its part of the layout's prose ranges, relative to its start
 
 
-_spans: Recent[ParagraphSpans] = Recent(keep=4)
-
-
-def paragraph_spans(text: str, lay: markup.Layout) -> ParagraphSpans:
-    """The paragraphs of `text` with their prose; the last few are kept, a publish asks twice."""
+def paragraph_spans(text: str, lay: markup.Layout, kept: Recent[ParagraphSpans]) -> ParagraphSpans:
+    """The paragraphs of `text` with their prose; the last few are `kept` (HintCaches.spans), a
+    publish asks twice."""
 
     def make() -> ParagraphSpans:
         bounds = [(m.start(), m.end()) for m in PARAGRAPH.finditer(text)]
@@ -253,7 +243,19 @@ def paragraph_spans(text: str, lay: markup.Layout) -> ParagraphSpans:
         prose = [_clipped(lay.prose, max(bisect.bisect_left(prose_starts, a) - 1, 0), a, b) for a, b in bounds]
         return ParagraphSpans(bounds, prose)
 
-    return _spans.get((text, lay.prose), make)
+    return kept.get((text, lay.prose), make)
+
+
+@dataclass(frozen=True)
+class MaterialCaches:
+    """What `document_material` reads and fills, handed in by its caller (HintCaches.material): the
+    model's paragraph material, each version's paragraph spans, the writer's words of the last few
+    usages and each document's last publish."""
+
+    paragraphs: ParagraphCache
+    spans: Recent[ParagraphSpans]
+    writers_words: Recent[frozenset[str]]
+    last_material: LastMaterial
 
 
 def document_material(
@@ -265,17 +267,19 @@ def document_material(
     detector: typos.Detector,
     continuation=None,
     tolerance: float = 0.0,
+    *,
+    kept: MaterialCaches,
 ) -> DocumentMaterial:
     """Every paragraph's material, reused from the cache where it is current, computed where not
     (the missing paragraphs' suspect words in one batched LM-head call). With `tolerance` 0 (what
     `vq-lsp score` uses) a paragraph is reused only when its tokens' surprise is exactly the
     stored one, so the result is a function of the text alone; the server passes
-    REUSE_TOLERANCE_NATS."""
-    cache = paragraph_cache(doc)
+    REUSE_TOLERANCE_NATS. `kept`: what earlier publishes left (HintCaches.material)."""
+    cache = kept.paragraphs
     starts = np.asarray(starts, dtype=np.int64)
     n = len(surprise)
     starts = starts[:n]
-    spans = paragraph_spans(text, lay)
+    spans = paragraph_spans(text, lay, kept.spans)
     paras = spans.bounds
     if not paras or not n:
         none = WordSurprises(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -293,11 +297,11 @@ def document_material(
     lead = (starts[first] - bounds[:, 0]).tolist()
     exact = surprise.tobytes()
     size = surprise.itemsize
-    tone = lay.tone
+    lay_tone = lay.tone
     for (pa, pb), ta, tb, prose, t0, t1, lead_k in zip(
         paras, first.tolist(), last.tolist(), spans.prose, tone_lo.tolist(), tone_hi.tolist(), lead
     ):
-        tones = tuple((a - pa, b - pa, w) for a, b, w in tone[t0:t1]) if t0 < t1 else ()
+        tones = tuple((a - pa, b - pa, w) for a, b, w in lay_tone[t0:t1]) if t0 < t1 else ()
         key = (text[pa:pb], lead_k, tb - ta, gaps[ta * 8 : max(ta, tb - 1) * 8], prose, tones)
         hit = cache.get(key, exact[ta * size : tb * size], surprise, ta, tb, tolerance)
         parts.append((pa, ta, hit, key))
@@ -306,11 +310,11 @@ def document_material(
     cache.reused += len(parts) - len(missing)
     if missing:
         cache.computed += len(missing)
-        priors = _priors(doc, parts, missing, cache) if tolerance > 0 else {}
+        priors = _priors(kept.last_material.get(doc), parts, missing, cache) if tolerance > 0 else {}
         reading = _Reading(text, starts, surprise, doc, detector, continuation, tolerance)
         _compute(reading, paras, first, last, parts, missing, cache, priors)
     if tolerance > 0:
-        _last_material.put(doc, {pa: (key, m) for pa, _, m, key in parts})
+        kept.last_material.put(doc, {pa: (key, m) for pa, _, m, key in parts})
     cumulative = np.concatenate([[0.0], np.cumsum(surprise)])
     words, word_at, spots, spot_at, tones, uses, code, technical = [], [], [], [], [], Counter(), set(), False
     crowded: set[str] = set()
@@ -332,7 +336,7 @@ def document_material(
     # a tone block's scores are read afresh: the class scores follow its tokens' positions and context,
     # which an edit elsewhere may move while the surprise stays the same (all blocks in one read)
     scores = doc.spans_scores([(i, j) for _, _, i, j, _ in tones])
-    tones = [(a, b, i, j, sc, w) for (a, b, i, j, w), sc in zip(tones, scores)]
+    tones = [tone.ToneBlock(a, b, i, j, sc, w) for (a, b, i, j, w), sc in zip(tones, scores)]
     if words:  # each paragraph's rows moved to its place, all at once
         rows = np.concatenate(words)
         at = np.asarray(word_at, dtype=np.int64)
@@ -352,7 +356,7 @@ def document_material(
             dict(uses),
             frozenset(code),
             technical,
-            jargon.writers_words(usage),
+            jargon.writers_words(usage, kept.writers_words),
             _confusables(parts, found, technical),
             uncased=_CAPITAL.search(text) is None,
         ),
@@ -381,11 +385,12 @@ def _confusables(parts, found: list[typos.WordFinding], technical: bool) -> dict
     return {w: sum(m.confusables.get(w, 0) for _, _, m, _ in parts) for w in asked}
 
 
-def _priors(doc, parts, missing, cache: ParagraphCache) -> dict[int, tuple[Key, ParagraphMaterial]]:
+def _priors(
+    last: dict[int, tuple[Key, ParagraphMaterial]], parts, missing, cache: ParagraphCache
+) -> dict[int, tuple[Key, ParagraphMaterial]]:
     """For each missing paragraph (index into `parts`), an earlier material of it whose leading
     words may still hold: its own key's latest entry (same text, scores moved), else the paragraph
-    the document's last publish had at the same offset (an edit inside it)."""
-    last = _last_material.get(doc)
+    the document's last publish (`last`) had at the same offset (an edit inside it)."""
     out = {}
     for k in missing:
         pa, _, _, key = parts[k]

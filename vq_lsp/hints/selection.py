@@ -59,10 +59,10 @@ def select(material: HintMaterial, cfg: DiagnosticSettings) -> Selection:
     """The hints the settings ask for: tone of long prose paragraphs, typos, and (if asked) unlikely words."""
     tones = []
     if cfg.sentiment:
-        blocks = [tone.Block(scores, n_words, tb - ta) for _, _, ta, tb, scores, n_words in material.paragraphs]
-        for (a, b, *_), shown in zip(material.paragraphs, tone.shown(blocks, cfg)):
+        blocks = [p.block() for p in material.paragraphs]
+        for p, shown in zip(material.paragraphs, tone.shown(blocks, cfg)):
             if shown is not None:
-                tones.append(ToneHint(a, b, *shown))
+                tones.append(ToneHint(p.start, p.end, *shown))
     chosen_typos: list[typos.WordFinding] = []
     if cfg.typo and cfg.max_typo_hints:
         found = [f for f in material.findings if typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)]

@@ -32,6 +32,24 @@ class Block:
     tokens: int
 
 
+@dataclass(frozen=True)
+class ToneBlock:
+    """A prose block that may show a tone, placed in its text: chars [start, end), tokens
+    [token_start, token_end), its tone scores and its words (as `toneMinWords` counts them). What
+    the material hands to the selection, the hover and `vq-lsp score`."""
+
+    start: int
+    end: int
+    token_start: int
+    token_end: int
+    scores: dict[str, float]
+    words: int
+
+    def block(self) -> Block:
+        """The block as the tone rule reads it."""
+        return Block(self.scores, self.words, self.token_end - self.token_start)
+
+
 def top_label(scores: dict[str, float]) -> tuple[str, float]:
     """The likeliest label and its probability."""
     label = max(scores, key=scores.get)

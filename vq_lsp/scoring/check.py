@@ -33,6 +33,7 @@ import inference
 from .. import __version__, stdio
 from ..engine_flags import add_engine_flags
 from ..hints import conventions, excludes, grammar, jargon, markup
+from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
 from ..workspace import config_file, dictionaries
@@ -156,11 +157,16 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
 
 
 def check_text(
-    model: inference.LoadedModel, text: str, name: str, settings: Settings, conv: conventions.Conventions
+    model: inference.LoadedModel,
+    text: str,
+    name: str,
+    settings: Settings,
+    conv: conventions.Conventions,
+    caches: HintCaches,
 ) -> list[Finding]:
     """The hints of one text as the server would publish them, scored with one dense pass; ValueError
     for a text longer than maxDocumentTokens (the server gives it no hints either)."""
-    return hints_of(scored(model, text, name, settings), settings, conv)
+    return hints_of(scored(model, text, name, settings, caches), settings, conv, caches)
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,7 @@ class Scored:
     material: HintMaterial
 
 
-def scored(model: inference.LoadedModel, text: str, name: str, settings: Settings) -> Scored | None:
+def scored(model: inference.LoadedModel, text: str, name: str, settings: Settings, caches: HintCaches) -> Scored | None:
     """A text's material (None for an empty text); ValueError as check_text."""
     ids, offsets = model.tokenizer.encode_with_offsets(text)
     if not ids:
@@ -183,8 +189,8 @@ def scored(model: inference.LoadedModel, text: str, name: str, settings: Setting
         raise ValueError(f"{len(ids)} tokens, more than maxDocumentTokens ({settings.max_document_tokens})")
     doc = inference.IncrementalDocument(model, ids)
     tt = FileText(text, np.asarray([a for a, _ in offsets], dtype=np.int64))
-    lay = layout_for(text, markup.language_of(name), settings.diagnostics)
-    return Scored(name, tt, HintMaterial.with_layout(text, tt.token_starts, doc, None, lay))
+    lay = layout_for(text, markup.language_of(name), settings.diagnostics, caches)
+    return Scored(name, tt, HintMaterial.with_layout(text, tt.token_starts, doc, None, lay, caches=caches))
 
 
 def workspace_words(texts: list[Scored]) -> frozenset[str]:
@@ -193,7 +199,7 @@ def workspace_words(texts: list[Scored]) -> frozenset[str]:
     return jargon.writers_words(jargon.Usage.merged(s.material.usage for s in texts if s.material.usage))
 
 
-def hints_of(s: Scored | None, settings: Settings, conv: conventions.Conventions) -> list[Finding]:
+def hints_of(s: Scored | None, settings: Settings, conv: conventions.Conventions, caches: HintCaches) -> list[Finding]:
     """The findings of one scored text under the conventions."""
     if s is None:
         return []
@@ -202,7 +208,7 @@ def hints_of(s: Scored | None, settings: Settings, conv: conventions.Conventions
     cfg = settings.diagnostics
     fixes = {(f.start, f.end): tuple(w for w, _ in f.fixes) for f in material.findings}
     out = []
-    for h in conventions.choose(tt, material, cfg, conv, language):
+    for h in conventions.choose(tt, material, cfg, conv, language, caches=caches):
         (l0, c0), (l1, c1) = tt.position(h.start), tt.position(h.end)
         out.append(
             Finding(
@@ -305,7 +311,8 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
     for problem in config.problems:
         warn(f"vq-lsp check: warning: {problem}")
     settings = config.apply(Settings())
-    for name in grammar.checker().configure(grammar.Rules.of(settings.grammar.rules)):
+    caches = HintCaches()  # this run's: the files' layouts, paragraphs and lints
+    for name in caches.grammar.configure(grammar.Rules.of(settings.grammar.rules)):
         warn(f"vq-lsp check: warning: grammar.rules: {name!r} is neither a Harper rule nor a lint kind; ignored")
     words, problems = dictionaries.load(root, config.words)
     for problem in problems:
@@ -330,7 +337,7 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
         name = _relative(path, root)
         if problem is None:
             try:
-                texts.append(scored(model, text, name, settings))
+                texts.append(scored(model, text, name, settings, caches))
                 continue
             except ValueError as e:
                 problem = str(e)
@@ -339,7 +346,7 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
     conv = conventions.Conventions(conv.dictionary.union(workspace_words(done)), conv.root)
     findings: list[Finding] = []
     for s in done:
-        findings += hints_of(s, settings, conv)
+        findings += hints_of(s, settings, conv, caches)
     write(findings, args.format, out)
     out.flush()
     return 1 if fails(findings, args.fail_on) else 0

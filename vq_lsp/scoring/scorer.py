@@ -22,6 +22,7 @@ import numpy as np
 import inference
 
 from ..hints import markup
+from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial
 from ..hints.selection import select
 from ..settings import DiagnosticSettings
@@ -82,6 +83,7 @@ class BatchScorer:
         self.model, self.verify, self.markup = model, verify, markup
         self.hints = hints or DiagnosticSettings()
         self.chains: dict[str, Chain | None] = {}
+        self.hint_caches = HintCaches()  # the hints' kept results (paragraphs, typo detector) over the run
         self.summary = Summary()
 
     def score(self, revisions: Iterable[Revision]) -> Iterator[dict]:
@@ -147,10 +149,15 @@ class BatchScorer:
         kind = self.markup or markup.markup_of(name=label if "." in label else name)
         lay = markup.layout(text, kind, markup.language_of(label if "." in label else name))
         starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
-        material = HintMaterial.with_layout(text, starts, doc, None, lay)
+        material = HintMaterial.with_layout(text, starts, doc, None, lay, caches=self.hint_caches)
         paras = [
-            {"line": text.count("\n", 0, a), "tokens": tb - ta, "words": n_words, "scores": _rounded(scores)}
-            for a, _, ta, tb, scores, n_words in material.paragraphs
+            {
+                "line": text.count("\n", 0, p.start),
+                "tokens": p.token_end - p.token_start,
+                "words": p.words,
+                "scores": _rounded(p.scores),
+            }
+            for p in material.paragraphs
         ]
         picked = select(material, self.hints)
         surprises = [

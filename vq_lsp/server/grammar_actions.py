@@ -26,7 +26,7 @@ def _lints(ls: VQServer, uri: str):
     cfg = ls.docs.settings.diagnostics
     own = ignores.find(st.text, conventions.markup_kind(st.language_id, cfg), st.language_id).words
     words = ls.docs.conventions.dictionary.union(own)
-    return st.text, conventions.grammar_lints(st.text, st.language_id, cfg, words)
+    return st.text, conventions.grammar_lints(st.text, st.language_id, cfg, words, caches=ls.docs.hint_caches)
 
 
 async def actions(ls: VQServer, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:

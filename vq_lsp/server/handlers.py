@@ -12,7 +12,6 @@ from pygls.exceptions import JsonRpcInvalidParams
 from ..documents import requests
 from ..documents.events import Closed, Edited, Opened, Refresh
 from ..documents.textsync import Change
-from ..hints import grammar
 from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
 from . import dictionary_actions, grammar_actions, workspace_files
@@ -68,7 +67,7 @@ def build(defaults: Settings | None = None) -> VQServer:
         await workspace_files.register_watchers(ls)
         workspace_files.start_polling(ls)  # also where the editor reports no change of them
         if ls.docs.settings.diagnostics.grammar:
-            grammar.checker().prepare()  # Harper's linter builds while the model loads
+            ls.docs.hint_caches.grammar.prepare()  # Harper's linter builds while the model loads
         await ls.load_model()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)

@@ -426,7 +426,7 @@ class VQServer(LanguageServer):
         new, warnings = self.workspace_files.settings(self.defaults, data, initial)
         if initial:
             self.base = new
-        for name in grammar.checker().configure(grammar.Rules.of(new.grammar.rules)):
+        for name in self.docs.hint_caches.grammar.configure(grammar.Rules.of(new.grammar.rules)):
             warnings.append(f"grammar.rules: {name!r} is neither a Harper rule nor a lint kind; ignored")
         for w in warnings:
             self.say("warning", f"vq-lsp: {w}")

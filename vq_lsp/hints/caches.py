@@ -1,0 +1,75 @@
+"""Everything the hints keep between publishes, in one object owned by whoever serves.
+
+A keystroke's hints are cheap because earlier results are kept: each version's layout and
+paragraph spans, each paragraph's material and Harper lints, the typo detector (it caches how
+candidate words tokenize) and the continuation scores. Kept in module globals or hung on the
+model, that memory had no owner: tests cleared it by hand, a closed document's entries stayed,
+and `hints`, which knows nothing of documents, still held per-document state. Here one
+`HintCaches` holds all of it; the server's document store, `vq-lsp check` and `vq-lsp score`
+each make one and pass it in, and the store tells it when a document closes (`forget`).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+import inference
+
+from . import markup, typos
+from .grammar import GrammarChecker
+from .recent import Recent
+from .reuse import LastMaterial, MaterialCaches, ParagraphCache, ParagraphSpans
+
+LAYOUTS_KEEP = 8  # a publish asks for one version's layout for its material, grammar lints and ignore comments
+SPANS_KEEP = 4  # a publish asks twice (material and grammar lints)
+WRITERS_WORDS_KEEP = 8  # a keystroke seldom changes which spellings are the writer's words
+CONTINUATION_KEEP = 8192  # scores kept per model: a word typed letter by letter asks again for most of its candidates
+
+
+@dataclass
+class ModelCaches:
+    """What is kept for one model: its results depend on the model's weights and tokenizer."""
+
+    detector: typos.Detector
+    continuation: Recent[float]  # log p of a word's further pieces, by tokens (material.continuation)
+    paragraphs: ParagraphCache  # each paragraph's material by its text, tokens and prose
+
+
+@dataclass
+class HintCaches:
+    """The hints' kept results: per text (layouts, paragraph spans, the writer's words), per model (`of_model`), per
+    open document (`last_material`, dropped by `forget`) and Harper's linters with their lints."""
+
+    layouts: Recent[markup.Layout] = field(default_factory=lambda: Recent(keep=LAYOUTS_KEEP))
+    spans: Recent[ParagraphSpans] = field(default_factory=lambda: Recent(keep=SPANS_KEEP))
+    writers_words: Recent[frozenset[str]] = field(default_factory=lambda: Recent(keep=WRITERS_WORDS_KEEP))
+    last_material: LastMaterial = field(default_factory=LastMaterial)
+    grammar: GrammarChecker = field(init=False)
+    _model: weakref.ref | None = field(default=None, init=False, repr=False)
+    _per_model: ModelCaches | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.grammar = GrammarChecker(self.spans)
+
+    def of_model(self, model: inference.LoadedModel) -> ModelCaches:
+        """The caches of `model`; a model other than the last one asked for starts fresh ones (a
+        server serves one model at a time; a reload replaces it)."""
+        with self._lock:
+            if self._per_model is None or self._model is None or self._model() is not model:
+                self._model = weakref.ref(model)
+                self._per_model = ModelCaches(
+                    typos.Detector(model.tokenizer), Recent(keep=CONTINUATION_KEEP), ParagraphCache()
+                )
+            return self._per_model
+
+    def material(self, model: inference.LoadedModel) -> MaterialCaches:
+        """What reuse.document_material keeps, for `model`."""
+        return MaterialCaches(self.of_model(model).paragraphs, self.spans, self.writers_words, self.last_material)
+
+    def forget(self, doc: inference.IncrementalDocument | None) -> None:
+        """Drop what is kept for one document's engine state (the document closed)."""
+        if doc is not None:
+            self.last_material.drop(doc)
