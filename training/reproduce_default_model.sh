@@ -113,7 +113,9 @@ TONE_EVAL_ARGS="${TONE_EVAL_ARGS:---test-limit 2000 --max-tokens 512 --lm-batche
 tone_recipe() {
   : "${GPU_MODELS:?set GPU_MODELS to a folder with finetuned/ and teacher/ (models of the GPU recipe)}"
   stage tone_order_only order-only --model "$GPU_MODELS/finetuned" --out "$RUN/tone_order_only"
-  stage tone_finetune finetune --model "$RUN/tone_order_only" --out "$RUN/tone_finetune" $TONE_FINETUNE \
+  # reviews up to 1,023 tokens (--seq 1024): without positions the residual stream drifts with a
+  # paragraph's length, and a tail that saw only 512 tokens misreads longer paragraphs
+  stage tone_finetune finetune --model "$RUN/tone_order_only" --out "$RUN/tone_finetune" $TONE_FINETUNE --seq 1024 \
     --augment "$TONE_AUGMENT" --resume $T
   stage tone_finetune_dense finetune --dense --model "$GPU_MODELS/teacher" --out "$RUN/tone_finetune_dense" \
     $TONE_FINETUNE --augment "$TONE_AUGMENT" --resume $T

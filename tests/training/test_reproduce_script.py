@@ -94,6 +94,8 @@ def test_tone_recipe_fine_tunes_both_twins_then_calibrates_evaluates_and_exports
     assert all("--resume" in c and "post-vq" in c and int(c[c.index("--neutral") + 1]) > 0 for c in finetunes)
     assert all("after_context" in c[c.index("--augment") + 1] for c in finetunes)
     assert "--dense" in finetunes[1] and c_value(finetunes[1], "--model").endswith("gpu/teacher")
+    # the order-only model's tail reads reviews twice as long (argparse keeps the last --seq)
+    assert [f[len(f) - 1 - f[::-1].index("--seq") + 1] for f in finetunes] == ["1024", "512"]
     calibrated = c_value(calls[2], "--out")
     assert c_value(calls[3], "--model") == calibrated == c_value(calls[4], "--model")
     assert "--dense-model" in calls[3] and "--neutral-paragraphs" in calls[3]
