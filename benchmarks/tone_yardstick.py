@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.common import REPO, data_dir, markdown_table, write_results
+from benchmarks.common import REPO, data_dir, markdown_table, recorded_path, write_results
 from vq_lsp.hints import markup, tone
 from vq_lsp.hints.material import tone_blocks
 from vq_lsp.settings import DiagnosticSettings, Settings
@@ -203,6 +203,8 @@ def shown_argv(argv: list[str], names: list[str]) -> list[str]:
             outside = not Path(arg).resolve().is_relative_to(REPO)
             out.append(f"<{names[models]}>" if outside else arg)
             models += 1
+        elif i > 0 and argv[i - 1] in ("--out", "--data"):
+            out.append(recorded_path(arg))
         else:
             out.append(arg)
     return out
