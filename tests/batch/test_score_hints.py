@@ -79,3 +79,21 @@ def test_text_format_shows_typos_with_fixes(tmp_path, capsys):
     assert command.main([str(tmp_path), "--format", "text"]) == 0
     out = capsys.readouterr().out
     assert "  line 1:12: possible typo 'teh' (non-word, " in out and "likely: 'the'" in out
+
+
+def test_rows_count_lines_as_an_editor_does_whatever_the_line_ends(tmp_path, capsys):
+    """A file saved with \\r\\n or lone \\r line ends gets the same line and column in every row as
+    the same text with \\n: each of the three ends a line, as in an editor and the server."""
+    rows = {}
+    for name, end in (("unix", "\n"), ("windows", "\r\n"), ("mac", "\r")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "notes.md").write_bytes(MARKDOWN.replace("\n", end).encode())
+        assert command.main([str(folder), "--surprise-threshold", "0"]) == 0
+        row = json.loads(capsys.readouterr().out.splitlines()[0])
+        rows[name] = (
+            [(h["line"], h["column"], h["text"]) for h in row["typos"] + row["surprises"]],
+            [p["line"] for p in row["paragraphs"]],
+        )
+    assert rows["unix"][0] and rows["unix"][1] == [2, 8]
+    assert rows["windows"] == rows["unix"] and rows["mac"] == rows["unix"]

@@ -37,6 +37,7 @@ from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
 from ..workspace import config_file, dictionaries
+from .lines import line_and_column
 
 FORMATS = ("text", "json", "sarif", "github")
 FAIL_ON = (*SEVERITIES, "never")
@@ -75,11 +76,8 @@ class FileText:
     token_starts: np.ndarray
 
     def position(self, offset: int) -> tuple[int, int]:
-        """(line, character), 0-based: \\n, \\r\\n and a lone \\r each end a line, as in the protocol (an
-        editor, and the server, count lines so)."""
-        t = self.text
-        line = t.count("\n", 0, offset) + t.count("\r", 0, offset) - t.count("\r\n", 0, offset)
-        return line, offset - (max(t.rfind("\n", 0, offset), t.rfind("\r", 0, offset)) + 1)
+        """(line, character), 0-based, as an editor counts them (lines.line_and_column)."""
+        return line_and_column(self.text, offset)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,7 @@ from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial
 from ..hints.selection import select
 from ..settings import DiagnosticSettings
+from .lines import line_and_column
 from .revisions import Revision
 
 
@@ -152,7 +153,7 @@ class BatchScorer:
         material = HintMaterial.with_layout(text, starts, doc, None, lay, caches=self.hint_caches)
         paras = [
             {
-                "line": text.count("\n", 0, p.start),
+                "line": line_and_column(text, p.start)[0],
                 "tokens": p.token_end - p.token_start,
                 "words": p.words,
                 "scores": _rounded(p.scores),
@@ -179,7 +180,8 @@ class BatchScorer:
 
 
 def _where(text: str, a: int) -> dict:
-    return {"line": text.count("\n", 0, a), "column": a - (text.rfind("\n", 0, a) + 1)}
+    line, column = line_and_column(text, a)
+    return {"line": line, "column": column}
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
