@@ -323,9 +323,9 @@ class Server:
 def server_command(model: str | None, threads: int, server: str | None = None) -> list[str]:
     """The installed `vq-lsp serve` (or another command that speaks LSP over stdio, for variants)."""
     exe = Path(sys.executable).parent / "vq-lsp"
-    base = (
-        shlex.split(server) if server else [str(exe) if exe.exists() else (shutil.which("vq-lsp") or "vq-lsp"), "serve"]
-    )
+    found = str(exe) if exe.exists() else shutil.which("vq-lsp")
+    # without an installed console script (a checkout on PYTHONPATH): the same command as a module
+    base = shlex.split(server) if server else ([found] if found else [sys.executable, "-m", "vq_lsp"]) + ["serve"]
     return base + ["--threads", str(threads)] + (["--model", model] if model else [])
 
 

@@ -1,0 +1,53 @@
+"""benchmarks/gpu_session.py, the one command a session with a lent GPU runs, in its quick mode on
+the CPU: every section reports, the engine's codes stay exact, the report names the device and the
+dtype, and a section that fails is reported without losing the others."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import gpu_session as gs
+
+
+def test_edits_are_the_kinds_they_say():
+    n = 50
+    edits = gs.one_token_edits(n, 4, vocab=100, seed=1)
+    assert [k for k, _ in edits] == ["replace", "insert", "delete"] * 4 + ["append"] * 4
+    for kind, sp in edits:
+        size = {"replace": (1, 1), "insert": (0, 1), "delete": (1, 0), "append": (0, 1)}[kind]
+        assert (sp.end - sp.start, len(sp.new_ids)) == size
+        assert 0 <= sp.start <= n
+        if kind == "append":
+            assert sp.start == n
+        n += len(sp.new_ids) - (sp.end - sp.start)
+    for sp in gs.random_splices(20, 40, vocab=100, seed=2):
+        assert sp.end > sp.start or sp.new_ids
+
+
+def test_quick_run_on_the_cpu(full_data_dir, tmp_path):
+    code = gs.main(["--quick", "--device", "cpu", "--data", str(full_data_dir), "--out", str(tmp_path)])
+    results = json.loads((tmp_path / "gpu_session.json").read_text())
+    assert code == 0, [v for v in results.values() if isinstance(v, dict) and "error" in v]
+    assert results["facts"]["device"] == "cpu" and results["facts"]["dtype"] == "float32"
+    rows = results["one_token"]
+    assert {(r["sizing"], r["kind"]) for r in rows} == {
+        (s, k) for s in ("bucketed", "exact") for k in ("replace", "insert", "delete", "append")
+    }
+    assert all(r["codes_equal"] and 0 < r["p50_ms"] <= r["p95_ms"] and r["dense_ms"] > 0 for r in rows)
+    assert {r["sizing"] for r in results["counts"]} == {"bucketed", "exact"}
+    assert all(r["launches"] > 0 for r in results["counts"])
+    assert results["exactness"]["all_equal"] and len(results["exactness"]["checks"]) == 2
+    scenarios = {r["scenario"]: r for r in results["revisions"]["rows"]}
+    assert set(scenarios) == {"entire revision", "atomic"} and scenarios["atomic"]["pairs"] == 2
+    assert [r["device"] for r in results["server"]] == ["cpu"] and results["server"][0]["keystrokes"] > 0
+    report = (tmp_path / "gpu_session.md").read_text()
+    assert "dtype float32" in report and "codes against a dense pass" in report and "NO" not in report.split("|")
+
+
+def test_a_failing_section_is_reported_and_the_rest_kept(tmp_path):
+    session = gs.Session(tmp_path, ["--quick"])
+    session.section("counts", lambda: 1 / 0)
+    session.section("exactness", lambda: {"sizing": "exact", "splices": 0, "checks": [], "all_equal": True})
+    saved = json.loads((tmp_path / "gpu_session.json").read_text())
+    assert "ZeroDivisionError" in saved["counts"]["error"] and saved["exactness"]["all_equal"]
+    assert gs._failed(saved["counts"]).startswith("failed: ZeroDivisionError")
