@@ -241,7 +241,7 @@ def measure_revisions(model, twin, root: Path, sizes: Sizes, seed: int, quick: b
             row[f"{base}_over_engine"] = median([s.base_s[base] / s.inc_s for s in samples])
             row[f"{base}_macs_over_engine"] = median([s.base_macs[base] / max(1, s.inc_macs) for s in samples])
         rows.append(row)
-    return {"rows": rows}
+    return {"sizing": sizing, "rows": rows}
 
 
 def measure_server(out: Path, device: str, sizes: Sizes, data: str | None) -> list[dict]:
@@ -310,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", help="model folder (default: the bundled model)")
     ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument(
+        "--sizing", choices=["bucketed", "exact"], help="exactness and revisions at this sizing (default: the device's)"
+    )
     ap.add_argument("--quick", action="store_true", help="tiny sizes: the whole script in seconds on a CPU")
     ap.add_argument("--seed", type=int, default=5)
     args = ap.parse_args(argv)
@@ -318,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     root = data_dir(args.data)
     model = load_for_window(args.model, WINDOW, args.device, args.precision)
     default_sizing = model.consts.sizing.name
+    chosen = args.sizing or default_sizing
     twin = softmax_twin(model.config, model.device, model.dtype)
     ids = pep_tokens(model, root, sizes.tokens)
     session = Session(args.out, argv)
@@ -325,8 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     work = {
         "one_token": lambda: measure_one_token(model, twin, ids, sizes, args.seed),
         "counts": lambda: measure_counts(model, ids, sizes, args.seed),
-        "exactness": lambda: measure_exactness(model, ids, sizes, args.seed, default_sizing),
-        "revisions": lambda: measure_revisions(model, twin, root, sizes, args.seed, args.quick, default_sizing),
+        "exactness": lambda: measure_exactness(model, ids, sizes, args.seed, chosen),
+        "revisions": lambda: measure_revisions(model, twin, root, sizes, args.seed, args.quick, chosen),
         "server": lambda: measure_server(args.out, args.device, sizes, args.data),
     }
     for name in args.sections:
