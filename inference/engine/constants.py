@@ -17,7 +17,7 @@ from ..config import VQOPTConfig
 from ..kernels import position_rows
 from ..model import VQOPT
 from .lm_head import LMHead
-from .policy import BUCKETED, EXACT, Sizing
+from .policy import EXACT, Sizing
 
 
 class LayerConstants:
@@ -135,9 +135,13 @@ class LayerConstants:
         return self.lm_head.pad(rows, like)
 
     def to(self, device: torch.device) -> LayerConstants:
-        """Pick the sizing and the LM head's form for the device the model lives on."""
+        """Pick the sizing and the LM head's form for the device the model lives on. Exact sizing
+        on every device: on an H100 it beat bucketed sizing too (one-token edits in a 2,000-token
+        document, float32: p50 15.3 against 24.2 ms, `python -m benchmarks.gpu_session`), since
+        an edit there is bound by the host's launches, not by host reads. Bucketed sizing is the
+        shape-stable path that CUDA graphs need."""
         cpu = torch.device(device).type == "cpu"
-        self.sizing = EXACT if cpu else BUCKETED
+        self.sizing = EXACT
         self.lm_head.place(cpu)
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self

@@ -1,11 +1,12 @@
 """How an update sizes its row sets, and the layout and slack of a window's state.
 
-Two sizings, one strategy object each (SIZINGS), picked per device by LayerConstants.to:
+Two sizings, one strategy object each (SIZINGS); LayerConstants.to picks exact on every device:
   exact     (ExactSizing) the host reads each layer's next row set (one read per layer) and
             nothing is padded; on a CPU that read costs microseconds while padded rows cost their
-            full arithmetic.
-  bucketed  (BucketedSizing) shapes padded to buckets (`bucket`), one host read per pass; on a
-            GPU a read stalls the pipeline and padding is nearly free. A pass reserves room for
+            full arithmetic, and on a GPU an edit is bound by the host's kernel launches, which
+            exact sizing has fewest of (measured by benchmarks.gpu_session).
+  bucketed  (BucketedSizing) shapes padded to buckets (`bucket`), one host read per pass: the
+            shapes repeat, as replaying a captured CUDA graph needs. A pass reserves room for
             each layer's rows (`Room`); one that overflows goes on with a further pass
             (passes.resume).
 """
