@@ -62,7 +62,7 @@ from benchmarks.common import (
 from benchmarks.edit_latency import device_counts
 from benchmarks.single_token import pep_tokens
 
-SECTIONS = ("one_token", "counts", "exactness", "revisions", "server")
+SECTIONS = ("one_token", "counts", "exactness", "revisions", "server", "profile")
 KINDS = ("replace", "insert", "delete")
 WINDOW = 2048  # one window holds the whole document, so that prefix-KV reuse has the same rows
 
@@ -261,6 +261,36 @@ def measure_server(out: Path, device: str, sizes: Sizes, data: str | None) -> li
     return rows
 
 
+def measure_profile(model, ids: list[int], sizes: Sizes, seed: int, out: Path, sizing: str) -> dict:
+    """Where an edit's time goes: torch.profiler over `counted` one-token edits (host and device),
+    the ops by host time in DIR/profile_ops.txt and a Chrome trace in DIR/profile_trace.json."""
+    from torch.profiler import ProfilerActivity, profile
+
+    set_sizing(model, sizing)
+    doc = inference.IncrementalDocument(model, ids)
+    edits = [sp for _, sp in one_token_edits(len(ids), sizes.counted, model.config.vocab_size, seed + 4)]
+    for sp in edits[:4]:
+        doc.apply([sp])  # warm-up
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if model.device.type == "cuda" else [])
+    t0 = time.perf_counter()
+    with profile(activities=activities) as prof:
+        for sp in edits[4:]:
+            doc.apply([sp])
+        if model.device.type == "cuda":
+            torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    averages = prof.key_averages()
+    (out / "profile_ops.txt").write_text(averages.table(sort_by="self_cpu_time_total", row_limit=60))
+    prof.export_chrome_trace(str(out / "profile_trace.json"))
+    host_ops_ms = sum(e.self_cpu_time_total for e in averages) / 1e3
+    return {
+        "sizing": sizing,
+        "edits": len(edits) - 4,
+        "wall_ms_per_edit": wall * 1e3 / (len(edits) - 4),
+        "host_time_in_torch_ops_ms_per_edit": host_ops_ms / (len(edits) - 4),
+    }
+
+
 # ----------------------------------------------------------------- the run
 def device_facts(model, precision: str, model_name: str | None) -> dict:
     dev = model.device
@@ -332,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "exactness": lambda: measure_exactness(model, ids, sizes, args.seed, chosen),
         "revisions": lambda: measure_revisions(model, twin, root, sizes, args.seed, args.quick, chosen),
         "server": lambda: measure_server(args.out, args.device, sizes, args.data),
+        "profile": lambda: measure_profile(model, ids, sizes, args.seed, args.out, chosen),
     }
     for name in args.sections:
         session.section(name, work[name])
@@ -411,6 +442,14 @@ def exactness_line(result: dict) -> str:
     return f"{result['splices']} random splices at {result['sizing']} sizing; codes against a dense pass {checks}."
 
 
+def profile_line(result: dict) -> str:
+    return (
+        f"{result['edits']} one-token edits at {result['sizing']} sizing, profiled: "
+        f"{result['wall_ms_per_edit']:.2f} ms per edit, of which {result['host_time_in_torch_ops_ms_per_edit']:.2f} ms "
+        "of host time inside torch ops (the rest: the engine's Python and the profiler)."
+    )
+
+
 TABLES = {
     "one_token": ("One-token edits in a 2,000-token held-out PEP (one window)", one_token_table),
     "counts": ("What one single-token edit asks of the device (per-edit medians)", counts_table),
@@ -420,6 +459,7 @@ TABLES = {
         revisions_table,
     ),
     "server": ("Keystroke-to-publish through `vq-lsp serve`, one torch thread", server_table),
+    "profile": ("Where an edit's time goes (torch.profiler; ops in profile_ops.txt)", profile_line),
 }
 
 
