@@ -149,7 +149,9 @@ class Settings:
     device: str | None = field(
         default=None,
         metadata=_meta(
-            "Torch device: 'cpu', 'cuda', 'cuda:N'; None picks CUDA when present.",
+            "Torch device: 'cpu', 'cuda', 'cuda:N'; None: the CPU for the live server (a keystroke's update is "
+            "faster there than on a GPU, whose time goes to launching kernels), CUDA when present for "
+            "`vq-lsp check` and `vq-lsp score`.",
             choices=(None, "cpu", "cuda", *(f"cuda:{i}" for i in range(16))),
         ),
     )
