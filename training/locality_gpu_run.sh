@@ -28,7 +28,7 @@ STEPS="${STEPS:-2000}"
 LOCALITY="${LOCALITY:-4}"
 LR="${LR:-1e-4}"
 CKPT_EVERY="${CKPT_EVERY:-250}"
-PYTHON="${PYTHON:-python}"
+PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
 for f in teacher/config.json teacher/model.safetensors tokens_train.npy.xz; do
   [ -f "$PACK/$f" ] || { echo "run.sh: missing $PACK/$f (make the pack with training/make_locality_pack.sh)" >&2; exit 2; }
 done
