@@ -42,6 +42,7 @@ from .tone_hints import hint_report
 from .vq import code_stats
 
 POSITION_BUCKETS = (0, 16, 256, 1024, 2048)
+VALID_TOKENS = 200_000  # held-out LM text the LM loss and the single-token edits are measured on
 
 
 @torch.no_grad()
@@ -243,14 +244,14 @@ def run_evaluate(args) -> Path:
         )
         report["tone_hints"] = tone_hint_section(net, card, tok, args, held, by_style, test, test_probs, spread)
 
-    valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
+    valid = load_or_collect_tokens(tok, args.data, "valid", VALID_TOKENS, out / "tokens_valid.pt", args.seed)
     lm_seq = args.lm_seq or net.config.window_tokens
     lm_batches = [pool_batch(valid, 2, lm_seq, 50_000 + i, args.seed, pool) for i in range(args.lm_batches)]
     report["held_out_lm"] = lm_report(net, lm_batches)
 
     ids = edit_sequences(valid, args.edit_docs, args.edit_seq, args.seed)  # (N, T)
     body = ids[:, 1:]
-    report["single_token_edits"] = flip_report(net, ids, args.seed)
+    report["single_token_edits"] = {**flip_report(net, ids, args.seed), "seed": args.seed}
     reviews = [r[0] for r in test_ids[: args.edit_docs // 2]]  # real reviews, without BOS
     chunks = [b[1:].tolist() for b in body[: args.edit_docs - len(reviews)]]  # held-out LM text
     report["engine"] = engine_report(net, tok_path, reviews + chunks, args.seed)
