@@ -7,7 +7,8 @@ and VQ off. Accuracy/F1 use inference-time positions (evenly spread over the poo
 saving and exactness come from the real incremental engine, and the incremental score after
 an edit sequence is compared with a fresh open of the same text.
 
-Data: IMDB test (a seeded subset), held-out LM text (Gutenberg valid split, IMDB test text) and,
+Data: IMDB test (a seeded subset), held-out LM text (Gutenberg valid split, IMDB test text), real
+revision pairs for the paper protocol against a paragraph cache (``protocol``) and,
 for the writing-style, paragraph-context and tone-hint sections (``robustness``, ``tone_hints``), the
 IMDB training rows that fine-tuning held out and neutral paragraphs of documents never trained on
 (``neutral``). Nothing under eval/ is read.
@@ -255,6 +256,10 @@ def run_evaluate(args) -> Path:
     reviews = [r[0] for r in test_ids[: args.edit_docs // 2]]  # real reviews, without BOS
     chunks = [b[1:].tolist() for b in body[: args.edit_docs - len(reviews)]]  # held-out LM text
     report["engine"] = engine_report(net, tok_path, reviews + chunks, args.seed)
+    if args.protocol_pairs:
+        from .protocol import protocol_report
+
+        report["paper_protocol"] = protocol_report(net, tok_path, args.data, args.protocol_pairs, args.seed)
 
     if args.teacher and (Path(args.teacher) / "teacher_report.json").is_file():
         import json

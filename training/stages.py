@@ -193,6 +193,12 @@ def add_parsers(sub, common, train_loop) -> None:
         default=1000,
         help="held-out neutral paragraphs (neutral.py, part 'test') for the tone-hint section (0: skip)",
     )
+    p.add_argument(
+        "--protocol-pairs",
+        type=T.non_negative_int,
+        default=8,
+        help="revision pairs for the paper protocol's wall clock against a paragraph cache (protocol.py; 0: skip)",
+    )
 
     p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")
     p.add_argument("--model", required=True, help="fine-tuned VQ model folder")
