@@ -2,7 +2,7 @@
 # Make the pack that training/locality_gpu_run.sh runs from on a GPU machine that has the repository
 # but neither the data folder nor the GPU-trained models: the dense teacher's config and weights
 # ($GPU_MODELS/teacher; its tokenizer is the bundled one), the training ids (`vq-train tokens`, train
-# split only, xz-compressed uint16) and run.sh. About 32 MiB with the default 10M tokens.
+# split only, xz-compressed uint16) and run.sh: 31.4 MiB with the default 10M tokens.
 #
 #   VQ_LSP_DATA=... GPU_MODELS=... bash training/make_locality_pack.sh [PACK]    # default PACK: .gpupack
 set -euo pipefail
