@@ -14,8 +14,6 @@ import os
 import re
 from pathlib import Path
 
-import platformdirs
-
 from .checkpoint import ModelLoadError
 
 APP = "vq-lsp"
@@ -26,12 +24,20 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def models_dir() -> Path:
     """The folder holding one sub-folder per installed model."""
     env = os.environ.get(MODELS_ENV)
-    return Path(env).expanduser() if env else Path(platformdirs.user_data_dir(APP)) / "models"
+    if env:
+        return Path(env).expanduser()
+    import platformdirs  # here, not at the top: training (vq-train) loads models without the server's deps
+
+    return Path(platformdirs.user_data_dir(APP)) / "models"
 
 
 def cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path(platformdirs.user_cache_dir(APP))
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP))
 
 
 def snapshot_dir() -> Path:

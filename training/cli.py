@@ -21,7 +21,8 @@ NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not aft
 # input paths each subcommand reads: checked before any work starts
 INPUTS = {
     "teacher": ("tokenizer",),
-    "distill": ("teacher", "tokenizer", "init"),
+    "tokens": ("tokenizer",),
+    "distill": ("teacher", "tokenizer", "init", "tokens_file"),
     "finetune": ("model", "tokenizer"),
     "order-only": ("model",),
     "calibrate": ("model",),
@@ -54,6 +55,14 @@ def _train_loop(p: argparse.ArgumentParser, steps: int, lr: float, batch: int, s
         default=None,
         help="stop after this many steps in this run (simulates an interruption)",
     )
+    p.add_argument(
+        "--max-seconds",
+        type=T.positive_float,
+        default=None,
+        help="wall-clock budget of this run's step loop (start-up not counted): stop after the step that spends it, "
+        "checkpoint, and finish as if "
+        "--steps were reached (the schedule still follows --steps)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab", type=T.int_range(260, 2**20), default=8192)
     p.add_argument("--chars", type=T.positive_int, default=20_000_000, help="training text budget")
     p.add_argument("--reuse-gpt2", action="store_true", help="use DATA/gpt2_tokenizer instead")
+
+    p = sub.add_parser(
+        "tokens",
+        help="tokenise the training text once into OUT/tokens_train.npy (for distill --tokens-file)",
+    )
+    _common(p)
+    p.add_argument("--tokenizer", required=True, help="tokenizer.json or its folder (the teacher's)")
+    p.add_argument("--tokens", type=T.positive_int, default=2_000_000, help="as distill's --tokens")
 
     p = sub.add_parser("teacher", help="pre-train a small dense OPT, or extract a pretrained one (--pretrained)")
     _common(p)
@@ -159,8 +176,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
     if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
         sub.error(f"argument --out: {args.out} is a file, not a folder")
-    extracting = args.cmd == "teacher" and args.pretrained is not None  # reads the GGUF only, no data
-    if args.cmd in {"tokenizer", "teacher", "distill", "finetune", "calibrate", "evaluate"} and not extracting:
+    no_data = (args.cmd == "teacher" and args.pretrained is not None) or (  # reads the GGUF only
+        args.cmd == "distill" and args.tokens_file is not None  # reads its ids from the token file
+    )
+    if args.cmd in {"tokenizer", "tokens", "teacher", "distill", "finetune", "calibrate", "evaluate"} and not no_data:
         try:
             args.data = resolve_data_dir(args.data)
         except SystemExit as e:
@@ -212,6 +231,16 @@ def _run(args: argparse.Namespace) -> int:
             tok = train_bpe(lm_texts(args.data, "train", seed=args.seed), args.vocab, args.chars)
         tok.save(str(out / "tokenizer.json"))
         print(f"tokenizer with {tok.get_vocab_size()} tokens -> {out / 'tokenizer.json'}")
+        return 0
+    if args.cmd == "tokens":
+        from .teacher import load_or_collect_tokens
+        from .token_file import write_token_file
+        from .tokenizer import load_tokenizer
+
+        tok = load_tokenizer(Path(args.tokenizer))
+        out = Path(args.out)
+        tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, None, args.seed + 1)
+        print(f"{tokens.numel()} tokens -> {write_token_file(tokens, out)}")
         return 0
     if args.cmd == "teacher" and args.pretrained:
         from .teacher_pretrained import extract_teacher

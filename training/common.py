@@ -133,9 +133,13 @@ def train_steps(
     codebooks), progress, ``log_record(step, shown)`` every ``--log-every`` steps and at the end,
     ``probe(net)`` every ``--eval-every`` steps where a stage has one, and ``save(step)`` every
     ``--ckpt-every`` steps and where the run stops. Everything a step draws must depend only on
-    the step number, which is what makes a resumed run equal an uninterrupted one.
+    the step number, which is what makes a resumed run equal an uninterrupted one. With
+    ``--max-seconds`` the run also stops (logged and saved) after the step that spends that much
+    wall clock, for a machine lent for a fixed time; ``out_of_time`` tells a stage it happened.
     """
     stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
+    budget = getattr(args, "max_seconds", None)
+    deadline = None if budget is None else time.monotonic() + budget
     params = list(params)
     while step < stop:
         set_lr(opt, args.lr, warmup_cosine(step, args.steps, args.warmup))
@@ -147,13 +151,23 @@ def train_steps(
         if after_step is not None:
             after_step()
         step += 1
+        late = deadline is not None and time.monotonic() >= deadline
         shown = {k: float(v.detach()) for k, v in terms.items()}
         bar.step(tokens, **{k: shown[k] for k in bar_keys if k in shown})
-        if step % args.log_every == 0 or step == args.steps:
+        if step % args.log_every == 0 or step == args.steps or late:
             bar.log(**log_record(step, shown))
         if probe is not None and getattr(args, "eval_every", 0) and step % args.eval_every == 0:
             bar.log(stage="finetune", step=step, probe=probe(net))  # held-out accuracy as training goes
             net.train()
-        if step % args.ckpt_every == 0 or step == stop:
+        if step % args.ckpt_every == 0 or step == stop or late:
             save(step)
+        if late:
+            break
     return step
+
+
+def out_of_time(args, step: int, started: float) -> bool:
+    """Did ``train_steps`` (begun at ``time.monotonic() == started``) stop on ``--max-seconds``
+    before reaching ``--steps``? Then a stage finishes with what it has."""
+    budget = getattr(args, "max_seconds", None)
+    return budget is not None and step < args.steps and time.monotonic() - started >= budget

@@ -32,6 +32,7 @@ from .data import sample_chunks
 from .locality import locality_loss, make_edits
 from .soft_targets import OPTTargets, PretrainedTargets, soft_target_kl
 from .teacher import load_or_collect_tokens
+from .token_file import read_token_file
 from .tokenizer import BOS_ID, load_tokenizer
 from .vq import TrainQuantizer, kmeans_init
 
@@ -104,6 +105,38 @@ def setup_from_pretrained(args, device, out: Path) -> DistillSetup:
         "vq_start": args.vq_start,
     }
     return DistillSetup(student.to(device), PretrainedTargets(teacher.model.to(device), args.top_k), tok, origin)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Training speed of one run of the step loop (a resumed run counts only its own steps)."""
+
+    steps: int
+    seconds: float
+    tokens_per_step: int  # batch x seq; edited copies for the locality term come on top
+
+    @classmethod
+    def measure(cls, steps: int, tokens_per_step: int, seconds: float) -> Throughput:
+        return cls(steps, round(seconds, 2), tokens_per_step)
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "steps": self.steps,
+            "seconds": self.seconds,
+            "steps_per_second": round(self.steps_per_second, 3),
+            "tokens_per_second": round(self.steps_per_second * self.tokens_per_step),
+        }
+
+    def __str__(self) -> str:
+        d = self.as_dict()
+        return (
+            f"{d['steps']} steps in {d['seconds']:.1f} s: {d['steps_per_second']:.2f} steps/s, "
+            f"{d['tokens_per_second']:,} tokens/s ({self.tokens_per_step} tokens a step, batch x seq)"
+        )
 
 
 def start_from_model(student, folder) -> None:
@@ -181,7 +214,10 @@ def train_distill(args) -> Path:
     student, tok = setup.student, setup.tokenizer
     vq_start = args.vq_start if pretrained else 0
     pool = student.config.position_pool
-    tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed + 1)
+    if getattr(args, "tokens_file", None):
+        tokens = read_token_file(args.tokens_file)
+    else:
+        tokens = load_or_collect_tokens(tok, args.data, "train", args.tokens, out / "tokens_train.pt", args.seed + 1)
     init = getattr(args, "init", None)
     if init:
         start_from_model(student, init)  # before the optimiser: it sees only what still trains
@@ -231,6 +267,7 @@ def train_distill(args) -> Path:
         terms = distill_losses(student, setup.targets, quant, ids, pos, args, step, vq=step >= vq_start)
         return terms, ids.numel()
 
+    first_step, loop_start = step, time.monotonic()
     step = common.train_steps(
         args,
         opt,
@@ -260,7 +297,10 @@ def train_distill(args) -> Path:
         ),
     )
     bar.close()
-    if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
+    throughput = Throughput.measure(step - first_step, args.batch * args.seq, time.monotonic() - loop_start)
+    print(f"distill: {throughput}", flush=True)
+    timed_out = common.out_of_time(args, step, loop_start)
+    if step < args.steps and not timed_out:  # stopped early (--stop-after): the checkpoint is the result
         return ckpt
     if kmeans_report is None:  # --vq-start at or past --steps: the codebooks still need a start
         kmeans_report = init_codebooks()
@@ -281,7 +321,14 @@ def train_distill(args) -> Path:
             "kmeans_init": kmeans_report,
             "codes_reseeded": quant.reseeded,
             "wall_seconds": round(t_used + time.time() - t0, 1),
-            "data": "gutenberg train + imdb train text",
+            "throughput_last_run": throughput.as_dict(),
+            **(
+                {"stopped_by_max_seconds": {"max_seconds": args.max_seconds, "scheduled_steps": args.steps}}
+                if timed_out
+                else {}
+            ),
+            "data": "gutenberg train + imdb train text"
+            + (f" (ids from {Path(args.tokens_file).name}, {tokens.numel()} tokens)" if args.tokens_file else ""),
             **setup.origin,
             **({"student": f"continued from {init}"} if init else {}),
         }

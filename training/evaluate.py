@@ -7,7 +7,8 @@ and VQ off. Accuracy/F1 use inference-time positions (evenly spread over the poo
 saving and exactness come from the real incremental engine, and the incremental score after
 an edit sequence is compared with a fresh open of the same text.
 
-Data: IMDB test (a seeded subset), held-out LM text (Gutenberg valid split, IMDB test text) and,
+Data: IMDB test (a seeded subset), held-out LM text (Gutenberg valid split, IMDB test text), real
+revision pairs for the paper protocol against a paragraph cache (``protocol``) and,
 for the writing-style, paragraph-context and tone-hint sections (``robustness``, ``tone_hints``), the
 IMDB training rows that fine-tuning held out and neutral paragraphs of documents never trained on
 (``neutral``). Nothing under eval/ is read.
@@ -42,6 +43,7 @@ from .tone_hints import hint_report
 from .vq import code_stats
 
 POSITION_BUCKETS = (0, 16, 256, 1024, 2048)
+VALID_TOKENS = 200_000  # held-out LM text the LM loss and the single-token edits are measured on
 
 
 @torch.no_grad()
@@ -243,17 +245,21 @@ def run_evaluate(args) -> Path:
         )
         report["tone_hints"] = tone_hint_section(net, card, tok, args, held, by_style, test, test_probs, spread)
 
-    valid = load_or_collect_tokens(tok, args.data, "valid", 200_000, out / "tokens_valid.pt", args.seed)
+    valid = load_or_collect_tokens(tok, args.data, "valid", VALID_TOKENS, out / "tokens_valid.pt", args.seed)
     lm_seq = args.lm_seq or net.config.window_tokens
     lm_batches = [pool_batch(valid, 2, lm_seq, 50_000 + i, args.seed, pool) for i in range(args.lm_batches)]
     report["held_out_lm"] = lm_report(net, lm_batches)
 
     ids = edit_sequences(valid, args.edit_docs, args.edit_seq, args.seed)  # (N, T)
     body = ids[:, 1:]
-    report["single_token_edits"] = flip_report(net, ids, args.seed)
+    report["single_token_edits"] = {**flip_report(net, ids, args.seed), "seed": args.seed}
     reviews = [r[0] for r in test_ids[: args.edit_docs // 2]]  # real reviews, without BOS
     chunks = [b[1:].tolist() for b in body[: args.edit_docs - len(reviews)]]  # held-out LM text
     report["engine"] = engine_report(net, tok_path, reviews + chunks, args.seed)
+    if args.protocol_pairs:
+        from .protocol import protocol_report
+
+        report["paper_protocol"] = protocol_report(net, tok_path, args.data, args.protocol_pairs, args.seed)
 
     if args.teacher and (Path(args.teacher) / "teacher_report.json").is_file():
         import json

@@ -38,6 +38,11 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--scale", type=T.positive_float, default=1 / 1024, help="fixed GELU attention scale c")
     p.add_argument("--window", type=T.int_range(2), default=2048, help="tokens per window at inference")
     p.add_argument("--tokens", type=T.positive_int, default=2_000_000)
+    p.add_argument(
+        "--tokens-file",
+        default=None,
+        help="training ids from `vq-train tokens` (all of them; --tokens and --data are then not used)",
+    )
     p.add_argument("--kmeans-batches", type=T.positive_int, default=4)
     p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
     p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
@@ -187,6 +192,12 @@ def add_parsers(sub, common, train_loop) -> None:
         type=T.non_negative_int,
         default=1000,
         help="held-out neutral paragraphs (neutral.py, part 'test') for the tone-hint section (0: skip)",
+    )
+    p.add_argument(
+        "--protocol-pairs",
+        type=T.non_negative_int,
+        default=8,
+        help="revision pairs for the paper protocol's wall clock against a paragraph cache (protocol.py; 0: skip)",
     )
 
     p = sub.add_parser("export", help="write the model folder (config, weights, tokenizer, card)")

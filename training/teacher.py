@@ -52,13 +52,17 @@ def make_config(vocab_size: int, d: int, layers: int, heads: int, ffn: int, max_
     )
 
 
-def load_or_collect_tokens(tok, data_dir: Path, split: str, n_tokens: int, cache: Path, seed: int) -> torch.Tensor:
-    """Tokenise the first ``n_tokens`` of the LM text once and cache them for resumes."""
-    if cache.is_file():
+def load_or_collect_tokens(
+    tok, data_dir: Path, split: str, n_tokens: int, cache: Path | None, seed: int
+) -> torch.Tensor:
+    """Tokenise the first ``n_tokens`` of the LM text once and cache them for resumes (``cache`` None: no cache)."""
+    if cache is not None and cache.is_file():
         t = torch.load(cache)
         if t.numel() == n_tokens:
             return t
     t = collect_tokens(batch_encoder(tok), lm_texts(data_dir, split, seed=seed), EOS_ID, n_tokens)
+    if cache is None:
+        return t
     cache.parent.mkdir(parents=True, exist_ok=True)
     torch.save(t, cache)
     return t

@@ -42,6 +42,7 @@ def commands(root) -> list[tuple[str, argparse.ArgumentParser, list[str], object
     subs = training.cli.build_parser()._subparsers._group_actions[0].choices
     needs = {
         "tokenizer": ["--out", str(root / "o")],
+        "tokens": ["--out", str(root / "o"), "--tokenizer", str(root / "tok.json")],
         "teacher": ["--out", str(root / "o"), "--tokenizer", str(root / "tok.json")],
         "distill": ["--out", str(root / "o"), "--teacher", str(root / "model")],
         "finetune": ["--out", str(root / "o"), "--model", str(root / "model")],

@@ -161,6 +161,8 @@ def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, dis
         6,
         "--neutral-paragraphs",
         0,
+        "--protocol-pairs",
+        0,  # the protocol's revisions are longer than this tiny model's window; tests/training/test_protocol.py
     )
     report = json.loads((tmp_path / "ev" / "eval.json").read_text())
     hints = report["tone_hints"]

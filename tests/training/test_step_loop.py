@@ -59,3 +59,14 @@ def test_stop_after_checkpoints_where_it_stops(tmp_path):
 def test_probe_every_eval_every_steps(tmp_path):
     end, _, _, logs, probes, _ = _run(tmp_path, eval_every=5)
     assert len(probes) == 2 and [r["step"] for r in logs if "probe" in r] == [5, 10]
+
+
+def test_max_seconds_stops_after_the_step_that_spends_it_and_saves_there(tmp_path):
+    end, saved, lrs, logs, _, args = _run(tmp_path, max_seconds=1e-9)  # spent by the first step
+    assert end == 1 and saved == [1] and [r["step"] for r in logs] == [1]
+    assert lrs == [0.1 * common.warmup_cosine(0, 10, 2)]  # the schedule still follows --steps
+
+
+def test_max_seconds_larger_than_the_run_changes_nothing(tmp_path):
+    end, saved, _, logs, _, _ = _run(tmp_path, max_seconds=3600.0)
+    assert end == 10 and saved == [4, 8, 10] and [r["step"] for r in logs] == [3, 6, 9, 10]
