@@ -34,7 +34,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
 import inference
@@ -52,7 +51,7 @@ from benchmarks.common import (
 from benchmarks.optional import can_plot, require
 from inference import Splice, argtypes
 from inference.document import span_probs
-from inference.tokenizer import paragraph_breaks
+from training.protocol import paragraph_runs
 from vq_lsp.engine_flags import add_engine_flags
 
 BASELINES = ("dense", "prefix", "paragraph")
@@ -69,17 +68,6 @@ class Sample:
     base_s: dict[str, float] = field(default_factory=dict)
     changed_fraction: float = 0.0
     location: float = 0.0
-
-
-def paragraph_runs(ids: list[int], model) -> list[tuple[int, int]]:
-    """Token paragraphs: maximal runs ending where a blank line ends."""
-    runs, start = [], 0
-    for i in np.nonzero(paragraph_breaks(ids, model.paragraph_ids, model.newline_end_ids))[0].tolist():
-        runs.append((start, i + 1))
-        start = i + 1
-    if start < len(ids):
-        runs.append((start, len(ids)))
-    return runs
 
 
 def pep_pairs(model, root: Path, lo: int, hi: int) -> list[tuple[list[int], list[int]]]:
@@ -124,7 +112,7 @@ class Bench:
         return sample
 
     def paragraphs_touching(self, ids: list[int], lo: int, hi: int) -> list[tuple[int, int]]:
-        runs = paragraph_runs(ids, self.model)
+        runs = paragraph_runs(self.model, ids)
         return [(a, b) for a, b in runs if a < max(hi, lo + 1) and b > lo] or [runs[-1]]
 
     def entire(
@@ -196,7 +184,7 @@ def imdb_context_check(model, root: Path, n: int, seed: int) -> dict:
         ids = model.tokenizer.encode(text)[:cap]
         whole_logp = dense_pass(model, ids)[1][0, 1:].sum(0)  # summed token class log-probabilities
         whole += int(span_probs(whole_logp, len(ids))[pos_index] > 0.5) == row["label"]
-        runs = [r for r in paragraph_runs(ids, model) if r[1] > r[0]]
+        runs = [r for r in paragraph_runs(model, ids) if r[1] > r[0]]
         multi += len(runs) > 1
         alone_logp = sum(dense_pass(model, ids[a:b])[1][0, 1:].sum(0) for a, b in runs)
         para += int(span_probs(alone_logp, len(ids))[pos_index] > 0.5) == row["label"]

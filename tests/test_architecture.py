@@ -56,6 +56,7 @@ VQ_LSP_LAYERS = {
     "vq_lsp.server": {"vq_lsp.settings", "vq_lsp.hints", "vq_lsp.documents", "vq_lsp.workspace"},
     "vq_lsp.scoring": {"vq_lsp.settings", "vq_lsp.stdio", "vq_lsp.engine_flags", "vq_lsp.hints", "vq_lsp.workspace"},
     "vq_lsp.cli": {"vq_lsp.settings", "vq_lsp.stdio", "vq_lsp.engine_flags", "vq_lsp.server", "vq_lsp.scoring"},
+    "vq_lsp.__main__": {"vq_lsp.cli"},  # `python -m vq_lsp`: the command line, nothing else
 }
 ONLY_IMPORTED_BY = {"pygls": "vq_lsp.server"}  # within vq_lsp
 LSP_EDGE = ("vq_lsp.server", "vq_lsp.hints.lsp")  # the only modules that speak LSP types

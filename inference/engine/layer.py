@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from . import rows as kernels
-from .plan import EditPlan, LayerRecord, PassState, SavedSets
+from .plan import EditPlan, LayerRecord, PassState, SavedSets, to_device, to_host
 from .policy import Room
 
 if TYPE_CHECKING:
@@ -367,7 +367,7 @@ def read_sets(
     the moved rows (rare) are recomputed in full here, as a dense pass computes them, and join
     the next rows if their code changed. Returns (next rows, near-tie rows or None, the layer's
     row sets on the host: dirty, recomputed in full, next)."""
-    flags = _to_host(torch.stack([goes_next, tied]) if tied is not None else goes_next.unsqueeze(0))  # one read
+    flags = to_host(torch.stack([goes_next, tied]) if tied is not None else goes_next.unsqueeze(0))  # one read
     dirty = run.host_dirty
     flags[:, dirty] = 0  # the dirty rows (distinct) are listed first, and recomputed in full already
     next_rows = np.concatenate([dirty, np.flatnonzero(flags[0])])  # the dirty rows, then flipped ones (in order)
@@ -375,7 +375,7 @@ def read_sets(
     tie_rows = None
     if len(ties):
         view, affected = state.layer_views[l], plan.affected
-        tie_rows = _to_device(ties, goes_next)
+        tie_rows = to_device(ties, goes_next)
         slots = affected.index_select(0, tie_rows)
         sums = _full_sums(
             state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, tie_rows)
@@ -384,21 +384,11 @@ def read_sets(
         fresh = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
         codes.index_put_((tie_rows,), fresh)
         goes_next = goes_next.index_put((tie_rows,), (fresh != view.codes.index_select(0, slots)).sum(-1))
-        flipped = _to_host(goes_next)  # a second read, only after near-ties
+        flipped = to_host(goes_next)  # a second read, only after near-ties
         flipped[dirty] = 0
         next_rows = np.concatenate([dirty, np.flatnonzero(flipped)])
     run.host_dirty = next_rows
-    return _to_device(next_rows, goes_next), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows]
-
-
-def _to_host(t: torch.Tensor) -> np.ndarray:
-    """A writable host copy of a device tensor (exact sizing reads its flags so)."""
-    return t.numpy().copy() if t.device.type == "cpu" else t.cpu().numpy()
-
-
-def _to_device(a: np.ndarray, like: torch.Tensor) -> torch.Tensor:
-    """Host row indices as a tensor on `like`'s device."""
-    return torch.from_numpy(a).to(like.device)
+    return to_device(next_rows, goes_next), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows]
 
 
 def _full_sums(state: WindowState, view, l: int, queries: torch.Tensor, query_pos: torch.Tensor) -> torch.Tensor:

@@ -318,3 +318,13 @@ def stale_predecessors(state: WindowState, old_order: np.ndarray, edited: np.nda
     prev_old[old_order[1:]] = old_order[:-1]
     stale = (prev_old[order[1:]] != order[:-1]) | np.isin(order[1:], edited)
     return order[:-1][stale]
+
+
+def to_host(t: torch.Tensor) -> np.ndarray:
+    """A writable host copy of a device tensor (how exact sizing reads a layer's flags)."""
+    return t.numpy().copy() if t.device.type == "cpu" else t.cpu().numpy()
+
+
+def to_device(a: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+    """Host row indices as a tensor on `like`'s device."""
+    return torch.from_numpy(a).to(like.device)
