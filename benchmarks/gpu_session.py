@@ -73,7 +73,7 @@ class Sizes:
 
     tokens: int  # length of the one-token edits' document
     edits: int  # one-token edits per kind (replace, insert, delete), and appends
-    counted: int  # edits whose dispatches and kernels are counted, per sizing
+    counted: int  # edits of each kind (replace, insert, delete, append) counted and profiled, per sizing
     splices: int  # random splices of the exactness run
     check_every: int  # splices between two comparisons with a dense pass
     pairs: int  # held-out PEP revision pairs
@@ -167,7 +167,7 @@ def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> l
 
 
 def measure_counts(model, ids: list[int], sizes: Sizes, seed: int) -> list[dict]:
-    """Per sizing: what one single-token edit asks of the device (medians and maxima over `counted` edits)."""
+    """Per sizing: what one single-token edit asks of the device (medians and maxima over 4 x `counted` edits)."""
     rows = []
     for sizing in ("bucketed", "exact"):
         set_sizing(model, sizing)
@@ -262,7 +262,7 @@ def measure_server(out: Path, device: str, sizes: Sizes, data: str | None) -> li
 
 
 def measure_profile(model, ids: list[int], sizes: Sizes, seed: int, out: Path, sizing: str) -> dict:
-    """Where an edit's time goes: torch.profiler over `counted` one-token edits (host and device),
+    """Where an edit's time goes: torch.profiler over 4 x `counted` one-token edits, the first 4 untimed (host and device),
     the ops by host time in DIR/profile_ops.txt and a Chrome trace in DIR/profile_trace.json."""
     from torch.profiler import ProfilerActivity, profile
 
