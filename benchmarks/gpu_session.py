@@ -262,8 +262,9 @@ def measure_server(out: Path, device: str, sizes: Sizes, data: str | None) -> li
 
 
 def measure_profile(model, ids: list[int], sizes: Sizes, seed: int, out: Path, sizing: str) -> dict:
-    """Where an edit's time goes: torch.profiler over 4 x `counted` one-token edits, the first 4 untimed (host and device),
-    the ops by host time in DIR/profile_ops.txt and a Chrome trace in DIR/profile_trace.json."""
+    """Where an edit's time goes: torch.profiler (host and device) over 4 x `counted` one-token edits,
+    the first 4 not profiled; the ops by host time in DIR/profile_ops.txt and a Chrome trace in
+    DIR/profile_trace.json."""
     from torch.profiler import ProfilerActivity, profile
 
     set_sizing(model, sizing)
