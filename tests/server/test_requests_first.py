@@ -12,7 +12,6 @@ import inference
 from tests.documents.server_path import ServerPath
 from tests.reliability.rawclient import RawClient
 from vq_lsp.documents.events import Opened
-from vq_lsp.settings import Settings
 
 PARA = "This paragraph talks about a film that many people liked a lot. " * 6
 BIG = "\n\n".join([PARA] * 80)  # about 22 windows of 256 tokens
@@ -57,9 +56,8 @@ def server(model_dir, tmp_path):
 
 
 def test_a_hover_on_a_dropped_small_document_overtakes_queued_builds(server, model_dir, gpt2):
-    path = ServerPath(Settings(model_path=str(model_dir), snapshots=False))  # the server's model, as it loads it
+    path = ServerPath.with_model(model_dir, device=None, snapshots=False)  # the server's model, as it loads it
     docs = path.docs
-    docs.load_model()
     big = inference.estimate_state_bytes(docs.model, gpt2.encode(big_text(0)))
     path.process(SMALL, [Opened(1, "plaintext", SMALL_TEXT)])
     small = docs.states[SMALL].bytes()
