@@ -71,15 +71,7 @@ def type_text(c: RawClient, uri: str, text: str, typed: str, version: int, wait:
     at = text.index("\n")
     for ch in typed:
         version += 1
-        c.notify(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": uri, "version": version},
-                "contentChanges": [
-                    {"range": {"start": {"line": 0, "character": at}, "end": {"line": 0, "character": at}}, "text": ch}
-                ],
-            },
-        )
+        c.insert(uri, version, ch, (0, at))
         text = text[:at] + ch + text[at:]
         at += 1
         if wait:
@@ -278,15 +270,7 @@ def busy(c: RawClient, docs: list[str]) -> None:
     for i, text in enumerate(docs):
         c.open(f"file:///tmp/vq/busy-{i}.md", text, language="markdown")
     for v in range(2, 300):
-        c.notify(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": "file:///tmp/vq/busy-0.md", "version": v},
-                "contentChanges": [
-                    {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}
-                ],
-            },
-        )
+        c.insert("file:///tmp/vq/busy-0.md", v, "x")
 
 
 def exits_cleanly(c: RawClient, code: int, what: str) -> float:

@@ -103,18 +103,7 @@ def test_a_hover_on_a_paused_document_answers_at_once_and_says_why(server, model
     c.initialize({"modelPath": str(model_dir), "snapshots": False})
     c.open(SMALL, SMALL_TEXT)
     c.diagnostics(SMALL, 1)
-    c.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": SMALL, "version": 2},
-            "contentChanges": [
-                {
-                    "range": {"start": {"line": 10**6, "character": 0}, "end": {"line": 10**6, "character": 0}},
-                    "text": "x",
-                }
-            ],
-        },
-    )
+    c.insert(SMALL, 2, "x", (10**6, 0))
     c.open(big_uri(0), big_text(0))
     wait_build_begun(c, big_uri(0))
     res = hover(c, SMALL)
@@ -148,15 +137,7 @@ def test_an_out_of_range_version_is_rejected_at_the_door(server, model_dir):
     c.initialize({"modelPath": str(model_dir), "snapshots": False})
     c.open(SMALL, SMALL_TEXT)
     c.diagnostics(SMALL, 1)
-    c.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": SMALL, "version": 2**40},
-            "contentChanges": [
-                {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}
-            ],
-        },
-    )
+    c.insert(SMALL, 2**40, "x")
     c.open("file:///tmp/vq/first-huge-version.txt", "Hello.", version=-(2**40))
     c.wait_for(
         lambda ms: any("rejected a change" in m["params"]["message"] for m in c.notifications("window/showMessage")),
