@@ -77,7 +77,7 @@ TYPE_CIRCLES_ALLOWED = [
 # included) that the engine package keeps to: a module, a class, a function each do one job that
 # reads in one sitting.
 SIZE_LIMITS = {"module": 400, "class": 250, "function": 60}
-SIZED_PACKAGES = ("inference", "vq_lsp/documents", "vq_lsp/server")
+SIZED_PACKAGES = ("inference", "vq_lsp/documents", "vq_lsp/server", "vq_lsp/scoring")
 # Definitions over a limit that remain, each with its reason, as "module" or "module:qualname". The
 # test wants this exact, so an entry goes when its definition is split.
 SIZE_ALLOWED: dict[str, str] = {
@@ -390,7 +390,7 @@ def test_lsp_types_stay_in_the_server_and_the_hints_conversion(graph):
     assert {line.split(":")[0] for line in outside} == LSP_TYPES_ALLOWED, outside
 
 
-def test_the_engine_documents_and_server_keep_their_modules_classes_and_functions_small():
+def test_the_engine_documents_server_and_scoring_keep_their_modules_classes_and_functions_small():
     over = oversized()
     assert set(over) == set(SIZE_ALLOWED), {k: v for k, v in over.items() if k not in SIZE_ALLOWED} or (
         f"no longer over a limit, drop from SIZE_ALLOWED: {sorted(set(SIZE_ALLOWED) - set(over))}"
