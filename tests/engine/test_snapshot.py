@@ -203,9 +203,16 @@ def test_another_model_or_other_tokens_do_not_match(model, stored):
         snapshot.read_document(model, path, key, doc.token_ids[:-1])
 
 
-def test_fingerprint_is_computed_once_per_model(model, monkeypatch):
+def test_fingerprint_is_computed_once_per_model_and_context(model, monkeypatch):
+    attributes, context = set(vars(model)), model.context
     first = snapshot.fingerprint(model)
+    assert set(vars(model)) == attributes  # kept in the model's own store: nothing hung on it from outside
+    monkeypatch.setattr(model, "context", "paragraph" if context == "window" else "window")  # switched in place
+    other = snapshot.fingerprint(model)
+    assert other != first
     monkeypatch.setattr(snapshot, "_raw", lambda t: pytest.fail("hashed the weights again"))
+    assert snapshot.fingerprint(model) == other
+    monkeypatch.setattr(model, "context", context)
     assert snapshot.fingerprint(model) == first
 
 
