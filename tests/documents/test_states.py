@@ -8,6 +8,7 @@ import pytest
 import inference
 from vq_lsp.documents import requests
 from vq_lsp.documents.events import Edited, Opened, SettingsChanged, Settle
+from vq_lsp.documents.memory import MIN_STATE_SHARE
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import DiagnosticSettings, Settings
@@ -104,6 +105,25 @@ def test_the_servers_working_memory_counts_against_the_budget(docs, path):
         docs.states.pop(uri)
     docs.budget.working = WorkingMemory()
     docs.settings = Settings(model_path=docs.settings.model_path)
+
+
+def test_the_hints_kept_results_count_against_the_budget(docs, path):
+    """A state, a second one's build and the hints' kept results (HintCaches.bytes) do not fit the
+    budget together, though the states alone would: the first state is dropped before the second
+    build, and the budget reports the hints' bytes it counted."""
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
+    other = text.replace("film", "show")
+    path.process("mem://first", [Opened(1, "markdown", text)])
+    first = docs.states["mem://first"]
+    hints = docs.hint_caches.bytes()  # the first document's material, layout and lints
+    assert hints > 0
+    need = inference.estimate_build_bytes(docs.model, docs.model.tokenizer.encode(other))
+    budget = first.bytes() + need + hints / 2  # both states fit the budget, not beside the hints
+    assert hints < budget * MIN_STATE_SHARE
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
+    path.process("mem://second", [Opened(1, "markdown", other)])
+    assert first.doc is None and docs.states["mem://second"].doc is not None
+    assert docs.budget.report()["hint_bytes"] > 0
 
 
 def test_a_state_in_doubt_is_rebuilt(docs, gpt2, path):

@@ -69,6 +69,58 @@ class HintCaches:
         """What reuse.document_material keeps, for `model`."""
         return MaterialCaches(self.of_model(model).paragraphs, self.spans, self.writers_words, self.last_material)
 
+    def bytes(self) -> int:
+        """About how much memory the kept results hold, for the memory budget beside the engine
+        states: every object they reach (strings, tuples, arrays, records), each counted once, but
+        not the model, the tokenizer or a document's engine state they refer to, nor what sits
+        outside Python's view (Harper's linters and lints' native memory, the typo detector's
+        function caches). It walks every entry: cheap beside a build, too dear for every keystroke."""
+        import functools
+        import sys
+        import types
+
+        import numpy as np
+        import torch
+
+        opaque = (
+            inference.LoadedModel,
+            inference.IncrementalDocument,
+            inference.Tokenizer,
+            threading.Thread,
+            type,
+            types.ModuleType,
+            types.FunctionType,
+            types.MethodType,
+            types.BuiltinFunctionType,
+            functools.partial,
+            functools._lru_cache_wrapper,
+        )
+        seen, storages, total, todo = {id(self)}, set(), 0, list(vars(self).values())
+        while todo:
+            obj = todo.pop()
+            if id(obj) in seen or isinstance(obj, opaque):
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, torch.Tensor):
+                storage = obj.untyped_storage()
+                if storage.data_ptr() not in storages:
+                    storages.add(storage.data_ptr())
+                    total += storage.nbytes()
+                continue
+            total += sys.getsizeof(obj)  # an array's data with it when it owns its data
+            if isinstance(obj, np.ndarray):
+                todo += [] if obj.base is None else [obj.base]
+            elif isinstance(obj, dict):
+                todo += [x for item in list(obj.items()) for x in item]  # one C call: safe beside another thread
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                todo += list(obj)
+            else:
+                todo += [getattr(obj, "__dict__", None)]
+                for c in type(obj).__mro__:
+                    slots = c.__dict__.get("__slots__", ())
+                    todo += [getattr(obj, n, None) for n in ((slots,) if isinstance(slots, str) else slots)]
+        return total
+
     def forget(self, doc: inference.IncrementalDocument | None) -> None:
         """Drop what is kept for one document's engine state (the document closed)."""
         if doc is not None:
