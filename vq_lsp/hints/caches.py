@@ -110,10 +110,11 @@ class HintCaches:
             total += sys.getsizeof(obj)  # an array's data with it when it owns its data
             if isinstance(obj, np.ndarray):
                 todo += [] if obj.base is None else [obj.base]
-            elif isinstance(obj, dict):
-                todo += [x for item in list(obj.items()) for x in item]  # one C call: safe beside another thread
-            elif isinstance(obj, (list, tuple, set, frozenset)):
-                todo += list(obj)
+            elif isinstance(obj, (dict, list, tuple, set, frozenset)):
+                try:  # one C call each, but a weak entry dropped meanwhile can still change a table
+                    todo += [x for item in list(obj.items()) for x in item] if isinstance(obj, dict) else list(obj)
+                except RuntimeError:  # changed while read: its entries go uncounted this time
+                    pass
             else:
                 todo += [getattr(obj, "__dict__", None)]
                 for c in type(obj).__mro__:
