@@ -108,17 +108,21 @@ def test_views_are_remade_not_written(model, tmp_path):
     assert not own & original
 
 
+def refused_at_write(doc, folder, match: str) -> None:
+    """Writing `doc` into `folder` raises a SnapshotError that matches `match`."""
+    with pytest.raises(SnapshotError, match=match):
+        write(doc, folder / "s")
+
+
 def test_a_window_attribute_outside_its_record_is_refused(model, tmp_path):
     """A window attribute that is neither a field of WindowRecord nor the model's would be dropped
     silently: refused at write time, whatever it holds, and no partial file is left."""
     doc = edited_document(model, n=200)
     doc.windows[1].handle = object()
-    with pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: not a snapshot field"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[1\]\.handle: not a snapshot field")
     del doc.windows[1].handle
     doc.windows[0].cached_q = big_tensor(doc.windows[0])[0, :, :4]  # a view the restore would not remake
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.cached_q: not a snapshot field"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.cached_q: not a snapshot field")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -127,12 +131,10 @@ def test_a_field_holding_another_kind_is_refused_at_write_time(model, tmp_path):
     w = doc.windows[0]
     order = w.order
     w.order = np.asarray(order)  # the record holds a list of ints
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.order: a ndarray where the schema holds ints"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.order: a ndarray where the schema holds ints")
     w.order = order
     w.qkv = [w.qkv]  # the record holds a tensor
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.qkv: a list where the schema holds a tensor"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.qkv: a list where the schema holds a tensor")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -141,8 +143,7 @@ def test_a_field_sharing_memory_with_another_is_refused(model, tmp_path):
     doc = edited_document(model, n=60)
     w = doc.windows[0]
     w.nll = w.cls_logp[:, 0]
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.nll: shares memory with cls_logp"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.nll: shares memory with cls_logp")
 
 
 @pytest.fixture(scope="module")
