@@ -9,10 +9,12 @@ ScenarioFailure (an AssertionError).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from vq_lsp.server.language_server import SETTLE_AFTER_S
@@ -34,6 +36,20 @@ def faulty_server(spec: str, args: list[str] | None = None) -> RawClient:
         command=[sys.executable, "-m", "tests.reliability.faulty_server", *(args or [])],
         env={"VQ_FAULT": spec, "PYTHONPATH": str(REPO)},
     )
+
+
+@contextlib.contextmanager
+def faulty_session(spec: str, model_dir: Path, uri: str, text: str = PROSE) -> Iterator[RawClient]:
+    """The server with the fault `spec` over `model_dir`, initialized, with `text` open under `uri` and
+    its first hints in; killed at the end whatever happened."""
+    c = faulty_server(spec, ["--model", str(model_dir)])
+    try:
+        c.initialize()
+        c.open(uri, text)
+        c.diagnostics(uri, 1)
+        yield c
+    finally:
+        c.kill()
 
 
 def messages(c: RawClient, text: str) -> list[dict]:
@@ -162,12 +178,8 @@ def bad_model_folders(model_dir: Path, tmp: Path) -> int:
 def engine_fault_mid_update(model_dir: Path) -> int:
     """The engine raises in the middle of an incremental update (layer 2 of the 2nd edit): the
     document is rebuilt from its text, the user is told, typing goes on, the state is exact."""
-    c = faulty_server("layer:5", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        uri, text = "file:///tmp/vq/engine-fault.txt", PROSE
-        c.open(uri, text)
-        c.diagnostics(uri, 1)
+    uri, text = "file:///tmp/vq/engine-fault.txt", PROSE
+    with faulty_session("layer:5", model_dir, uri, text) as c:
         text, version = type_text(c, uri, text, " Truly a gem.", 1)
         msg = message(c, "could not update")
         expect("injected fault" in msg["message"] and "rebuilt" in msg["message"], f"unclear message: {msg}")
@@ -176,8 +188,6 @@ def engine_fault_mid_update(model_dir: Path) -> int:
         check_state(c, uri, text, version)
         finish(c)
         return 1
-    finally:
-        c.kill()
 
 
 def handler_faults(model_dir: Path) -> int:
@@ -185,12 +195,8 @@ def handler_faults(model_dir: Path) -> int:
     building diagnostics raises after an engine update; a hover raises. The first two are
     reported, the state is rebuilt and hints are published for that version without another
     edit; the hover gets an error response and the next hover works."""
-    c = faulty_server("build:2,hints:3,hover:1", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        first, second = "file:///tmp/vq/first.txt", "file:///tmp/vq/second.txt"
-        c.open(first, PROSE)  # build 1, hints 1
-        c.diagnostics(first, 1)
+    first, second = "file:///tmp/vq/first.txt", "file:///tmp/vq/second.txt"
+    with faulty_session("build:2,hints:3,hover:1", model_dir, first) as c:  # build 1, hints 1
         # another text: the same text would get a copy of the first document's state, not a build
         second_text = PROSE.replace("film", "play")
         c.open(second, second_text)  # build 2 fails; the retry: build 3, hints 2
@@ -211,20 +217,14 @@ def handler_faults(model_dir: Path) -> int:
         check_state(c, second, second_text, 1)
         finish(c)
         return 3
-    finally:
-        c.kill()
 
 
 def repeating_fault(model_dir: Path) -> int:
     """Building diagnostics fails on every call from the 2nd on: reported once, retried once,
     then one message that hints resume when an edit succeeds, and no retry loop; requests still
     answer and the engine state stays exact."""
-    c = faulty_server("hints:2:0", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        uri, text = "file:///tmp/vq/hints-always.txt", PROSE
-        c.open(uri, text)
-        c.diagnostics(uri, 1)
+    uri, text = "file:///tmp/vq/hints-always.txt", PROSE
+    with faulty_session("hints:2:0", model_dir, uri, text) as c:
         text, version = type_text(c, uri, text, "abc", 1, wait=False)
         message(c, "resume when an edit succeeds")
         got = c.call("vqLsp/documentScores", {"uri": uri})  # the engine side still works
@@ -235,19 +235,13 @@ def repeating_fault(model_dir: Path) -> int:
         check_state(c, uri, text, version)
         finish(c)
         return 1
-    finally:
-        c.kill()
 
 
 def settle_fault(model_dir: Path) -> int:
     """Settling an idle document (a second after its last edit) raises on every try: the user is told,
     the state is rebuilt from its text, no settle loop follows, typing goes on and the state is exact."""
-    c = faulty_server("settle:1:0", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        uri, text = "file:///tmp/vq/settle-fault.txt", PROSE
-        c.open(uri, text)
-        c.diagnostics(uri, 1)
+    uri, text = "file:///tmp/vq/settle-fault.txt", PROSE
+    with faulty_session("settle:1:0", model_dir, uri, text) as c:
         text, version = type_text(c, uri, text, " Truly a gem.", 1)
         msg = message(c, "could not settle")
         expect("injected fault" in msg["message"] and "rebuilding" in msg["message"], f"unclear message: {msg}")
@@ -260,8 +254,6 @@ def settle_fault(model_dir: Path) -> int:
         check_state(c, uri, text, version)
         finish(c)
         return 1
-    finally:
-        c.kill()
 
 
 # ----------------------------------------------------------------- the client goes away, the editor quits
