@@ -42,14 +42,11 @@ def faulty_server(spec: str, args: list[str] | None = None) -> RawClient:
 def faulty_session(spec: str, model_dir: Path, uri: str, text: str = PROSE) -> Iterator[RawClient]:
     """The server with the fault `spec` over `model_dir`, initialized, with `text` open under `uri` and
     its first hints in; killed at the end whatever happened."""
-    c = faulty_server(spec, ["--model", str(model_dir)])
-    try:
+    with faulty_server(spec, ["--model", str(model_dir)]) as c:
         c.initialize()
         c.open(uri, text)
         c.diagnostics(uri, 1)
         yield c
-    finally:
-        c.kill()
 
 
 def messages(c: RawClient, text: str) -> list[dict]:
@@ -123,8 +120,7 @@ def bad_model_folders(model_dir: Path, tmp: Path) -> int:
     """Start with a missing model folder, recover, then switch to a truncated one and one with
     mismatched shapes, recovering each time: a clear error, no hints (not wrong ones) while
     there is no model, requests answered with the reason, then exact hints again."""
-    c = RawClient(args=["--model", str(damaged_copy(model_dir, tmp, "missing"))])
-    try:
+    with RawClient(args=["--model", str(damaged_copy(model_dir, tmp, "missing"))]) as c:
         c.initialize({"diagnostics": {"sentimentThreshold": 0.0}})  # with a model, every paragraph gets a hint
         uri, version, text = "file:///tmp/vq/no-model.txt", 1, PROSE
         c.open(uri, text)
@@ -170,8 +166,6 @@ def bad_model_folders(model_dir: Path, tmp: Path) -> int:
             check_state(c, uri, text, version)
         finish(c)
         return 3
-    finally:
-        c.kill()
 
 
 # ----------------------------------------------------------------- faults inside the server
@@ -265,6 +259,17 @@ def busy(c: RawClient, docs: list[str]) -> None:
         c.insert("file:///tmp/vq/busy-0.md", v, "x")
 
 
+@contextlib.contextmanager
+def busy_session(model_dir: Path, docs: list[str]) -> Iterator[RawClient]:
+    """The server over `model_dir`, initialized, with seconds of work queued on `docs` (none when
+    empty); killed at the end whatever happened."""
+    with RawClient(args=["--model", str(model_dir)]) as c:
+        c.initialize()
+        if docs:
+            busy(c, docs)
+        yield c
+
+
 def exits_cleanly(c: RawClient, code: int, what: str) -> float:
     """Wait for the exit; the code must be `code`, with no crash or traceback on the way out."""
     t0 = time.perf_counter()
@@ -283,35 +288,21 @@ def client_dies(model_dir: Path, docs: list[str]) -> int:
     vanishes entirely (both pipes closed) while work is queued. Each time: exit code 1 (no
     shutdown came), promptly, no traceback."""
     for with_work in (False, True):
-        c = RawClient(args=["--model", str(model_dir)])
-        try:
-            c.initialize()
-            if with_work:
-                busy(c, docs)
+        with busy_session(model_dir, docs if with_work else []) as c:
             c.send_raw(b'Content-Length: 400\r\n\r\n{"jsonrpc": "2.0", "id": 7, "method": "textDocument/ho')
             c.close_input()
             exits_cleanly(c, 1, f"client died mid-message ({'busy' if with_work else 'idle'})")
-        finally:
-            c.kill()
-    c = RawClient(args=["--model", str(model_dir)])
-    try:
-        c.initialize()
-        busy(c, docs)
+    with busy_session(model_dir, docs) as c:
         c.close_input()
         c.proc.stdout.close()
         exits_cleanly(c, 1, "client vanished")
         return 3
-    finally:
-        c.kill()
 
 
 def shutdown_and_exit_with_work_pending(model_dir: Path, docs: list[str]) -> int:
     """shutdown while seconds of work are queued: answered promptly, later requests get an
     error, exit then ends the process with code 0. exit without shutdown (work queued): code 1."""
-    c = RawClient(args=["--model", str(model_dir)])
-    try:
-        c.initialize()
-        busy(c, docs)
+    with busy_session(model_dir, docs) as c:
         t0 = time.perf_counter()
         res = c.call("shutdown", None, timeout=EXIT_WITHIN_S)
         expect("result" in res and res["result"] is None, f"shutdown answered {res}")
@@ -320,14 +311,7 @@ def shutdown_and_exit_with_work_pending(model_dir: Path, docs: list[str]) -> int
         expect(after.get("error", {}).get("code") == -32600, f"a request after shutdown got {after}")
         c.notify("exit")
         exits_cleanly(c, 0, "shutdown then exit with work pending")
-    finally:
-        c.kill()
-    c = RawClient(args=["--model", str(model_dir)])
-    try:
-        c.initialize()
-        busy(c, docs)
+    with busy_session(model_dir, docs) as c:
         c.notify("exit")
         exits_cleanly(c, 1, "exit without shutdown with work pending")
         return 2
-    finally:
-        c.kill()

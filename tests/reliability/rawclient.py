@@ -70,6 +70,12 @@ class RawClient:
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.kill()  # whatever happened, the server does not outlive the test
+
     # ----------------------------------------------------------------- reading
     def _read_stdout(self) -> None:
         try:
