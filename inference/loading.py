@@ -59,6 +59,8 @@ class LoadedModel:
     path: Path | None = None
     context: str = "window"  # see CONTEXTS
     layout: str = "full"  # see LAYOUTS: what a document's state keeps per row (the server serves "lean")
+    # values derived from this model on first use and kept with it (see `cached`)
+    derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.context not in CONTEXTS:
@@ -96,10 +98,9 @@ class LoadedModel:
     def cached(self, name: str, make: Callable[[], T]) -> T:
         """A value derived from this model, made on first use and kept with it (a detector, a hash):
         one per model and name, for callers that would otherwise hang attributes on the model."""
-        store = self.__dict__.setdefault("_derived", {})
-        if name not in store:  # two threads asking at once may both make it: the first one made is kept
-            store.setdefault(name, make())
-        return store[name]
+        if name not in self.derived:  # two threads asking at once may both make it: the first one made is kept
+            self.derived.setdefault(name, make())
+        return self.derived[name]
 
     def use_dense(self, backend: str, threads: int | None = None) -> None:
         """Which backend runs the full passes (builds, verify): torch, onnx or auto (ONNX Runtime

@@ -88,10 +88,12 @@ def reference_layout(model: LoadedModel) -> dict[str, list]:
 
 def fingerprint(model: LoadedModel) -> str:
     """Hash of what a state depends on: weights, config, dtype, device type, context (how windows are
-    cut), engine layout and snapshot format. Computed once per loaded model (hashing the weights takes a moment)."""
-    cached = model.__dict__.get("_snapshot_fingerprint")
-    if cached is not None and cached[0] == model.context:
-        return cached[1]
+    cut), engine layout and snapshot format. Computed once per loaded model and context (hashing the
+    weights takes a moment) and kept with the model."""
+    return model.cached(f"snapshot_fingerprint:{model.context}", lambda: _fingerprint(model))
+
+
+def _fingerprint(model: LoadedModel) -> str:
     h = hashlib.sha256()
     h.update(
         json.dumps(
@@ -112,8 +114,7 @@ def fingerprint(model: LoadedModel) -> str:
     for name, t in model.net.state_dict().items():
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
         h.update(_raw(t))
-    model._snapshot_fingerprint = (model.context, h.hexdigest())
-    return model._snapshot_fingerprint[1]
+    return h.hexdigest()
 
 
 def document_key(model: LoadedModel, ids: Sequence[int]) -> str:

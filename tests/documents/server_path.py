@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lsprotocol import types
 
@@ -41,6 +42,14 @@ class ServerPath:
         server.say = lambda level, text: self.sent.messages.append(Message(level, text))
         server.text_document_publish_diagnostics = self._published
         self._initialize()
+
+    @classmethod
+    def with_model(cls, model_dir: Path, **settings) -> ServerPath:
+        """The server over the model folder, on the CPU unless `settings` name a device, with
+        its model loaded (as the server loads it at initialize)."""
+        path = cls(Settings(model_path=str(model_dir), **{"device": "cpu", **settings}))
+        path.docs.load_model()
+        return path
 
     def _initialize(self) -> None:
         """The LSP initialize exchange, with a client that asks for nothing (no progress, no folder)."""

@@ -16,27 +16,24 @@ from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import Settings
 
-from .server_path import ServerPath
-
 TEXT = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
 
 
-@pytest.fixture()
-def path(model_dir, tmp_path):
-    p = ServerPath(Settings(model_path=str(model_dir), device="cpu", snapshots=False))
-    p.docs.load_model()
+@pytest.fixture
+def path_settings() -> dict:
+    return {"snapshots": False}
+
+
+@pytest.fixture
+def path(path, model_dir):
+    """The server with room for one state of TEXT, not two."""
+    p = path
     p.process("mem://probe", [Opened(1, "plaintext", TEXT)])
     one = p.docs.states.pop("mem://probe").bytes()
     p.docs.settings = Settings(
         model_path=str(model_dir), device="cpu", snapshots=False, memory_budget_mb=1.5 * one / 2**20
     )  # room for one such state, not two
-    yield p
-    p.close()
-
-
-@pytest.fixture()
-def docs(path):
-    return path.docs
+    return p
 
 
 def build(docs: Documents, uri: str) -> None:

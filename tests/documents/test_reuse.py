@@ -11,22 +11,12 @@ from vq_lsp.documents.events import Edited, Opened
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import Settings
 
-from .server_path import ServerPath
-
 TEXT = "\n\n".join(["A long paragraph about a film that went on and on, and it was lovely."] * 12)
 
 
 @pytest.fixture
-def path(model_dir):
-    p = ServerPath(Settings(model_path=str(model_dir), device="cpu", snapshots=False))
-    p.docs.load_model()
-    yield p
-    p.close()
-
-
-@pytest.fixture
-def docs(path):
-    return path.docs
+def path_settings() -> dict:
+    return {"snapshots": False}
 
 
 def test_the_same_text_under_another_name_is_copied_not_built(docs, path):

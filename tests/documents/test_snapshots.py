@@ -9,8 +9,6 @@ import logging
 import os
 import threading
 
-import pytest
-
 import inference
 from inference import snapshot
 from vq_lsp.documents import requests
@@ -19,23 +17,7 @@ from vq_lsp.documents.snapshots import SUFFIX, SnapshotStore
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import Settings
 
-from .server_path import ServerPath
-
 TEXT = "\n\n".join(f"Paragraph {i}: a film that some people liked and others found slow and dull." for i in range(24))
-
-
-@pytest.fixture
-def path(model_dir, tmp_path):
-    p = ServerPath(Settings(model_path=str(model_dir), device="cpu"))
-    p.docs.snapshots = SnapshotStore(tmp_path / "snapshots")
-    p.docs.load_model()
-    yield p
-    p.close()
-
-
-@pytest.fixture
-def docs(path):
-    return path.docs
 
 
 def files(docs) -> list:
@@ -216,14 +198,11 @@ def test_an_unwritable_cache_is_logged_and_serving_goes_on(docs, tmp_path, caplo
     assert docs.states["mem://w"].doc is not None and docs.states["mem://w"].restores == 0
 
 
-def test_shutdown_waits_for_a_snapshot_being_written(model_dir, tmp_path, monkeypatch):
+def test_shutdown_waits_for_a_snapshot_being_written(path, monkeypatch):
     """The editor closes a document and quits: the server's shutdown lets the write finish."""
     from lsprotocol import types
 
-    path = ServerPath(Settings(model_path=str(model_dir), device="cpu"))
     server = path.server
-    server.docs.snapshots = SnapshotStore(tmp_path / "s")
-    server.docs.load_model()
     path.process("mem://q", [Opened(1, "plaintext", TEXT)])
     gate, real = threading.Event(), snapshot.write_document
     monkeypatch.setattr(snapshot, "write_document", lambda *a, **k: (gate.wait(60), real(*a, **k))[1])
@@ -231,5 +210,4 @@ def test_shutdown_waits_for_a_snapshot_being_written(model_dir, tmp_path, monkey
     assert server.docs.snapshots.stats()["pending"] == 1
     threading.Timer(0.3, gate.set).start()
     server.protocol.fm.features[types.SHUTDOWN](None)
-    assert server.docs.snapshots.stats()["pending"] == 0 and len(list((tmp_path / "s").glob(f"*{SUFFIX}"))) == 1
-    path.close()
+    assert server.docs.snapshots.stats()["pending"] == 0 and len(files(server.docs)) == 1

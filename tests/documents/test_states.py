@@ -8,24 +8,10 @@ import pytest
 import inference
 from vq_lsp.documents import requests
 from vq_lsp.documents.events import Edited, Opened, SettingsChanged, Settle
+from vq_lsp.documents.memory import MIN_STATE_SHARE
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
 from vq_lsp.settings import DiagnosticSettings, Settings
-
-from .server_path import ServerPath
-
-
-@pytest.fixture(scope="module")
-def path(model_dir):
-    p = ServerPath(Settings(model_path=str(model_dir), device="cpu"))
-    p.docs.load_model()
-    yield p
-    p.close()
-
-
-@pytest.fixture(scope="module")
-def docs(path):
-    return path.docs
 
 
 def build(docs: Documents, uri: str) -> None:
@@ -64,15 +50,11 @@ def test_memory_budget_drops_least_recently_used(docs, path):
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
-def test_a_build_makes_room_for_its_pass_as_well_as_its_state(model_dir):
+@pytest.mark.parametrize("path_settings", [{"context": "window"}], ids=["window"])
+def test_a_build_makes_room_for_its_pass_as_well_as_its_state(path, docs):
     """Two states fit the budget, but not two states and the second one's build: the first is
     dropped before the second is built (a build's pass temporaries count, not only states). With
     the window context, where a build's pass spans the whole window (a paragraph's pass is small)."""
-    import inference
-
-    path = ServerPath(Settings(model_path=str(model_dir), device="cpu", context="window"))
-    docs = path.docs
-    docs.load_model()
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=1e7)
     path.process("mem://first", [Opened(1, "plaintext", text)])
@@ -89,7 +71,6 @@ def test_a_build_makes_room_for_its_pass_as_well_as_its_state(model_dir):
     docs.settings = Settings(model_path=docs.settings.model_path, context="window", memory_budget_mb=budget / 2**20)
     path.process("mem://third", [Opened(1, "plaintext", text + " Even more.")])
     assert docs.states["mem://second"].doc is not None and docs.states["mem://third"].doc is not None
-    path.close()
 
 
 def test_the_servers_working_memory_counts_against_the_budget(docs, path):
@@ -124,6 +105,25 @@ def test_the_servers_working_memory_counts_against_the_budget(docs, path):
         docs.states.pop(uri)
     docs.budget.working = WorkingMemory()
     docs.settings = Settings(model_path=docs.settings.model_path)
+
+
+def test_the_hints_kept_results_count_against_the_budget(docs, path):
+    """A state, a second one's build and the hints' kept results (HintCaches.bytes) do not fit the
+    budget together, though the states alone would: the first state is dropped before the second
+    build, and the budget reports the hints' bytes it counted."""
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
+    other = text.replace("film", "show")
+    path.process("mem://first", [Opened(1, "markdown", text)])
+    first = docs.states["mem://first"]
+    hints = docs.hint_caches.bytes()  # the first document's material, layout and lints
+    assert hints > 0
+    need = inference.estimate_build_bytes(docs.model, docs.model.tokenizer.encode(other))
+    budget = first.bytes() + need + hints / 2  # both states fit the budget, not beside the hints
+    assert hints < budget * MIN_STATE_SHARE
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=budget / 2**20)
+    path.process("mem://second", [Opened(1, "markdown", other)])
+    assert first.doc is None and docs.states["mem://second"].doc is not None
+    assert docs.budget.report()["hint_bytes"] > 0
 
 
 def test_a_state_in_doubt_is_rebuilt(docs, gpt2, path):
@@ -247,14 +247,14 @@ def test_hints_move_through_pending_changes(docs, path):
         docs.settings = Settings(model_path=docs.settings.model_path)
 
 
-@pytest.mark.parametrize("layout, keeps_outputs", [(None, False), ("lean", False), ("full", True)])
-def test_the_state_layout_setting_reaches_the_engine(model_dir, layout, keeps_outputs):
+@pytest.mark.parametrize(
+    "path_settings, keeps_outputs",
+    [({}, False), ({"state_layout": "lean"}, False), ({"state_layout": "full"}, True)],
+    ids=["default", "lean", "full"],
+)
+def test_the_state_layout_setting_reaches_the_engine(path, keeps_outputs):
     """stateLayout: lean (the default) keeps no layer outputs, full keeps them; both verify."""
-    extra = {} if layout is None else {"state_layout": layout}
-    path = ServerPath(Settings(model_path=str(model_dir), device="cpu", **extra))
-    path.docs.load_model()
     path.process("mem://layout", [Opened(1, "plaintext", "A fine film.\n\nI hated the ending.")])
-    path.close()
     doc = path.docs.states["mem://layout"].doc
     assert all((w.outputs is not None) == keeps_outputs for w in doc.windows)
     assert doc.verify().codes_equal

@@ -108,17 +108,21 @@ def test_views_are_remade_not_written(model, tmp_path):
     assert not own & original
 
 
+def refused_at_write(doc, folder, match: str) -> None:
+    """Writing `doc` into `folder` raises a SnapshotError that matches `match`."""
+    with pytest.raises(SnapshotError, match=match):
+        write(doc, folder / "s")
+
+
 def test_a_window_attribute_outside_its_record_is_refused(model, tmp_path):
     """A window attribute that is neither a field of WindowRecord nor the model's would be dropped
     silently: refused at write time, whatever it holds, and no partial file is left."""
     doc = edited_document(model, n=200)
     doc.windows[1].handle = object()
-    with pytest.raises(SnapshotError, match=r"windows\[1\]\.handle: not a snapshot field"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[1\]\.handle: not a snapshot field")
     del doc.windows[1].handle
     doc.windows[0].cached_q = big_tensor(doc.windows[0])[0, :, :4]  # a view the restore would not remake
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.cached_q: not a snapshot field"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.cached_q: not a snapshot field")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -127,12 +131,10 @@ def test_a_field_holding_another_kind_is_refused_at_write_time(model, tmp_path):
     w = doc.windows[0]
     order = w.order
     w.order = np.asarray(order)  # the record holds a list of ints
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.order: a ndarray where the schema holds ints"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.order: a ndarray where the schema holds ints")
     w.order = order
     w.qkv = [w.qkv]  # the record holds a tensor
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.qkv: a list where the schema holds a tensor"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.qkv: a list where the schema holds a tensor")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -141,8 +143,7 @@ def test_a_field_sharing_memory_with_another_is_refused(model, tmp_path):
     doc = edited_document(model, n=60)
     w = doc.windows[0]
     w.nll = w.cls_logp[:, 0]
-    with pytest.raises(SnapshotError, match=r"windows\[0\]\.nll: shares memory with cls_logp"):
-        write(doc, tmp_path / "s")
+    refused_at_write(doc, tmp_path, r"windows\[0\]\.nll: shares memory with cls_logp")
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +204,16 @@ def test_another_model_or_other_tokens_do_not_match(model, stored):
         snapshot.read_document(model, path, key, doc.token_ids[:-1])
 
 
-def test_fingerprint_is_computed_once_per_model(model, monkeypatch):
+def test_fingerprint_is_computed_once_per_model_and_context(model, monkeypatch):
+    attributes, context = set(vars(model)), model.context
     first = snapshot.fingerprint(model)
+    assert set(vars(model)) == attributes  # kept in the model's own store: nothing hung on it from outside
+    monkeypatch.setattr(model, "context", "paragraph" if context == "window" else "window")  # switched in place
+    other = snapshot.fingerprint(model)
+    assert other != first
     monkeypatch.setattr(snapshot, "_raw", lambda t: pytest.fail("hashed the weights again"))
+    assert snapshot.fingerprint(model) == other
+    monkeypatch.setattr(model, "context", context)
     assert snapshot.fingerprint(model) == first
 
 

@@ -8,7 +8,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 
-from tests.server.lsp_helpers import CONFIG, diagnostics_for, initialize, open_doc
+from tests.server.lsp_helpers import CONFIG, code_actions, diagnostics_for, initialize, open_doc
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -31,16 +31,6 @@ def typo_hints(published, text: str) -> dict[str, list[types.Diagnostic]]:
             word = lines[d.range.start.line][d.range.start.character : d.range.end.character]
             out.setdefault(word, []).append(d)
     return out
-
-
-async def code_actions(client, uri: str, at: types.Range, diagnostics: list[types.Diagnostic]):
-    return await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=at,
-            context=types.CodeActionContext(diagnostics=diagnostics),
-        )
-    )
 
 
 async def test_a_real_word_hint_its_first_fix_and_its_hover_name_the_same_word(client):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchmarks.typing_replay import process_cpu_seconds as cpu_seconds
 
-from .rawclient import RawClient, frame
+from .rawclient import RawClient, change_params, frame
 from .scenarios import expect
 
 SMALL = "file:///tmp/vq/storm-small.txt"
@@ -66,15 +66,7 @@ def _hostile(rng: random.Random, big_uris: list[str], n: int) -> bytes:
         body = {
             "jsonrpc": "2.0",
             "method": "textDocument/didChange",
-            "params": {
-                "textDocument": {"uri": uri, "version": 1000 + n},
-                "contentChanges": [
-                    {
-                        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-                        "text": rng.choice("ab "),
-                    }
-                ],
-            },
+            "params": change_params(uri, 1000 + n, rng.choice("ab "), (0, 0), (0, 0)),
         }
     elif kind == 2:  # a request about a big document (no state: an error, at once)
         body = {"jsonrpc": "2.0", "id": f"big-{n}", "method": "vqLsp/documentScores", "params": {"uri": uri}}

@@ -9,10 +9,12 @@ ScenarioFailure (an AssertionError).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from vq_lsp.server.language_server import SETTLE_AFTER_S
@@ -34,6 +36,17 @@ def faulty_server(spec: str, args: list[str] | None = None) -> RawClient:
         command=[sys.executable, "-m", "tests.reliability.faulty_server", *(args or [])],
         env={"VQ_FAULT": spec, "PYTHONPATH": str(REPO)},
     )
+
+
+@contextlib.contextmanager
+def faulty_session(spec: str, model_dir: Path, uri: str, text: str = PROSE) -> Iterator[RawClient]:
+    """The server with the fault `spec` over `model_dir`, initialized, with `text` open under `uri` and
+    its first hints in; killed at the end whatever happened."""
+    with faulty_server(spec, ["--model", str(model_dir)]) as c:
+        c.initialize()
+        c.open(uri, text)
+        c.diagnostics(uri, 1)
+        yield c
 
 
 def messages(c: RawClient, text: str) -> list[dict]:
@@ -71,15 +84,7 @@ def type_text(c: RawClient, uri: str, text: str, typed: str, version: int, wait:
     at = text.index("\n")
     for ch in typed:
         version += 1
-        c.notify(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": uri, "version": version},
-                "contentChanges": [
-                    {"range": {"start": {"line": 0, "character": at}, "end": {"line": 0, "character": at}}, "text": ch}
-                ],
-            },
-        )
+        c.insert(uri, version, ch, (0, at))
         text = text[:at] + ch + text[at:]
         at += 1
         if wait:
@@ -115,8 +120,7 @@ def bad_model_folders(model_dir: Path, tmp: Path) -> int:
     """Start with a missing model folder, recover, then switch to a truncated one and one with
     mismatched shapes, recovering each time: a clear error, no hints (not wrong ones) while
     there is no model, requests answered with the reason, then exact hints again."""
-    c = RawClient(args=["--model", str(damaged_copy(model_dir, tmp, "missing"))])
-    try:
+    with RawClient(args=["--model", str(damaged_copy(model_dir, tmp, "missing"))]) as c:
         c.initialize({"diagnostics": {"sentimentThreshold": 0.0}})  # with a model, every paragraph gets a hint
         uri, version, text = "file:///tmp/vq/no-model.txt", 1, PROSE
         c.open(uri, text)
@@ -162,20 +166,14 @@ def bad_model_folders(model_dir: Path, tmp: Path) -> int:
             check_state(c, uri, text, version)
         finish(c)
         return 3
-    finally:
-        c.kill()
 
 
 # ----------------------------------------------------------------- faults inside the server
 def engine_fault_mid_update(model_dir: Path) -> int:
     """The engine raises in the middle of an incremental update (layer 2 of the 2nd edit): the
     document is rebuilt from its text, the user is told, typing goes on, the state is exact."""
-    c = faulty_server("layer:5", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        uri, text = "file:///tmp/vq/engine-fault.txt", PROSE
-        c.open(uri, text)
-        c.diagnostics(uri, 1)
+    uri, text = "file:///tmp/vq/engine-fault.txt", PROSE
+    with faulty_session("layer:5", model_dir, uri, text) as c:
         text, version = type_text(c, uri, text, " Truly a gem.", 1)
         msg = message(c, "could not update")
         expect("injected fault" in msg["message"] and "rebuilt" in msg["message"], f"unclear message: {msg}")
@@ -184,8 +182,6 @@ def engine_fault_mid_update(model_dir: Path) -> int:
         check_state(c, uri, text, version)
         finish(c)
         return 1
-    finally:
-        c.kill()
 
 
 def handler_faults(model_dir: Path) -> int:
@@ -193,12 +189,8 @@ def handler_faults(model_dir: Path) -> int:
     building diagnostics raises after an engine update; a hover raises. The first two are
     reported, the state is rebuilt and hints are published for that version without another
     edit; the hover gets an error response and the next hover works."""
-    c = faulty_server("build:2,hints:3,hover:1", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        first, second = "file:///tmp/vq/first.txt", "file:///tmp/vq/second.txt"
-        c.open(first, PROSE)  # build 1, hints 1
-        c.diagnostics(first, 1)
+    first, second = "file:///tmp/vq/first.txt", "file:///tmp/vq/second.txt"
+    with faulty_session("build:2,hints:3,hover:1", model_dir, first) as c:  # build 1, hints 1
         # another text: the same text would get a copy of the first document's state, not a build
         second_text = PROSE.replace("film", "play")
         c.open(second, second_text)  # build 2 fails; the retry: build 3, hints 2
@@ -219,20 +211,14 @@ def handler_faults(model_dir: Path) -> int:
         check_state(c, second, second_text, 1)
         finish(c)
         return 3
-    finally:
-        c.kill()
 
 
 def repeating_fault(model_dir: Path) -> int:
     """Building diagnostics fails on every call from the 2nd on: reported once, retried once,
     then one message that hints resume when an edit succeeds, and no retry loop; requests still
     answer and the engine state stays exact."""
-    c = faulty_server("hints:2:0", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        uri, text = "file:///tmp/vq/hints-always.txt", PROSE
-        c.open(uri, text)
-        c.diagnostics(uri, 1)
+    uri, text = "file:///tmp/vq/hints-always.txt", PROSE
+    with faulty_session("hints:2:0", model_dir, uri, text) as c:
         text, version = type_text(c, uri, text, "abc", 1, wait=False)
         message(c, "resume when an edit succeeds")
         got = c.call("vqLsp/documentScores", {"uri": uri})  # the engine side still works
@@ -243,19 +229,13 @@ def repeating_fault(model_dir: Path) -> int:
         check_state(c, uri, text, version)
         finish(c)
         return 1
-    finally:
-        c.kill()
 
 
 def settle_fault(model_dir: Path) -> int:
     """Settling an idle document (a second after its last edit) raises on every try: the user is told,
     the state is rebuilt from its text, no settle loop follows, typing goes on and the state is exact."""
-    c = faulty_server("settle:1:0", ["--model", str(model_dir)])
-    try:
-        c.initialize()
-        uri, text = "file:///tmp/vq/settle-fault.txt", PROSE
-        c.open(uri, text)
-        c.diagnostics(uri, 1)
+    uri, text = "file:///tmp/vq/settle-fault.txt", PROSE
+    with faulty_session("settle:1:0", model_dir, uri, text) as c:
         text, version = type_text(c, uri, text, " Truly a gem.", 1)
         msg = message(c, "could not settle")
         expect("injected fault" in msg["message"] and "rebuilding" in msg["message"], f"unclear message: {msg}")
@@ -268,8 +248,6 @@ def settle_fault(model_dir: Path) -> int:
         check_state(c, uri, text, version)
         finish(c)
         return 1
-    finally:
-        c.kill()
 
 
 # ----------------------------------------------------------------- the client goes away, the editor quits
@@ -278,15 +256,18 @@ def busy(c: RawClient, docs: list[str]) -> None:
     for i, text in enumerate(docs):
         c.open(f"file:///tmp/vq/busy-{i}.md", text, language="markdown")
     for v in range(2, 300):
-        c.notify(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": "file:///tmp/vq/busy-0.md", "version": v},
-                "contentChanges": [
-                    {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}
-                ],
-            },
-        )
+        c.insert("file:///tmp/vq/busy-0.md", v, "x")
+
+
+@contextlib.contextmanager
+def busy_session(model_dir: Path, docs: list[str]) -> Iterator[RawClient]:
+    """The server over `model_dir`, initialized, with seconds of work queued on `docs` (none when
+    empty); killed at the end whatever happened."""
+    with RawClient(args=["--model", str(model_dir)]) as c:
+        c.initialize()
+        if docs:
+            busy(c, docs)
+        yield c
 
 
 def exits_cleanly(c: RawClient, code: int, what: str) -> float:
@@ -307,35 +288,21 @@ def client_dies(model_dir: Path, docs: list[str]) -> int:
     vanishes entirely (both pipes closed) while work is queued. Each time: exit code 1 (no
     shutdown came), promptly, no traceback."""
     for with_work in (False, True):
-        c = RawClient(args=["--model", str(model_dir)])
-        try:
-            c.initialize()
-            if with_work:
-                busy(c, docs)
+        with busy_session(model_dir, docs if with_work else []) as c:
             c.send_raw(b'Content-Length: 400\r\n\r\n{"jsonrpc": "2.0", "id": 7, "method": "textDocument/ho')
             c.close_input()
             exits_cleanly(c, 1, f"client died mid-message ({'busy' if with_work else 'idle'})")
-        finally:
-            c.kill()
-    c = RawClient(args=["--model", str(model_dir)])
-    try:
-        c.initialize()
-        busy(c, docs)
+    with busy_session(model_dir, docs) as c:
         c.close_input()
         c.proc.stdout.close()
         exits_cleanly(c, 1, "client vanished")
         return 3
-    finally:
-        c.kill()
 
 
 def shutdown_and_exit_with_work_pending(model_dir: Path, docs: list[str]) -> int:
     """shutdown while seconds of work are queued: answered promptly, later requests get an
     error, exit then ends the process with code 0. exit without shutdown (work queued): code 1."""
-    c = RawClient(args=["--model", str(model_dir)])
-    try:
-        c.initialize()
-        busy(c, docs)
+    with busy_session(model_dir, docs) as c:
         t0 = time.perf_counter()
         res = c.call("shutdown", None, timeout=EXIT_WITHIN_S)
         expect("result" in res and res["result"] is None, f"shutdown answered {res}")
@@ -344,14 +311,7 @@ def shutdown_and_exit_with_work_pending(model_dir: Path, docs: list[str]) -> int
         expect(after.get("error", {}).get("code") == -32600, f"a request after shutdown got {after}")
         c.notify("exit")
         exits_cleanly(c, 0, "shutdown then exit with work pending")
-    finally:
-        c.kill()
-    c = RawClient(args=["--model", str(model_dir)])
-    try:
-        c.initialize()
-        busy(c, docs)
+    with busy_session(model_dir, docs) as c:
         c.notify("exit")
         exits_cleanly(c, 1, "exit without shutdown with work pending")
         return 2
-    finally:
-        c.kill()

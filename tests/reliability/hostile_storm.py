@@ -32,7 +32,7 @@ from pathlib import Path
 
 from benchmarks.typing_replay import process_cpu_seconds as cpu_seconds
 
-from .rawclient import RawClient, frame
+from .rawclient import RawClient, change_params, frame
 
 SMALL = "file:///tmp/vq/storm-note.md"
 SMALL_TEXT = "# Notes\n\nA short, happy note about a lovely film. The actors were wonderful.\n"
@@ -94,26 +94,13 @@ def _hostile(rng: random.Random, n: int, big_uris: list[str]) -> bytes:
         body = {
             "jsonrpc": "2.0",
             "method": "textDocument/didChange",
-            "params": {
-                "textDocument": {"uri": uri, "version": 10_000 + n},
-                "contentChanges": [
-                    {
-                        "range": {"start": {"line": 10**6, "character": 0}, "end": {"line": 10**6, "character": 5}},
-                        "text": "x",
-                    }
-                ],
-            },
+            "params": change_params(uri, 10_000 + n, "x", (10**6, 0), (10**6, 5)),
         }
     elif kind == 2:  # a version outside LSP's integers
         body = {
             "jsonrpc": "2.0",
             "method": "textDocument/didChange",
-            "params": {
-                "textDocument": {"uri": uri, "version": 2**40 + n},
-                "contentChanges": [
-                    {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "a"}
-                ],
-            },
+            "params": change_params(uri, 2**40 + n, "a", (0, 0), (0, 0)),
         }
     elif kind == 3:  # hovers on bad URIs
         bad = rng.choice(

@@ -33,6 +33,14 @@ def encode(obj: Any) -> bytes:
     return frame(json.dumps(obj))
 
 
+def change_params(uri: str, version: int, text: str, start: tuple[int, int], end: tuple[int, int]) -> dict:
+    """The params of a didChange that replaces the range from `start` to `end` ((line, character) pairs,
+    sent as they are, in range or not) by `text`."""
+    (line0, char0), (line1, char1) = start, end
+    span = {"start": {"line": line0, "character": char0}, "end": {"line": line1, "character": char1}}
+    return {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"range": span, "text": text}]}
+
+
 class RawClient:
     """The server process, bytes in, parsed messages out."""
 
@@ -61,6 +69,12 @@ class RawClient:
         self._next_id = 1000
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.kill()  # whatever happened, the server does not outlive the test
 
     # ----------------------------------------------------------------- reading
     def _read_stdout(self) -> None:
@@ -212,6 +226,10 @@ class RawClient:
             "textDocument/didOpen",
             {"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}},
         )
+
+    def insert(self, uri: str, version: int, text: str, at: tuple[int, int] = (0, 0)) -> None:
+        """A didChange that inserts `text` at `at` (line, character)."""
+        self.notify("textDocument/didChange", change_params(uri, version, text, at, at))
 
     def diagnostics(self, uri: str, version: int, timeout: float = TIMEOUT) -> dict:
         return self.wait_for(

@@ -77,6 +77,21 @@ def _wake(client: LanguageClient) -> None:
 CONFIG = ClientServerConfig(server_command=[VQ_LSP], client_factory=make_client)
 
 
+def every_tone_hint(max_surprise_hints: int) -> dict:
+    """Initialization options that show every tone and surprise hint (thresholds at zero, any
+    paragraph length), at most `max_surprise_hints` surprises, and no typos."""
+    return {
+        "diagnostics": {
+            "sentimentThreshold": 0.0,
+            "surprise": True,
+            "surpriseThreshold": 0.0,
+            "maxSurpriseHints": max_surprise_hints,
+            "typo": False,
+            "toneMinWords": 0,
+        }
+    }
+
+
 async def wait_until(client: LanguageClient, method: str, cond, timeout: float = TIMEOUT):
     """Wait until cond() holds, re-checking it after every message the client takes.
 
@@ -157,6 +172,24 @@ def open_doc(client: LanguageClient, uri: str, text: str, version: int = 1, lang
             text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)
         )
     )
+
+
+async def code_actions(
+    client: LanguageClient, uri: str, at: types.Range, diagnostics: list[types.Diagnostic]
+) -> list[types.CodeAction] | None:
+    """The code actions the server offers at `at` for `diagnostics` (an editor's lightbulb request)."""
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=at,
+            context=types.CodeActionContext(diagnostics=diagnostics),
+        )
+    )
+
+
+async def actions_for(client: LanguageClient, uri: str, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    """The code actions for one diagnostic, asked over its own range."""
+    return await code_actions(client, uri, diagnostic.range, [diagnostic])
 
 
 def change(client: LanguageClient, uri: str, version: int, *changes) -> None:

@@ -22,7 +22,16 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, client_capabilities
 
-from .lsp_helpers import VQ_LSP, diagnostics_for, make_client, message_matching, model_loaded, open_doc, wait_until
+from .lsp_helpers import (
+    VQ_LSP,
+    actions_for,
+    diagnostics_for,
+    make_client,
+    message_matching,
+    model_loaded,
+    open_doc,
+    wait_until,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -111,21 +120,17 @@ def apply_file_edit(edit: types.WorkspaceEdit) -> None:
             path.write_text("\n".join(lines))
 
 
-async def actions_for(client, uri: str, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
-    return await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=diagnostic.range,
-            context=types.CodeActionContext(diagnostics=[diagnostic]),
-        )
-    )
+async def open_markdown(client, *docs: tuple[str, str]) -> list[types.PublishDiagnosticsParams]:
+    """Open each (uri, text) as Markdown, then wait for each one's first hints, in order."""
+    for uri, text in docs:
+        open_doc(client, uri, text, language="markdown")
+    return [await diagnostics_for(client, uri, 1) for uri, _ in docs]
 
 
 async def test_a_configuration_file_word_is_not_flagged(client):
     uri = (ROOT / "words.md").as_uri()
     text = "She said she would recieve the parcel tomorrow mornning at the office near the station.\n"
-    open_doc(client, uri, text, language="markdown")
-    await diagnostics_for(client, uri, 1)
+    await open_markdown(client, (uri, text))
     assert typo_words(client, uri, text) == ["mornning"]
 
 
@@ -133,10 +138,7 @@ async def test_adding_a_word_to_the_workspace_dictionary_clears_it_everywhere(cl
     first, second = (ROOT / "one.md").as_uri(), (ROOT / "two.md").as_uri()
     text_one = "They walked to the statoin in the rain and waited for the last train home.\n"
     text_two = "The old statoin clock had stopped years ago, and nobody in town could remeber why.\n"
-    open_doc(client, first, text_one, language="markdown")
-    open_doc(client, second, text_two, language="markdown")
-    got = await diagnostics_for(client, first, 1)
-    await diagnostics_for(client, second, 1)
+    got, _ = await open_markdown(client, (first, text_one), (second, text_two))
     assert typo_words(client, first, text_one) == ["statoin"]
     assert typo_words(client, second, text_two) == ["remeber", "statoin"]
     typo = next(d for d in got.diagnostics if d.code == "typo")
@@ -162,8 +164,7 @@ async def test_adding_a_word_to_the_workspace_dictionary_clears_it_everywhere(cl
     assert await latest_typos(client, second, text_two, ["remeber"]) == ["remeber"]
     third = (ROOT / "three.md").as_uri()
     text_three = "They walked to the staton in the rain and waited for the last train home.\n"
-    open_doc(client, third, text_three, language="markdown")
-    got = await diagnostics_for(client, third, 1)
+    (got,) = await open_markdown(client, (third, text_three))
     assert typo_words(client, third, text_three) == ["staton"]
     typo = next(d for d in got.diagnostics if d.code == "typo")
     titles = [a.title for a in await actions_for(client, third, typo)]
@@ -173,8 +174,7 @@ async def test_adding_a_word_to_the_workspace_dictionary_clears_it_everywhere(cl
 async def test_adding_to_the_user_dictionary_appends_to_its_file(client):
     uri = (ROOT / "user.md").as_uri()
     text = "We beleive the weather will be nice this afternoon, whatever the old almanac says.\n"
-    open_doc(client, uri, text, language="markdown")
-    got = await diagnostics_for(client, uri, 1)
+    (got,) = await open_markdown(client, (uri, text))
     typo = next(d for d in got.diagnostics if d.code == "typo")
     USER_WORDS.write_text("# my words\nfoo")  # no newline at the end: the fix adds one first
     actions = await actions_for(client, uri, typo)
@@ -189,8 +189,7 @@ async def test_a_word_list_open_in_the_editor_counts_unsaved(client):
     """Neovim applies the fix to a buffer it opens and does not save: the buffer's words count."""
     uri = (ROOT / "buffer.md").as_uri()
     text = "We think the forcast says rain for the whole of the coming week, sadly.\n"
-    open_doc(client, uri, text, language="markdown")
-    await diagnostics_for(client, uri, 1)
+    await open_markdown(client, (uri, text))
     assert typo_words(client, uri, text) == ["forcast"]
     words_uri = (ROOT / ".vq-lsp-words.txt").as_uri()
     on_disk = (ROOT / ".vq-lsp-words.txt").read_text()
@@ -213,10 +212,7 @@ async def test_ignoring_a_word_in_the_document_writes_a_comment_there_only(clien
     uri, other = (ROOT / "ignore.md").as_uri(), (ROOT / "ignore-other.md").as_uri()
     text = "# Plans\n\nWe will leave for the coast tomorow if the trains are running again.\n"
     other_text = "The tomorow market opens at nine, and the bakery sells out of bread by ten.\n"
-    open_doc(client, uri, text, language="markdown")
-    open_doc(client, other, other_text, language="markdown")
-    got = await diagnostics_for(client, uri, 1)
-    await diagnostics_for(client, other, 1)
+    got, _ = await open_markdown(client, (uri, text), (other, other_text))
     typo = next(d for d in got.diagnostics if d.code == "typo")
     actions = await actions_for(client, uri, typo)
     ignore = next(a for a in actions if a.title == "Ignore 'tomorow' in this document")
@@ -246,8 +242,7 @@ async def test_ignore_comments_silence_hints_inside_and_only_inside(client):
         "Nobody could beleive how quickly the summer had passed by this year.\n"
         "The old statoin clock had stopped years ago at a quarter past three.\n"
     )
-    open_doc(client, uri, text, language="markdown")
-    await diagnostics_for(client, uri, 1)
+    await open_markdown(client, (uri, text))
     # 'statoin' is in the workspace dictionary (an earlier test), 'recieve' in the configuration file
     assert typo_words(client, uri, text) == ["realy", "teh"]
 
@@ -255,10 +250,7 @@ async def test_ignore_comments_silence_hints_inside_and_only_inside(client):
 async def test_configuration_changes_apply_without_a_restart(client):
     uri, excluded = (ROOT / "config.md").as_uri(), (ROOT / "generated" / "out.md").as_uri()
     text = "The parcel will arrive tomorrow mornning at the office near the harbour wall.\n"
-    open_doc(client, uri, text, language="markdown")
-    open_doc(client, excluded, text, language="markdown")
-    await diagnostics_for(client, uri, 1)
-    await diagnostics_for(client, excluded, 1)
+    await open_markdown(client, (uri, text), (excluded, text))
     assert typo_words(client, uri, text) == typo_words(client, excluded, text) == ["mornning"]
     config = ROOT / "vq-lsp.toml"
     config.write_text('words = ["recieve"]\nexclude = ["generated/**"]\n\n[diagnostics]\ntypo-severity = "warning"\n')
@@ -294,8 +286,7 @@ async def test_a_malformed_configuration_file_names_the_file_and_key(client):
     assert str(config) in broken.message
     uri = (ROOT / "after.md").as_uri()
     text = "She said she would recieve the parcel tomorrow mornning at the office near the station.\n"
-    open_doc(client, uri, text, language="markdown")
-    await diagnostics_for(client, uri, 1)  # still serving; the broken file's words are not used
+    await open_markdown(client, (uri, text))  # still serving; the broken file's words are not used
     assert typo_words(client, uri, text) == ["mornning", "recieve"]
     config.write_text('words = ["recieve"]\n')
     watched_change(client, config)
@@ -307,8 +298,7 @@ async def test_grammar_lints_come_with_quick_fixes_and_go_when_turned_off(client
         "# Notes\n\nHe go to the market every morning before the shops open.\n\n"
         "```\nhe go\n```\n\nThis is a example of a sentence that the model reads well enough.\n"
     )
-    open_doc(client, uri, text, language="markdown")
-    got = await diagnostics_for(client, uri, 1)
+    (got,) = await open_markdown(client, (uri, text))
     grammar = sorted((d for d in got.diagnostics if d.code == "grammar"), key=lambda d: d.range.start.line)
     assert [(d.range.start.line, d.range.start.character) for d in grammar] == [(2, 3), (8, 8)], grammar
     assert all(d.severity == types.DiagnosticSeverity.Hint and "(harper: " in d.message for d in grammar)

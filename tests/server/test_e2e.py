@@ -18,6 +18,7 @@ from .lsp_helpers import (
     change,
     computed,
     diagnostics_for,
+    every_tone_hint,
     initialize,
     message_matching,
     open_doc,
@@ -29,16 +30,7 @@ from .lsp_helpers import (
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {
-    "diagnostics": {
-        "sentimentThreshold": 0.0,
-        "surprise": True,
-        "surpriseThreshold": 0.0,
-        "maxSurpriseHints": 4,
-        "typo": False,
-        "toneMinWords": 0,
-    }
-}
+OPTIONS = every_tone_hint(max_surprise_hints=4)
 TEXT = "The film was a delight from start to finish.\r\n\r\nI hated the ending 😀, though.\r\nThe cast was fine."
 
 

@@ -21,6 +21,7 @@ from .lsp_helpers import (
     CONFIG,
     change,
     diagnostics_for,
+    every_tone_hint,
     initialize,
     message_matching,
     open_doc,
@@ -30,16 +31,7 @@ from .lsp_helpers import (
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {
-    "diagnostics": {
-        "sentimentThreshold": 0.0,
-        "surprise": True,
-        "surpriseThreshold": 0.0,
-        "maxSurpriseHints": 20,
-        "typo": False,
-        "toneMinWords": 0,
-    }
-}
+OPTIONS = every_tone_hint(max_surprise_hints=20)
 PARA = "This paragraph talks about a film that many people liked a lot. " * 6
 
 

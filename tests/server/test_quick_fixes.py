@@ -9,7 +9,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
-from .lsp_helpers import CONFIG, diagnostics_for, model_loaded, open_doc
+from .lsp_helpers import CONFIG, actions_for, diagnostics_for, model_loaded, open_doc
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -41,6 +41,18 @@ async def client(lsp_client: pytest_lsp.LanguageClient):
     await lsp_client.shutdown_session()
 
 
+async def open_text(client, uri: str) -> types.PublishDiagnosticsParams:
+    """Open TEXT as Markdown under `uri` and wait for its first hints."""
+    open_doc(client, uri, TEXT, version=1, language="markdown")
+    return await diagnostics_for(client, uri, 1)
+
+
+def typo_diagnostic(line: int, start: int, end: int, source: str) -> types.Diagnostic:
+    """A typo diagnostic on `line` from character `start` to `end`, as a client would send it back."""
+    at = types.Range(types.Position(line, start), types.Position(line, end))
+    return types.Diagnostic(range=at, message="x", source=source, code="typo")
+
+
 async def test_capabilities_advertise_quick_fixes(client):
     caps = client.init_result.capabilities
     assert caps.code_action_provider is not None
@@ -49,8 +61,7 @@ async def test_capabilities_advertise_quick_fixes(client):
 
 async def test_typo_hint_hover_and_quick_fix(client):
     uri = "file:///tmp/vq/quickfix.md"
-    open_doc(client, uri, TEXT, version=1, language="markdown")
-    got = await diagnostics_for(client, uri, 1)
+    got = await open_text(client, uri)
     typos = [d for d in got.diagnostics if d.code == "typo"]
     # the one typo in prose, none in the table, inline code, URL or fenced code
     assert [(d.range.start.line, d.range.start.character) for d in typos] == [(2, 10)], typos
@@ -63,13 +74,7 @@ async def test_typo_hint_hover_and_quick_fix(client):
     )
     assert "'teh' is unlikely here:" in hover.contents.value and "nats; likely: 'the'" in hover.contents.value
 
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=typo.range,
-            context=types.CodeActionContext(diagnostics=[typo]),
-        )
-    )
+    actions = await actions_for(client, uri, typo)
     assert actions and all(a.kind == types.CodeActionKind.QuickFix for a in actions)
     best = actions[0]
     assert best.is_preferred and "'the'" in best.title
@@ -79,37 +84,19 @@ async def test_typo_hint_hover_and_quick_fix(client):
 
 async def test_no_quick_fix_without_our_diagnostic(client):
     uri = "file:///tmp/vq/quickfix2.md"
-    open_doc(client, uri, TEXT, version=1, language="markdown")
-    await diagnostics_for(client, uri, 1)
-    other = types.Diagnostic(
-        range=types.Range(types.Position(2, 10), types.Position(2, 13)), message="x", source="someone-else", code="typo"
-    )
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=other.range,
-            context=types.CodeActionContext(diagnostics=[other]),
-        )
-    )
+    await open_text(client, uri)
+    other = typo_diagnostic(2, 10, 13, source="someone-else")
+    actions = await actions_for(client, uri, other)
     assert not actions
 
 
 async def test_quick_fixes_for_bad_input_answer_with_an_error(client):
     uri = "file:///tmp/vq/quickfix3.md"
-    open_doc(client, uri, TEXT, version=1, language="markdown")
-    await diagnostics_for(client, uri, 1)
-    far = types.Diagnostic(
-        range=types.Range(types.Position(400, 0), types.Position(400, 3)), message="x", source="vq-lsp", code="typo"
-    )
+    await open_text(client, uri)
+    far = typo_diagnostic(400, 0, 3, source="vq-lsp")
     for target, diag in ((uri, far), ("file:///tmp/vq/never-opened.md", far)):
         with pytest.raises(JsonRpcException):
-            await client.text_document_code_action_async(
-                types.CodeActionParams(
-                    text_document=types.TextDocumentIdentifier(uri=target),
-                    range=diag.range,
-                    context=types.CodeActionContext(diagnostics=[diag]),
-                )
-            )
+            await actions_for(client, target, diag)
     hover = await client.text_document_hover_async(
         types.HoverParams(  # the server still answers
             text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(2, 11)

@@ -12,7 +12,6 @@ import inference
 from tests.documents.server_path import ServerPath
 from tests.reliability.rawclient import RawClient
 from vq_lsp.documents.events import Opened
-from vq_lsp.settings import Settings
 
 PARA = "This paragraph talks about a film that many people liked a lot. " * 6
 BIG = "\n\n".join([PARA] * 80)  # about 22 windows of 256 tokens
@@ -57,9 +56,8 @@ def server(model_dir, tmp_path):
 
 
 def test_a_hover_on_a_dropped_small_document_overtakes_queued_builds(server, model_dir, gpt2):
-    path = ServerPath(Settings(model_path=str(model_dir), snapshots=False))  # the server's model, as it loads it
+    path = ServerPath.with_model(model_dir, device=None, snapshots=False)  # the server's model, as it loads it
     docs = path.docs
-    docs.load_model()
     big = inference.estimate_state_bytes(docs.model, gpt2.encode(big_text(0)))
     path.process(SMALL, [Opened(1, "plaintext", SMALL_TEXT)])
     small = docs.states[SMALL].bytes()
@@ -105,18 +103,7 @@ def test_a_hover_on_a_paused_document_answers_at_once_and_says_why(server, model
     c.initialize({"modelPath": str(model_dir), "snapshots": False})
     c.open(SMALL, SMALL_TEXT)
     c.diagnostics(SMALL, 1)
-    c.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": SMALL, "version": 2},
-            "contentChanges": [
-                {
-                    "range": {"start": {"line": 10**6, "character": 0}, "end": {"line": 10**6, "character": 0}},
-                    "text": "x",
-                }
-            ],
-        },
-    )
+    c.insert(SMALL, 2, "x", (10**6, 0))
     c.open(big_uri(0), big_text(0))
     wait_build_begun(c, big_uri(0))
     res = hover(c, SMALL)
@@ -150,15 +137,7 @@ def test_an_out_of_range_version_is_rejected_at_the_door(server, model_dir):
     c.initialize({"modelPath": str(model_dir), "snapshots": False})
     c.open(SMALL, SMALL_TEXT)
     c.diagnostics(SMALL, 1)
-    c.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": SMALL, "version": 2**40},
-            "contentChanges": [
-                {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "x"}
-            ],
-        },
-    )
+    c.insert(SMALL, 2**40, "x")
     c.open("file:///tmp/vq/first-huge-version.txt", "Hello.", version=-(2**40))
     c.wait_for(
         lambda ms: any("rejected a change" in m["params"]["message"] for m in c.notifications("window/showMessage")),

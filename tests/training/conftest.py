@@ -14,6 +14,9 @@ import torch
 
 from training import cli
 
+TINY_OPT = ["--d", 32, "--layers", 2, "--heads", 2, "--ffn", 64]  # the shape of the tiny models trained here
+# a tiny fine-tune: give it --lr (and --data, --model, --out, --steps)
+FINETUNE = ["--batch", 8, "--seq", 48, "--limit", 160, "--holdout", 40, "--warmup", 2, "--log-every", 1, "--quiet"]
 DISTILL = [
     "--batch",
     2,

@@ -10,17 +10,10 @@ import torch
 from safetensors.torch import load_file
 
 import inference
-from tests.training.conftest import DISTILL, read_log, run_cli
+from tests.training.conftest import DISTILL, FINETUNE, TINY_OPT, read_log, run_cli
 
 TEACHER = [
-    "--d",
-    32,
-    "--layers",
-    2,
-    "--heads",
-    2,
-    "--ffn",
-    64,
+    *TINY_OPT,
     "--max-pos",
     64,
     "--batch",
@@ -103,27 +96,7 @@ def test_distill_loss_decreases(tmp_path, data_dir, peaked_opt):
 
 
 def test_finetune_evaluate_export_end_to_end(tmp_path, data_dir, random_opt, distilled):
-    ft = [
-        "--data",
-        data_dir,
-        "--batch",
-        8,
-        "--seq",
-        48,
-        "--limit",
-        160,
-        "--holdout",
-        40,
-        "--lr",
-        3e-3,
-        "--warmup",
-        2,
-        "--log-every",
-        1,
-        "--quiet",
-        "--steps",
-        20,
-    ]
+    ft = ["--data", data_dir, *FINETUNE, "--lr", 3e-3, "--steps", 20]
     run_cli("finetune", "--model", distilled, "--out", tmp_path / "ft", *ft)
     run_cli("finetune", "--dense", "--model", random_opt, "--out", tmp_path / "ftd", *ft)
     logs = read_log(tmp_path / "ft", "finetune")

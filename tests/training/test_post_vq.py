@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 
 import inference
 from inference.positions import spread_positions
-from tests.training.conftest import read_log, run_cli
+from tests.training.conftest import FINETUNE, read_log, run_cli
 from training import post_vq
 
 TAIL_PREFIXES = (
@@ -20,27 +20,7 @@ TAIL_PREFIXES = (
     "decoder.final_layer_norm.",
     "score_head.",
 )
-FT = [
-    "--batch",
-    8,
-    "--seq",
-    48,
-    "--limit",
-    160,
-    "--holdout",
-    40,
-    "--lr",
-    1e-2,
-    "--warmup",
-    2,
-    "--log-every",
-    1,
-    "--quiet",
-    "--scope",
-    "post-vq",
-    "--w-token",
-    0,
-]
+FT = [*FINETUNE, "--lr", 1e-2, "--scope", "post-vq", "--w-token", 0]
 
 
 def test_tail_forward_on_cached_features_matches_the_full_pass(distilled):

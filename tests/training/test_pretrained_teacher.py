@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 import inference
-from tests.training.conftest import read_log, run_cli
+from tests.training.conftest import DISTILL, TINY_OPT, read_log, run_cli
 from training import teacher_pretrained as tp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,39 +33,7 @@ TEXTS = [
     "The film, however, was great!\n\nI'd watch it again: naïve, warm, and 3.14 times too long.",
     "Call me Ishmael. Some years ago - never mind how long precisely - having little or no money",
 ]
-TINY_STUDENT = [
-    "--d",
-    32,
-    "--layers",
-    2,
-    "--heads",
-    2,
-    "--ffn",
-    64,
-    "--vq-heads",
-    2,
-    "--window",
-    64,
-    "--seq",
-    32,
-    "--batch",
-    2,
-    "--tokens",
-    20_000,
-    "--scale",
-    1 / 16,
-    "--lr",
-    3e-3,
-    "--warmup",
-    1,
-    "--log-every",
-    1,
-    "--kmeans-batches",
-    2,
-    "--top-k",
-    16,
-    "--quiet",
-]
+TINY_STUDENT = [*TINY_OPT, "--vq-heads", 2, *DISTILL, "--top-k", 16]
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,7 @@ from vq_lsp.settings import Settings, parse
 def servers(tiny_model_dir):
     out = {}
     for full in (False, True):  # the window context: one window, so an edit's dense cost is the document's
-        path = ServerPath(Settings(model_path=str(tiny_model_dir), device="cpu", context="window", full_recompute=full))
-        path.docs.load_model()
-        out[full] = path
+        out[full] = ServerPath.with_model(tiny_model_dir, context="window", full_recompute=full)
     yield out
     for path in out.values():
         path.close()

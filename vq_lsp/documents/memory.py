@@ -19,8 +19,10 @@ What counts and what is spared:
 The server's own working memory beside the states (Harper's second linter, the open documents'
 texts, tokens and hint material, what working out a long document's first hints leaves) comes
 out of the budget too (`WorkingMemory`): it is hundreds of MiB once a long document has been
-hinted. It is measured, not estimated: resident memory above the server's baseline less the
-states' bytes, taken before each build, once the states dropped for it are released.
+hinted. The hints' kept results are counted as they report themselves (HintCaches.bytes), taken
+whenever room is made for a new state, so that they count wherever the store is used; the rest
+is measured, not estimated: resident memory above the server's baseline less the states' and
+the hints' bytes, taken before each build, once the states dropped for it are released.
 """
 
 from __future__ import annotations
@@ -49,25 +51,27 @@ InUse = Callable[[str], bool]
 
 @dataclass
 class WorkingMemory:
-    """The server's memory beside its engine states, as last measured (`observe`). Without a
-    baseline (the document store used outside the server: tests, scripts) it counts nothing."""
+    """The server's memory beside its engine states: the hints' kept results as they last reported
+    their size (`hints`), and the rest as last measured (`observe`). Without a baseline (the
+    document store used outside the server: tests, scripts) the rest counts nothing."""
 
     baseline: int | None = None  # resident bytes once the model is loaded, before any document
-    bytes: int = 0  # resident bytes above the baseline that are not engine states, last measured
+    bytes: int = 0  # resident bytes above the baseline that are neither engine states nor `hints`, last measured
+    hints: int = 0  # bytes of the hints' kept results (HintCaches.bytes), last reported
 
     def observe(self, resident: int, state_bytes: int, margin: float) -> bool:
         """Take a measurement (resident memory now, the states' bytes now); True when it moved
         by more than `margin` bytes (the caller then makes room again)."""
         if self.baseline is None or resident <= 0:
             return False
-        before, self.bytes = self.bytes, max(0, resident - self.baseline - state_bytes)
+        before, self.bytes = self.bytes, max(0, resident - self.baseline - state_bytes - self.hints)
         return abs(self.bytes - before) > margin
 
     def state_budget(self, budget: float, need: float = 0.0) -> float:
-        """The room for engine states: the budget less the working memory, but never less than
-        MIN_STATE_SHARE of it, nor than `need` (a state that fits the budget alone is still built,
-        alone: the budget refuses only a document whose state alone is over it)."""
-        return max(budget - self.bytes, budget * MIN_STATE_SHARE, min(budget, need))
+        """The room for engine states: the budget less the working memory and the hints', but never
+        less than MIN_STATE_SHARE of it, nor than `need` (a state that fits the budget alone is still
+        built, alone: the budget refuses only a document whose state alone is over it)."""
+        return max(budget - self.bytes - self.hints, budget * MIN_STATE_SHARE, min(budget, need))
 
 
 def never_in_use(uri: str) -> bool:
@@ -118,11 +122,12 @@ def report(
     states: OrderedDict[str, DocumentState], budget_bytes: float, snapshots: dict, working: WorkingMemory | None = None
 ) -> dict[str, Any]:
     """What the scores request says about memory: state bytes against the budget, the server's
-    working memory counted in it, and the snapshot cache."""
+    working memory and the hints' kept results counted in it, and the snapshot cache."""
     return {
         "bytes": sum(s.bytes() for s in states.values()),
         "budget_bytes": int(budget_bytes),
         "working_bytes": working.bytes if working is not None else 0,
+        "hint_bytes": working.hints if working is not None else 0,
         "live_states": sum(s.doc is not None for s in states.values()),
         "open_documents": len(states),
         "snapshots": snapshots,
@@ -168,9 +173,12 @@ class Budget:
 
     def make_room(self, keep: DocumentState | None = None, need: float = 0.0, spare: str | None = None) -> None:
         """Drop least recently used states until the rest, and `need` bytes about to be allocated, fit what
-        the budget leaves the states; never `keep`, a document in use, or the document `spare`."""
+        the budget leaves the states; never `keep`, a document in use, or the document `spare`. Room
+        for a new state (`need`) takes the hints' size anew first: a build or a copy costs far more."""
         in_use = self.in_use if spare is None else (lambda uri: uri == spare or self.in_use(uri))
         shared = self.shared
+        if need > 0:
+            self.working.hints = shared.hint_caches.bytes()
         evict_over_budget(
             shared.states,
             self.state_budget_bytes(need),

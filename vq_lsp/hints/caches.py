@@ -69,6 +69,67 @@ class HintCaches:
         """What reuse.document_material keeps, for `model`."""
         return MaterialCaches(self.of_model(model).paragraphs, self.spans, self.writers_words, self.last_material)
 
+    def bytes(self) -> int:
+        """About how much memory the kept results hold, for the memory budget beside the engine
+        states: the objects they reach (strings, tuples, arrays, records), each counted once, but
+        not the model, the tokenizer or a document's engine state they refer to, nor what sits
+        outside Python's view (Harper's linters and lints' native memory, the typo detector's
+        function caches). A table of more than `sample` entries is estimated from `sample` of them
+        spread over it, so that the count stays short (it runs on the engine thread) however many
+        paragraphs are kept (the entries of one table are alike: paragraph material, layouts, scores)."""
+        import functools
+        import math
+        import sys
+        import types
+
+        import numpy as np
+        import torch
+
+        opaque = (
+            inference.LoadedModel,
+            inference.IncrementalDocument,
+            inference.Tokenizer,
+            threading.Thread,
+            type,
+            types.ModuleType,
+            types.FunctionType,
+            types.MethodType,
+            types.BuiltinFunctionType,
+            functools.partial,
+            functools._lru_cache_wrapper,
+        )
+        sample = 64
+        seen, storages = {id(self)}, set()
+
+        def size(obj) -> float:
+            if id(obj) in seen or isinstance(obj, opaque):
+                return 0
+            seen.add(id(obj))
+            if isinstance(obj, torch.Tensor):
+                storage = obj.untyped_storage()
+                if storage.data_ptr() in storages:
+                    return 0
+                storages.add(storage.data_ptr())
+                return storage.nbytes()
+            own = sys.getsizeof(obj)  # an array's data with it when it owns its data
+            if isinstance(obj, np.ndarray):
+                return own + (0 if obj.base is None else size(obj.base))
+            if not isinstance(obj, (dict, list, tuple, set, frozenset)):
+                slots = [n for c in type(obj).__mro__ for n in _names(c.__dict__.get("__slots__", ()))]
+                return own + size(getattr(obj, "__dict__", None)) + sum(size(getattr(obj, n, None)) for n in slots)
+            try:  # one C call, but a weak entry dropped meanwhile can still change a table
+                entries = list(obj.items()) if isinstance(obj, dict) else [(x,) for x in obj]
+            except RuntimeError:  # changed while read: its entries go uncounted this time
+                return own
+            picked = entries[:: math.ceil(len(entries) / sample)] if entries else []
+            found = sum(size(x) for entry in picked for x in entry)
+            return own + (found * len(entries) / len(picked) if picked else 0)
+
+        def _names(slots) -> tuple:
+            return (slots,) if isinstance(slots, str) else tuple(slots)
+
+        return int(sum(size(v) for v in vars(self).values()))
+
     def forget(self, doc: inference.IncrementalDocument | None) -> None:
         """Drop what is kept for one document's engine state (the document closed)."""
         if doc is not None:

@@ -34,6 +34,15 @@ from .scorer import BatchScorer, Summary
 
 def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description="Score every revision of a document incrementally.")
+    add_source_flags(ap)
+    add_output_flags(ap)
+    add_run_flags(ap)
+    add_ray_flags(ap)
+    return ap
+
+
+def add_source_flags(ap: argparse.ArgumentParser) -> None:
+    """Where the revisions come from: PATH (a folder or a file of rows) or a file's git history."""
     ap.add_argument("path", nargs="?", help="a folder of revision files, or a JSONL(.gz) revision file")
     ap.add_argument(
         "--git",
@@ -52,6 +61,10 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
     ap.add_argument(
         "--order", choices=["name", "mtime"], default="name", help="order of files in a folder (default: %(default)s)"
     )
+
+
+def add_output_flags(ap: argparse.ArgumentParser) -> None:
+    """What the rows say and where they go."""
     ap.add_argument(
         "--format",
         choices=["jsonl", "csv", "text"],
@@ -90,6 +103,10 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
         help="read every revision as this markup (default: from the file name's extension)",
     )
     ap.add_argument("--output", "-o", metavar="FILE", help="write rows here (default: stdout)")
+
+
+def add_run_flags(ap: argparse.ArgumentParser) -> None:
+    """How the revisions are scored: the engine's flags, the full passes' backend, checks."""
     ap.add_argument(
         "--verify", action="store_true", help="check every revision against a full dense pass (default: off)"
     )
@@ -101,6 +118,10 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
         help="backend of the full passes (first revision, --verify): torch (default), onnx (ONNX Runtime, "
         "float32 only, needs the [onnx] extra) or auto (ONNX Runtime where it was measured faster)",
     )
+
+
+def add_ray_flags(ap: argparse.ArgumentParser) -> None:
+    """Scoring on a Ray cluster instead of in this process."""
     ap.add_argument(
         "--ray",
         nargs="?",
@@ -117,7 +138,6 @@ def build_parser(prog: str = "vq-lsp score") -> argparse.ArgumentParser:
         metavar="N",
         help="Ray workers (actors, each loads the model once); default: the cluster's CPUs / --threads",
     )
-    return ap
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -181,79 +201,96 @@ def remembering(revisions: Iterator[Revision], texts: deque[str]) -> Iterator[Re
         yield revision
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    reserved = stdio.reserve_stdout()  # the rows stay parsable whatever a library prints
-    stdout = reserved.text if reserved else sys.stdout
-    summary_holder: list[Summary] = []
+class Warnings:
+    """Warnings go to stderr above the progress bar, and count in the run's summary once there is one."""
 
-    def warn(message: str) -> None:
+    def __init__(self) -> None:
+        self.summary: Summary | None = None
+
+    def __call__(self, message: str) -> None:
         tqdm.write(f"warning: {message}", file=sys.stderr)
-        if summary_holder:
-            summary_holder[0].warnings += 1
+        if self.summary is not None:
+            self.summary.warnings += 1
 
+
+def hint_settings(args: argparse.Namespace) -> DiagnosticSettings:
+    """The hints rows carry: unlikely words only when --surprise-threshold is given."""
+    if args.surprise_threshold is None:
+        return DiagnosticSettings()
+    return DiagnosticSettings(surprise=True, surprise_threshold=args.surprise_threshold)
+
+
+def make_scorer(args: argparse.Namespace, model: inference.LoadedModel, load: dict) -> BatchScorer | RayScorer:
+    """The scorer the flags ask for: on a Ray cluster (--ray) or in this process, with `model`."""
+    hints = hint_settings(args)
+    if not args.ray:
+        return BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
+    folder = model.path if args.model else None  # None: each node's own bundled model
+    return RayScorer(
+        args.ray, args.ray_workers, folder, args.threads, load, verify=args.verify, hints=hints, markup=args.markup
+    )
+
+
+def write_rows(
+    writer: RowWriter,
+    scorer: BatchScorer | RayScorer,
+    revisions: Iterator[Revision],
+    expected: int | None,
+    texts: deque[str] | None,
+    to_stdout: bool,
+) -> None:
+    """Score the revisions and write a row each, then the summary; `texts`: each revision's text, in
+    order, for a writer that lists what changed. The progress bar draws on stderr when it is a
+    terminal; a writer to stdout (the same terminal, likely) moves it aside for each row."""
+    bar = tqdm(
+        scorer.score(revisions),
+        total=expected,
+        unit="rev",
+        disable=not sys.stderr.isatty(),
+        file=sys.stderr,
+        **progress_screen(),
+    )
+    writer.bar = bar if to_stdout else None
+    with bar:
+        for row in bar:
+            writer.row(row, texts.popleft() if texts is not None else None)
+            bar.set_postfix(speedup=f"{scorer.summary.speedup:.1f}x")
+    writer.bar = None  # closed: the summary goes below it
+    writer.summary(scorer.summary)
+
+
+def score(args: argparse.Namespace, stdout, warn: Warnings) -> Summary:
+    """Read the revisions, load the model, score and write every row; the run's summary."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    source = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
+    changes_only = bool(args.git) and args.format == "text" and not args.all_hints
+    texts: deque[str] | None = deque() if changes_only else None
+    revisions = remembering(source.revisions, texts) if texts is not None else source.revisions
+    load = {**load_options(args), "dense": args.dense}
+    model = inference.load_model(args.model, device=args.device, **load)
+    scorer = make_scorer(args, model, load)
+    warn.summary = scorer.summary
+    out = open(args.output, "w", encoding="utf-8", newline="") if args.output else stdout
     try:
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        source = revisions_for(args, warn, note=lambda m: tqdm.write(m, file=sys.stderr))
-        changes_only = bool(args.git) and args.format == "text" and not args.all_hints
-        texts: deque[str] = deque()
-        revisions = remembering(source.revisions, texts) if changes_only else source.revisions
-        load = {**load_options(args), "dense": args.dense}
-        model = inference.load_model(args.model, device=args.device, **load)
-        surprise = (
-            {} if args.surprise_threshold is None else {"surprise": True, "surprise_threshold": args.surprise_threshold}
+        writer = RowWriter(
+            out,
+            args.format,
+            model.config.labels,
+            args.sentiment_threshold,
+            args.tone_min_words,
+            commits=source.commits,
+            changes_only=changes_only,
         )
-        hints = DiagnosticSettings(**surprise)
-        if args.ray:
-            folder = model.path if args.model else None  # None: each node's own bundled model
-            scorer = RayScorer(
-                args.ray,
-                args.ray_workers,
-                folder,
-                args.threads,
-                load,
-                verify=args.verify,
-                hints=hints,
-                markup=args.markup,
-            )
-        else:
-            scorer = BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
-        summary_holder.append(scorer.summary)
-        out = open(args.output, "w", encoding="utf-8", newline="") if args.output else stdout
-        try:
-            writer = RowWriter(
-                out,
-                args.format,
-                model.config.labels,
-                args.sentiment_threshold,
-                args.tone_min_words,
-                commits=source.commits,
-                changes_only=changes_only,
-            )
-            bar = tqdm(
-                scorer.score(revisions),
-                total=source.expected,
-                unit="rev",
-                disable=not sys.stderr.isatty(),
-                file=sys.stderr,
-                **progress_screen(),
-            )
-            writer.bar = bar if out is stdout else None
-            with bar:
-                for row in bar:
-                    writer.row(row, texts.popleft() if changes_only else None)
-                    bar.set_postfix(speedup=f"{scorer.summary.speedup:.1f}x")
-            writer.bar = None  # closed: the summary goes below it
-            writer.summary(scorer.summary)
-        finally:
-            if out is not stdout:
-                out.close()
-    except (ValueError, OSError) as e:  # ModelLoadError is a ValueError
-        print(f"vq-lsp score: error: {e}", file=sys.stderr)
-        return 2
-    stdout.flush()
-    s = scorer.summary
+        write_rows(writer, scorer, revisions, source.expected, texts, to_stdout=out is stdout)
+    finally:
+        if out is not stdout:
+            out.close()
+    return scorer.summary
+
+
+def report(s: Summary, verified: bool) -> int:
+    """The summary line on stderr; the exit status: 2 when nothing was scored, 1 on a failed check."""
     if s.revisions == 0:
         print("vq-lsp score: error: no revision could be scored", file=sys.stderr)
         return 2
@@ -261,11 +298,24 @@ def main(argv: list[str] | None = None) -> int:
         f"{s.revisions} revisions of {s.documents} documents, {s.tokens} tokens, {s.seconds:.2f} s; "
         f"incremental {s.incremental_macs / 1e9:.2f} GMACs vs scoring each from scratch "
         f"{s.dense_macs / 1e9:.2f} GMACs: {s.speedup:.1f}x fewer"
-        + (f"; verified {s.verified}, failures {s.verify_failures}" if args.verify else "")
+        + (f"; verified {s.verified}, failures {s.verify_failures}" if verified else "")
         + (f"; {s.warnings} warnings" if s.warnings else ""),
         file=sys.stderr,
     )
     return 1 if s.verify_failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    reserved = stdio.reserve_stdout()  # the rows stay parsable whatever a library prints
+    stdout = reserved.text if reserved else sys.stdout
+    try:
+        summary = score(args, stdout, Warnings())
+    except (ValueError, OSError) as e:  # ModelLoadError is a ValueError
+        print(f"vq-lsp score: error: {e}", file=sys.stderr)
+        return 2
+    stdout.flush()
+    return report(summary, args.verify)
 
 
 if __name__ == "__main__":

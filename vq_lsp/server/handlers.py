@@ -17,6 +17,7 @@ from ..settings import SECTION, Settings
 from . import dictionary_actions, grammar_actions, workspace_files
 from .language_server import EXIT_GRACE_S, VQServer
 from .protocol import DocumentPaused, RequestFailed
+from .ready import ready
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,15 @@ def changes_of(params: types.DidChangeTextDocumentParams) -> list[Change]:
 def build(defaults: Settings | None = None) -> VQServer:
     """The server with every handler registered (`vq-lsp` serves it over stdio)."""
     ls = VQServer(defaults)
+    register_session(ls)
+    register_documents(ls)
+    register_requests(ls)
+    return ls
+
+
+def register_session(ls: VQServer) -> None:
+    """The session: initialize (workspace files, then the editor's settings), initialized (watchers, the
+    model), a change of settings, and shutdown (the engines stop, snapshots being written finish)."""
 
     @ls.feature(types.INITIALIZE)
     async def initialize(ls: VQServer, params: types.InitializeParams):
@@ -69,6 +79,29 @@ def build(defaults: Settings | None = None) -> VQServer:
         if ls.docs.settings.diagnostics.grammar:
             ls.docs.hint_caches.grammar.prepare()  # Harper's linter builds while the model loads
         await ls.load_model()
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: VQServer, params: types.DidChangeConfigurationParams):
+        data = params.settings
+        if not data:  # pull-model clients send null: ask for our section
+            caps = ls.client_capabilities.workspace
+            if caps is not None and caps.configuration:
+                result = await ls.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                )
+                data = result[0] if result else None
+        await ls.apply_settings(data)
+
+    @ls.feature(types.SHUTDOWN)
+    def shutdown(ls: VQServer, params: Any):
+        ls.shutdown_engines()
+        if not ls.docs.snapshots.flush(EXIT_GRACE_S):  # a snapshot still being written would be lost
+            log.warning("shutting down before a snapshot was written")
+
+
+def register_documents(ls: VQServer) -> None:
+    """Document sync: opens, changes and closes become document events; a save or a watched file that
+    changed re-reads the workspace files it names."""
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched_files(ls: VQServer, params: types.DidChangeWatchedFilesParams):
@@ -95,25 +128,18 @@ def build(defaults: Settings | None = None) -> VQServer:
         ls.coalescer.submit(params.text_document.uri, Closed())
         ls.workspace_files.watch_buffer(ls, params.text_document.uri, closed=True)
 
-    @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: VQServer, params: types.DidChangeConfigurationParams):
-        data = params.settings
-        if not data:  # pull-model clients send null: ask for our section
-            caps = ls.client_capabilities.workspace
-            if caps is not None and caps.configuration:
-                result = await ls.workspace_configuration_async(
-                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
-                )
-                data = result[0] if result else None
-        await ls.apply_settings(data)
+
+def register_requests(ls: VQServer) -> None:
+    """Requests about a document, answered from its newest state (ready.py): hover, quick fixes, the
+    code lens, the scores request and the verify command."""
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: VQServer, params: types.HoverParams):
         if not ls.docs.settings.hover:
             return None
         try:
-            text = await ls.ready(
-                params.text_document.uri, requests.hover, params.position.line, params.position.character
+            text = await ready(
+                ls, params.text_document.uri, requests.hover, params.position.line, params.position.character
             )
         except DocumentPaused as e:  # the user should know why hints stopped
             text = f"vq-lsp: {e.message.split(': ', 1)[-1]}"
@@ -134,7 +160,7 @@ def build(defaults: Settings | None = None) -> VQServer:
             return grammar_fixes
         uri = params.text_document.uri
         try:
-            found = await ls.ready(uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
+            found = await ready(ls, uri, requests.quick_fixes, [hint_lsp.diagnostic_range(d) for d in ours])
         except RequestFailed as e:
             log.info("no quick fixes: %s", e.message)
             return grammar_fixes
@@ -145,29 +171,21 @@ def build(defaults: Settings | None = None) -> VQServer:
         if not ls.docs.settings.code_lens:
             return []
         try:
-            st = await ls.ready(params.text_document.uri, requests.built_state)
+            st = await ready(ls, params.text_document.uri, requests.built_state)
         except RequestFailed:
             return []
         return [await ls.on_engine(hint_lsp.code_lens, st.uri, st.text, st.doc)]
 
     @ls.feature(DOCUMENT_SCORES)
     async def document_scores(ls: VQServer, params: Any):
-        return await ls.ready(_uri_of(params), requests.scores)
+        return await ready(ls, _uri_of(params), requests.scores)
 
     @ls.command(VERIFY)
     async def verify(ls: VQServer, *args):
         if not args or not isinstance(args[0], str):
             raise JsonRpcInvalidParams(f"{VERIFY} takes one argument: the document uri")
-        result = await ls.ready(args[0], requests.verify)
+        result = await ready(ls, args[0], requests.verify)
         if result["rebuilt"]:
             ls.say("warning", f"vq-lsp: {args[0]} failed verification and was rebuilt from its text")
             ls.coalescer.submit(args[0], Refresh())
         return result
-
-    @ls.feature(types.SHUTDOWN)
-    def shutdown(ls: VQServer, params: Any):
-        ls.shutdown_engines()
-        if not ls.docs.snapshots.flush(EXIT_GRACE_S):  # a snapshot still being written would be lost
-            log.warning("shutting down before a snapshot was written")
-
-    return ls

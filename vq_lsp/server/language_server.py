@@ -6,20 +6,21 @@ runs on one engine thread (engine_thread.py), so engine states are never touched
 threads at once. The one exception is a build window: a document's first build (or rebuild)
 runs one window at a time on a build worker (a second EngineThread), which only reads the model
 and writes the builder of the document being built, while the engine thread chooses and hands
-over each window in short jobs; so nobody waits behind another document's build. The build
-queue (builds.py) decides which document builds next: one with a request or an edit waiting
-goes first. Requests about a document (hover, code lens, scores, verify) first wait until the
-edits queued before them are processed (not the ones that arrive later: an edit storm must not
-starve them), so they answer for the version the client saw or a newer one; a document that
-cannot have a state is answered at once.
+over each window in short jobs (build_steps.py); so nobody waits behind another document's
+build. The build queue (builds.py) decides which document builds next: one with a request or an
+edit waiting goes first. Requests about a document (hover, code lens, scores, verify: ready.py)
+first wait until the edits queued before them are processed (not the ones that arrive later: an
+edit storm must not starve them), so they answer for the version the client saw or a newer one;
+a document that cannot have a state is answered at once.
 
 During a burst of edits that outpaces the engine, the newest finished hints are still published
 at most every BURST_PUBLISH_S, moved through the edits still waiting (documents/remap.py) and
 stated for the newest version; each diagnostic's `data.version` names the version whose state
 chose it.
 
-Reading stdin is ours, not pygls' (transport.py: bounded frames on a daemon thread); each
-message goes through `Protocol.receive` (protocol.py). The LSP handlers are in handlers.py.
+Reading stdin is ours, not pygls' (transport.py: bounded frames on a daemon thread, handed over
+by its `Inbox`); each message goes through `Protocol.receive` (protocol.py), which also handles a
+notification it cannot read. The LSP handlers are in handlers.py.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import itertools
 import logging
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -38,7 +39,6 @@ from typing import Any
 
 import torch
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
@@ -46,19 +46,18 @@ import inference
 
 from .. import __version__
 from ..documents.eligibility import PRETOKENIZE_CHARS
-from ..documents.events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, Settle
+from ..documents.events import Closed, Edited, Event, Opened, Refresh, SettingsChanged, Settle
 from ..documents.heap import HeapTrimmer, resident_bytes
 from ..documents.state import Level, Message, Outcome
 from ..documents.store import Documents
-from ..documents.textsync import Change, TextSyncError
+from ..documents.textsync import Change
 from ..hints import grammar
 from ..settings import Settings
-from .builds import BuildQueue
-from .engine_thread import BUILD, URGENT, EngineThread
-from .progress import BUILD_PROGRESS_WINDOWS, BuildProgress
-from .protocol import INVALID_REQUEST, DocumentPaused, Protocol, RequestFailed, lsp_integer
+from .build_steps import BuildSteps
+from .engine_thread import URGENT, EngineThread
+from .protocol import INVALID_REQUEST, Protocol
 from .scheduler import Coalescer
-from .transport import FdReader, frames
+from .transport import FdReader, Inbox
 from .workspace_files import WorkspaceFiles
 
 log = logging.getLogger(__name__)
@@ -66,7 +65,6 @@ log = logging.getLogger(__name__)
 _LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning, "info": types.MessageType.Info}
 EXIT_GRACE_S = 2.0  # at exit, wait this long for a running engine job before leaving without it
 BURST_PUBLISH_S = 0.05  # during a burst, publish moved hints at most this often per document
-HINTS_WAIT_S = 120.0  # a build waits at most this long for the hints of a state it needs the room of
 # a document left this long after an edit is settled: its state brought to a fresh open's positions
 # and its hints chosen from exact scores (documents/events.py: Settle), republished if they changed
 SETTLE_AFTER_S = 1.0
@@ -98,34 +96,34 @@ class VQServer(LanguageServer):
             released=self.heap.trim_now,  # a state let go after its snapshot is written
         )
         self.engine = EngineThread()
-        # build windows run here, beside the engine thread: a keystroke never waits for another document's window
-        self.build_worker = EngineThread("vq-build")
         self.coalescer = Coalescer(self._run)
         self.failing: dict[str, Recovery] = {}  # uri -> where it stands after an internal error
         self.exit_code: int | None = None  # set by `exit`; else by the end of input
         self._tokens = itertools.count(1)
-        self._stopping = False
-        self._inbox: asyncio.Queue | None = None
+        self.inbox = Inbox()  # what the client sends, read on a thread of its own (transport.py)
         self._last_publish: dict[str, float] = {}  # uri -> time.monotonic() of its last publish
         self._settle_timers: dict[str, asyncio.TimerHandle] = {}  # uri -> its Settle, due when it stays idle
         self.workspace_files = WorkspaceFiles()  # vq-lsp.toml and word lists, under the editor's settings
-        self._progress: dict[str, BuildProgress] = {}
-        self.builds = BuildQueue(
-            self._build_step,
-            urgent=self.in_use_now,
-            last_use=self._last_use,
+        self.building = BuildSteps(
+            self,
+            self.docs,
+            self.on_engine,
+            self.heap,
+            self.say,
+            in_use_now=self.in_use_now,
             last_urgent_job=lambda: self.engine.last_urgent_done,
-            before_new_build=self._before_new_build,
-            on_progress=self._build_progress,
-            on_end=self._build_ended,
+            progress_token=self.progress_token,
+            notices=self.notices,
         )
+        self.builds, self.build_worker = self.building.queue, self.building.worker  # the order; the windows' thread
 
     # ----------------------------------------------------------------- stdio
     def start_io(self, stdin=None, stdout=None) -> int:
         """Serve over stdio until `exit` or end of input; returns the process exit code."""
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         try:
-            asyncio.run(self._serve(stdin or FdReader(sys.stdin.fileno())))
+            reject = functools.partial(self.protocol.reply_error, None, INVALID_REQUEST)  # an unframed message: id null
+            asyncio.run(self.inbox.serve(stdin or FdReader(sys.stdin.fileno()), self.protocol.receive, reject))
         except BrokenPipeError:
             log.warning("the client closed its end of the connection")
         finally:
@@ -133,43 +131,6 @@ class VQServer(LanguageServer):
         if self.exit_code is None:  # end of input: a clean goodbye only if shutdown came first (LSP)
             self.exit_code = 0 if self.protocol._shutdown else 1
         return self.exit_code
-
-    async def _serve(self, stdin) -> None:
-        loop = asyncio.get_running_loop()
-        self._inbox = inbox = asyncio.Queue(maxsize=256)  # back-pressure on a client that floods us
-
-        def pump() -> None:  # on a daemon thread: a blocked read never keeps the process alive
-            try:
-                for item in frames(stdin):
-                    asyncio.run_coroutine_threadsafe(inbox.put(item), loop).result()
-            except Exception as e:  # the loop is gone or stdin broke: either way, stop
-                log.info("stopped reading: %s", e)
-            try:
-                asyncio.run_coroutine_threadsafe(inbox.put(None), loop)
-            except RuntimeError:
-                pass
-
-        threading.Thread(target=pump, name="vq-stdin", daemon=True).start()
-        while not self._stopping:
-            item = await inbox.get()
-            if item is None:
-                log.info("end of input: the client is gone")
-                break
-            body, problem = item
-            if problem is not None:
-                self.protocol.reply_error(None, INVALID_REQUEST, problem)
-            else:
-                self.protocol.receive(body)
-            await asyncio.sleep(0)  # let handlers started by this message run before the next one
-
-    def stop_reading(self) -> None:
-        """Stop serving after the message being handled (exit, or the client is gone)."""
-        self._stopping = True
-        if self._inbox is not None:
-            try:
-                self._inbox.put_nowait(None)  # wake the loop if it waits for input
-            except asyncio.QueueFull:
-                pass  # it does not wait: it checks _stopping after the current message
 
     def engine_finished(self, timeout: float = EXIT_GRACE_S) -> bool:
         """Wait up to `timeout` for a running engine job and build window (at exit); True if none is
@@ -194,23 +155,6 @@ class VQServer(LanguageServer):
 
     async def on_engine(self, fn, *args, lane: int = URGENT):
         return await self.engine.submit(self._engine_job, fn, *args, lane=lane)
-
-    def malformed_notification(self, method: str, params: Any, detail: str) -> None:
-        """A notification whose params could not be read. For didChange the change is lost, so
-        the document's text is in doubt: pause it until the editor resends the full text."""
-        log.warning("ignored a malformed %s notification: %s", method, detail)
-        doc = params.get("textDocument") if isinstance(params, dict) else None
-        uri = doc.get("uri") if isinstance(doc, dict) else None
-        if method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(uri, str):
-            version = doc.get("version") if lsp_integer(doc.get("version")) else None
-            self.coalescer.submit(uri, ChangeLost(version, f"a malformed didChange ({detail})"))
-        else:
-            self.window_log_message(
-                types.LogMessageParams(
-                    type=types.MessageType.Warning,
-                    message=f"vq-lsp: ignored a malformed {method} notification: {detail}",
-                )
-            )
 
     def say(self, level: Level, text: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=_LEVELS[level], message=text))
@@ -256,20 +200,7 @@ class VQServer(LanguageServer):
                     return
             out = await self.on_engine(self.docs.publisher.hints, uri, pending)
         except Exception as e:  # never stop serving: drop the state, rebuild it from its text
-            if self.protocol._shutdown or self.engine.closed:  # shut down between two steps: nothing to do
-                return
-            log.exception("processing %s failed", uri)
-            await self.on_engine(self.docs.builder.drop, uri)
-            what = f"vq-lsp: internal error on {uri} ({type(e).__name__}: {e})"
-            state = self.failing.get(uri)
-            if state is None:  # retry once at once, so the client gets hints without another edit
-                self.say("error", f"{what}; rebuilding it from its text")
-                self.failing[uri] = Recovery.RETRYING
-                self.coalescer.submit(uri, Refresh())
-            elif state is Recovery.RETRYING:  # a fault that repeats: say so once, and do not loop
-                self.say("error", f"{what} again; hints for it resume when an edit succeeds")
-                self.failing[uri] = Recovery.GAVE_UP
-            return
+            return await self._recover(uri, e)
         self.failing.pop(uri, None)
         if out.diagnostics is not None:
             self._last_publish[uri] = time.monotonic()
@@ -279,6 +210,23 @@ class VQServer(LanguageServer):
         if any(isinstance(ev, Edited) for ev in events) and not superseded():
             loop = asyncio.get_running_loop()
             self._settle_timers[uri] = loop.call_later(SETTLE_AFTER_S, self._settle_if_idle, uri, out.version)
+
+    async def _recover(self, uri: str, e: Exception) -> None:
+        """After an internal error on `uri`: drop its state and rebuild it from its text at once,
+        once; a fault that repeats is reported once more, and the document waits for an edit."""
+        if self.protocol._shutdown or self.engine.closed:  # shut down between two steps: nothing to do
+            return
+        log.error("processing %s failed", uri, exc_info=e)
+        await self.on_engine(self.docs.builder.drop, uri)
+        what = f"vq-lsp: internal error on {uri} ({type(e).__name__}: {e})"
+        state = self.failing.get(uri)
+        if state is None:  # retry once at once, so the client gets hints without another edit
+            self.say("error", f"{what}; rebuilding it from its text")
+            self.failing[uri] = Recovery.RETRYING
+            self.coalescer.submit(uri, Refresh())
+        elif state is Recovery.RETRYING:  # a fault that repeats: say so once, and do not loop
+            self.say("error", f"{what} again; hints for it resume when an edit succeeds")
+            self.failing[uri] = Recovery.GAVE_UP
 
     def _settle_if_idle(self, uri: str, version: int | None) -> None:
         """SETTLE_AFTER_S after an edit's hints, with nothing newer queued: settle the document."""
@@ -299,7 +247,7 @@ class VQServer(LanguageServer):
             out.append((ev.version, ev.changes))
         return out
 
-    # ----------------------------------------------------------------- builds (builds.py decides the order)
+    # ----------------------------------------------------------------- who waits for a document
     @contextlib.contextmanager
     def in_use(self, uri: str) -> Iterator[None]:
         """A request or an edit waits for `uri`: its build goes first and its state is not dropped."""
@@ -314,74 +262,6 @@ class VQServer(LanguageServer):
     def in_use_now(self, uri: str) -> bool:
         """Whether a request or an edit waits for `uri` (see `in_use`)."""
         return self.waiting.get(uri, 0) > 0
-
-    def _last_use(self, uri: str) -> float:
-        st = self.docs.states.get(uri)
-        return st.last_touch if st is not None else 0.0
-
-    async def _build_step(self, uri: str) -> tuple[int, int]:
-        """One window: chosen and handed over on the engine thread (short jobs), built on the build
-        worker. The window only reads the model and writes its own builder, so edits and requests
-        of other documents run on the engine thread meanwhile instead of waiting for it (a window
-        of 2048 tokens takes about a second)."""
-        try:
-            builder = await self.on_engine(self.docs.builder.next_window, uri)
-            if isinstance(builder, tuple):
-                return builder
-            await self.build_worker.submit(self._build_window, builder, lane=BUILD)
-            publisher = self.docs.publisher
-            if builder.done and (inputs := await self.on_engine(publisher.hint_inputs, uri, builder)) is not None:
-                # the first hints' heavy part too, off the engine thread
-                await self.build_worker.submit(self._warm_hints, inputs, builder, lane=BUILD)
-            return await self.on_engine(self.docs.builder.finish_window, uri, builder)
-        finally:
-            while self.notices:
-                m = self.notices.pop(0)
-                self.say(m.level, m.text)
-
-    def _build_window(self, builder) -> None:
-        """One window's dense pass (build worker), then its freed temporaries go back to the OS:
-        kept in malloc's heap, they added up over a long document's windows, and the resident
-        memory rose 140-250 MiB above the states until the build ended (a trim costs a few ms
-        against a window's second)."""
-        builder.step()
-        self.heap.trim_now()
-
-    def _warm_hints(self, inputs, builder) -> None:
-        """The first hints' caches (build worker), then their temporaries go back to the OS."""
-        self.docs.publisher.warm_hints(inputs, builder)
-        self.heap.trim_now()
-
-    async def _before_new_build(self, uri: str) -> None:
-        """A new build makes room for its whole state first, and starts only once the states it
-        dropped are written and released (their memory returned to the OS by `released`). When
-        the room is held by a state just built whose hints are still being chosen, a build nobody
-        waits for waits for those hints (at most HINTS_WAIT_S) instead of going over the budget
-        with two long documents' states; one with a request or an edit waiting does not wait."""
-        deadline = time.monotonic() + HINTS_WAIT_S
-        while await self.on_engine(self.docs.builder.make_room, uri) and time.monotonic() < deadline:
-            if any(self.in_use_now(u) for u in self.builds.wanted):
-                break  # someone waits: the queue picks again
-            await asyncio.sleep(0.1)
-        await asyncio.to_thread(self.docs.snapshots.flush)
-        # the dropped states are released now (and their pages returned): what the server holds beside
-        # the states is its working memory, which the budget counts too; when it grew, room is made again
-        await asyncio.to_thread(self.heap.trim_now)
-        if await self.on_engine(lambda: self.docs.budget.observe_working_memory(resident_bytes())):
-            await self.on_engine(self.docs.builder.make_room, uri)
-            await asyncio.to_thread(self.docs.snapshots.flush)
-
-    def _build_progress(self, uri: str, done: int, total: int) -> None:
-        progress = self._progress.get(uri)
-        if progress is None and total >= BUILD_PROGRESS_WINDOWS:
-            progress = self._progress[uri] = BuildProgress(self, self.progress_token("build"), uri, total)
-        if progress is not None:
-            progress.report(done)
-
-    def _build_ended(self, uri: str) -> None:
-        progress = self._progress.pop(uri, None)
-        if progress is not None:
-            progress.end()
 
     def refresh_all(self, event: Event | None = None) -> None:
         """Queue `event` for every open document: Refresh (the default) rebuilds what is missing
@@ -445,30 +325,3 @@ class VQServer(LanguageServer):
                 await self.load_model()
             elif new != old:
                 self.refresh_all(SettingsChanged())
-
-    async def ready(self, uri: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run `fn(documents, uri, *args)` (documents/requests.py) on the engine thread for the
-        document's newest state; errors become LSP error responses. A document that cannot have
-        a state (out of sync, too long, over budget, not a prose file type, no model) is answered
-        at once: nothing waits for a build that cannot help."""
-        with self.in_use(uri):
-            await self.coalescer.caught_up(uri)
-            try:
-                if (reason := self.docs.eligibility.unavailable(uri)) is not None:
-                    st = self.docs.states.get(uri)
-                    paused = st is not None and st.out_of_sync is not None
-                    raise (DocumentPaused if paused else RequestFailed)(f"no state for {uri}: {reason}")
-                if (st := self.docs.states.get(uri)) is not None and st.doc is None:
-                    if not await self.builds.build(uri):  # it goes first, window by window
-                        reason = self.docs.eligibility.unavailable(uri)
-                        paused = st.out_of_sync is not None
-                        raise (DocumentPaused if paused else RequestFailed)(
-                            f"no state for {uri}: {reason or 'it was closed'}"
-                        )
-                return await self.on_engine(fn, self.docs, uri, *args)
-            except KeyError as e:
-                raise JsonRpcInvalidParams(f"unknown document: {e.args[0]}") from None
-            except LookupError as e:
-                raise RequestFailed(str(e)) from None
-            except TextSyncError as e:  # a position outside the document
-                raise JsonRpcInvalidParams(str(e)) from None

@@ -26,6 +26,8 @@ from pygls.protocol.json_rpc import (
 )
 from pygls.protocol.language_server import lsp_method
 
+from ..documents.events import ChangeLost
+
 log = logging.getLogger(__name__)
 
 # JSON-RPC and LSP error codes
@@ -110,7 +112,7 @@ class Protocol(LanguageServerProtocol):
         if method is None and not has_id:
             return self.reply_error(None, INVALID_REQUEST, "neither a request, a notification nor a response")
         if not has_id and (bad := _bad_version(method, data.get("params"))) is not None:  # rejected at the door
-            return self._server.malformed_notification(method, data.get("params"), bad)
+            return self.malformed_notification(method, data.get("params"), bad)
         try:
             message = self.structure_message(data)
         except Exception as e:  # pygls raises JsonRpcInvalidParams / JsonRpcInternalError from cattrs errors
@@ -118,7 +120,7 @@ class Protocol(LanguageServerProtocol):
                 return log.warning("ignored a malformed response to request %r: %s", msg_id, _detail(e))
             if has_id:
                 return self.reply_error(msg_id, INVALID_PARAMS, f"invalid params for {method}: {_detail(e)}")
-            return self._server.malformed_notification(method, data.get("params"), _detail(e))
+            return self.malformed_notification(method, data.get("params"), _detail(e))
         if has_id and method is not None and not isinstance(message, RPCRequest):  # e.g. didOpen with an id
             return self.reply_error(msg_id, INVALID_REQUEST, f"{method} is a notification: it takes no id")
         try:
@@ -159,13 +161,30 @@ class Protocol(LanguageServerProtocol):
     def _send_data(self, data: Any) -> None:
         """pygls' send, except that a client gone away (broken pipe) ends serving quietly
         instead of raising into whatever was publishing."""
-        if self._server._stopping:
+        if self._server.inbox.stopping:
             return
         try:
             super()._send_data(data)
         except (BrokenPipeError, ConnectionResetError, ValueError) as e:  # ValueError: write to a closed file
             log.warning("the client is gone (%s): stopping", type(e).__name__)
-            self._server.stop_reading()
+            self._server.inbox.stop()
+
+    def malformed_notification(self, method: str, params: Any, detail: str) -> None:
+        """A notification whose params could not be read. For didChange the change is lost, so
+        the document's text is in doubt: pause it until the editor resends the full text."""
+        log.warning("ignored a malformed %s notification: %s", method, detail)
+        doc = params.get("textDocument") if isinstance(params, dict) else None
+        uri = doc.get("uri") if isinstance(doc, dict) else None
+        if method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(uri, str):
+            version = doc.get("version") if lsp_integer(doc.get("version")) else None
+            self._server.coalescer.submit(uri, ChangeLost(version, f"a malformed didChange ({detail})"))
+        else:
+            self._server.window_log_message(
+                types.LogMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"vq-lsp: ignored a malformed {method} notification: {detail}",
+                )
+            )
 
     def reply_error(self, msg_id: Any, code: int, message: str) -> None:
         log.warning("answering %r with error %d: %s", msg_id, code, message)
@@ -198,7 +217,7 @@ class Protocol(LanguageServerProtocol):
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args) -> None:
         self._server.exit_code = 0 if self._shutdown else 1
-        self._server.stop_reading()
+        self._server.inbox.stop()
 
     # ----------------------------------------------------------------- documents: our handlers only
     def _forward(self, method: str, params):

@@ -20,10 +20,15 @@ interpreter shutdown", SIGABRT on every `exit`).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
+
+log = logging.getLogger(__name__)
 
 MAX_HEADER_LINE = 8 * 1024
 MAX_BODY = 64 * 2**20  # a 50,000-token document is about 250 kB of JSON
@@ -100,3 +105,52 @@ class FdReader:
         while len(self.buf) < n and self._fill():
             pass
         return self._take(min(n, len(self.buf)))
+
+
+class Inbox:
+    """Framed messages from a blocking stream to the event loop, one at a time: `frames` runs on a
+    daemon thread (a blocked read never keeps the process alive) and hands each message over a
+    bounded queue (back-pressure on a client that floods us); `serve` takes them in order until
+    end of input or `stop`."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self._queue: asyncio.Queue | None = None
+
+    async def serve(self, stream, receive: Callable[[bytes], None], reject: Callable[[str], None]) -> None:
+        """`receive(body)` each message; `reject(problem)` each one that could not be framed."""
+        loop = asyncio.get_running_loop()
+        self._queue = inbox = asyncio.Queue(maxsize=256)
+
+        def pump() -> None:
+            try:
+                for item in frames(stream):
+                    asyncio.run_coroutine_threadsafe(inbox.put(item), loop).result()
+            except Exception as e:  # the loop is gone or stdin broke: either way, stop
+                log.info("stopped reading: %s", e)
+            try:
+                asyncio.run_coroutine_threadsafe(inbox.put(None), loop)
+            except RuntimeError:
+                pass
+
+        threading.Thread(target=pump, name="vq-stdin", daemon=True).start()
+        while not self.stopping:
+            item = await inbox.get()
+            if item is None:
+                log.info("end of input: the client is gone")
+                break
+            body, problem = item
+            if problem is not None:
+                reject(problem)
+            else:
+                receive(body)
+            await asyncio.sleep(0)  # let handlers started by this message run before the next one
+
+    def stop(self) -> None:
+        """Stop serving after the message being handled (exit, or the client is gone)."""
+        self.stopping = True
+        if self._queue is not None:
+            try:
+                self._queue.put_nowait(None)  # wake the loop if it waits for input
+            except asyncio.QueueFull:
+                pass  # it does not wait: it checks `stopping` after the current message
