@@ -206,7 +206,7 @@ def test_cpu_recipe_at_toy_sizes_exports_an_exact_model(tmp_path, extracted, dat
         "SMOLLM2_FINETUNE": "--scope post-vq --seq 48 --holdout 40 --limit 80 --steps 6 --batch 8 --crop 24 "
         "--lr 3e-3 --w-token 0 --head-lr-mult 1 --warmup 1 --ckpt-every 3",
         "SMOLLM2_EVAL": "--test-limit 20 --max-tokens 40 --lm-batches 1 --lm-seq 48 --edit-docs 2 --edit-seq 60 "
-        "--robust-reviews 8 --context-reviews 4 --holdout 40",
+        "--robust-reviews 8 --context-reviews 4 --holdout 40 --protocol-pairs 0",
         "EVAL_THREADS": "1",
     }
     env = {
