@@ -1,4 +1,5 @@
-"""A live engine state with the same tokens serves instead of a new build.
+"""A live engine state with the same tokens serves instead of a new build (the state a document
+had before it was opened again is a `state.Reusable`).
 
 A build is a dense pass per window (about a second per 2,048-token window on one CPU core). An
 editor that opens the same text again (a document opened twice without a close, the same file
@@ -15,37 +16,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import inference
 
 from .state import DocumentState
-
-
-@dataclass
-class Reusable:
-    """The state (or half-built state) a document had before it was opened again."""
-
-    ids: list[int]
-    doc: inference.IncrementalDocument | None
-    builder: inference.DocumentBuilder | None
-
-    @classmethod
-    def of(cls, st: DocumentState, model: inference.LoadedModel | None) -> Reusable | None:
-        if model is None or st.in_doubt or st.problem is not None:
-            return None
-        if st.doc is not None and st.doc.model is model:
-            return cls(st.doc.token_ids, st.doc, None)
-        if st.builder is not None and st.builder.model is model:
-            return cls(st.builder.ids, None, st.builder)
-        return None
-
-    def take_over(self, st: DocumentState) -> bool:
-        """Give `st` this state if its tokens are the same; False otherwise (it is built as usual)."""
-        if st.in_doubt or st.tracked is None or st.tracked.ids != self.ids:
-            return False
-        st.hand_over(self.doc, builder=self.builder)
-        return True
 
 
 def live_twin(

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import inference
 
 from ..hints.material import HintMaterial
 from .problems import Problem, Reason
 from .textsync import TrackedText
-
-if TYPE_CHECKING:
-    from .reuse import Reusable
 
 Level = Literal["error", "warning", "info"]
 
@@ -249,3 +246,29 @@ class DocumentState:
                 return None
         self.published = diagnostics
         return diagnostics
+
+
+@dataclass
+class Reusable:
+    """The state (or half-built state) a document had before it was opened again."""
+
+    ids: list[int]
+    doc: inference.IncrementalDocument | None
+    builder: inference.DocumentBuilder | None
+
+    @classmethod
+    def of(cls, st: DocumentState, model: inference.LoadedModel | None) -> Reusable | None:
+        if model is None or st.in_doubt or st.problem is not None:
+            return None
+        if st.doc is not None and st.doc.model is model:
+            return cls(st.doc.token_ids, st.doc, None)
+        if st.builder is not None and st.builder.model is model:
+            return cls(st.builder.ids, None, st.builder)
+        return None
+
+    def take_over(self, st: DocumentState) -> bool:
+        """Give `st` this state if its tokens are the same; False otherwise (it is built as usual)."""
+        if st.in_doubt or st.tracked is None or st.tracked.ids != self.ids:
+            return False
+        st.hand_over(self.doc, builder=self.builder)
+        return True

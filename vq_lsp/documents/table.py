@@ -14,14 +14,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from . import reuse, updates
+from . import updates
 from .eligibility import Eligibility
 from .events import ChangeLost, Closed, Edited, Event, Opened, Refresh, SettingsChanged, Settle, merge_edits
 from .memory import Budget
 from .problems import text_problem
 from .shared import Shared
 from .snapshots import save_state
-from .state import DocumentState, Message, Outcome
+from .state import DocumentState, Message, Outcome, Reusable
 from .textsync import Change, TextSyncError, apply_changes, tokens_lost_at_most
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class DocumentTable:
     def _open(self, uri: str, ev: Opened) -> None:
         states = self.shared.states
         previous = states.get(uri)  # opened again without a close: its state may serve
-        reusable = reuse.Reusable.of(previous, self.shared.model) if previous is not None else None
+        reusable = Reusable.of(previous, self.shared.model) if previous is not None else None
         states[uri] = DocumentState(
             uri, ev.language_id, ev.version, ev.text, last_touch=time.monotonic(), previous=reusable
         )

@@ -14,7 +14,7 @@ from ..documents.events import Closed, Edited, Opened, Refresh
 from ..documents.textsync import Change
 from ..hints import lsp as hint_lsp
 from ..settings import SECTION, Settings
-from . import dictionary_actions, grammar_actions, workspace_files
+from . import dictionary_actions, grammar_actions, workspace_sync
 from .language_server import EXIT_GRACE_S, VQServer
 from .protocol import DocumentPaused, RequestFailed
 from .ready import ready
@@ -73,9 +73,9 @@ def register_session(ls: VQServer) -> None:
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: VQServer, params: types.InitializedParams):
-        workspace_files.report_problems(ls)
-        await workspace_files.register_watchers(ls)
-        workspace_files.start_polling(ls)  # also where the editor reports no change of them
+        workspace_sync.report_problems(ls)
+        await workspace_sync.register_watchers(ls)
+        workspace_sync.start_polling(ls)  # also where the editor reports no change of them
         if ls.docs.settings.diagnostics.grammar:
             ls.docs.hint_caches.grammar.prepare()  # Harper's linter builds while the model loads
         await ls.load_model()
@@ -105,28 +105,28 @@ def register_documents(ls: VQServer) -> None:
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched_files(ls: VQServer, params: types.DidChangeWatchedFilesParams):
-        await workspace_files.files_changed(ls, [c.uri for c in params.changes])
+        await workspace_sync.files_changed(ls, [c.uri for c in params.changes])
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: VQServer, params: types.DidSaveTextDocumentParams):
-        await workspace_files.files_changed(ls, [params.text_document.uri])
+        await workspace_sync.files_changed(ls, [params.text_document.uri])
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: VQServer, params: types.DidOpenTextDocumentParams):
         d = params.text_document
         ls.coalescer.submit(d.uri, Opened(d.version, d.language_id, d.text))
-        ls.workspace_files.watch_buffer(ls, d.uri)  # a word list opened in the editor
+        workspace_sync.watch_buffer(ls, d.uri)  # a word list opened in the editor
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: VQServer, params: types.DidChangeTextDocumentParams):
         ls.coalescer.submit(params.text_document.uri, Edited(params.text_document.version, changes_of(params)))
-        ls.workspace_files.watch_buffer(ls, params.text_document.uri)
+        workspace_sync.watch_buffer(ls, params.text_document.uri)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: VQServer, params: types.DidCloseTextDocumentParams):
         ls.builds.cancel(params.text_document.uri)  # a queued build never runs, a running one stops
         ls.coalescer.submit(params.text_document.uri, Closed())
-        ls.workspace_files.watch_buffer(ls, params.text_document.uri, closed=True)
+        workspace_sync.watch_buffer(ls, params.text_document.uri, closed=True)
 
 
 def register_requests(ls: VQServer) -> None:
