@@ -10,8 +10,10 @@ or corrupted (all of them, not the first), then concatenates, decompresses and c
 ``fits`` says whether the tree plus the files one run carries stay under the payload limit.
 
     python -m training.gpu_pack split FILE --out DIR [--part-mib 32] [--xz]
+    python -m training.gpu_pack check DIR/NAME.manifest.json      # which parts are here, and right
     python -m training.gpu_pack join DIR/NAME.manifest.json --out FILE
     python -m training.gpu_pack fits FILE...        # tree + these files <= 64 MiB?
+    python -m training.gpu_pack calls FILE...       # the files, in order, shared out over consecutive runs
 """
 
 from __future__ import annotations
@@ -181,6 +183,21 @@ def tree_bytes(repo: Path) -> int:
     return sum(f.stat().st_size for f in files if f.is_file() and not f.is_symlink())
 
 
+def share_out(sizes: list[int], room: int) -> list[list[int]]:
+    """Indices of ``sizes`` in order, cut into consecutive runs that each carry at most ``room`` bytes."""
+    calls: list[list[int]] = [[]]
+    used = 0
+    for i, size in enumerate(sizes):
+        if size > room:
+            raise PackError(f"file {i + 1} ({size} bytes) is larger than a run's room ({room} bytes)")
+        if used + size > room:
+            calls.append([])
+            used = 0
+        calls[-1].append(i)
+        used += size
+    return calls
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.gpu_pack", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -189,19 +206,47 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--part-mib", type=float, default=32.0, help="largest part, MiB")
     p.add_argument("--xz", action="store_true", help="xz-compress before cutting")
+    p = sub.add_parser("check", help="which parts are here and right (exit 1 if one here is wrong)")
+    p.add_argument("manifest", type=Path)
     p = sub.add_parser("join", help="check the parts a manifest lists and join them")
     p.add_argument("manifest", type=Path)
     p.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("fits", help="does the working tree plus these files fit one run's payload?")
     p.add_argument("files", type=Path, nargs="+")
     p.add_argument("--repo", type=Path, default=Path.cwd())
+    p = sub.add_parser("calls", help="share these files out, in order, over consecutive runs")
+    p.add_argument("files", type=Path, nargs="+")
+    p.add_argument("--repo", type=Path, default=Path.cwd())
+    p.add_argument("--margin-mib", type=float, default=1.0, help="room kept free in every run")
     args = ap.parse_args(argv)
+    if args.cmd == "calls":
+        tree = tree_bytes(args.repo.resolve())
+        room = PAYLOAD_LIMIT - tree - int(args.margin_mib * (1 << 20))
+        sizes = [f.stat().st_size for f in args.files]
+        try:
+            calls = share_out(sizes, room)
+        except PackError as e:
+            print(f"gpu_pack calls: {e}", file=sys.stderr)
+            return 1
+        for n, call in enumerate(calls, 1):
+            mib = (tree + sum(sizes[i] for i in call)) / (1 << 20)
+            print(f"run {n} ({mib:.2f} MiB with the tree): carry {' '.join(str(args.files[i]) for i in call)}")
+        return 0
     if args.cmd == "split":
         m = split_file(args.file, args.out, int(args.part_mib * (1 << 20)), args.xz)
         for part in m.parts:
             print(f"{args.out / part.name}: {part.size / (1 << 20):.2f} MiB")
         print(f"{m.name}: {m.size / (1 << 20):.2f} MiB -> {len(m.parts)} parts, {m.packed_size / (1 << 20):.2f} MiB")
         return 0
+    if args.cmd == "check":
+        manifest = Manifest.load(args.manifest)
+        problems = check_parts(manifest, args.manifest.parent)
+        wrong = [p for p in problems if not p.endswith(": missing")]
+        here = len(manifest.parts) - (len(problems) - len(wrong))
+        print(f"{manifest.name}: {here - len(wrong)} of {len(manifest.parts)} parts here and right")
+        for line in problems:
+            print(f"  {line}")
+        return 1 if wrong else 0
     if args.cmd == "join":
         try:
             print(f"joined -> {join_parts(args.manifest, args.out)}")

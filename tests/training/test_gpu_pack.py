@@ -75,6 +75,12 @@ def test_the_cli_joins_and_exits_1_naming_a_missing_part(tmp_path, payload, caps
     (tmp_path / "p" / manifest.parts[1].name).unlink()
     assert gpu_pack.main(["join", path, "--out", str(tmp_path / "k")]) == 1
     assert f"part 2 of {len(manifest.parts)} ({manifest.parts[1].name}): missing" in capsys.readouterr().err
+    n = len(manifest.parts)
+    assert gpu_pack.main(["check", path]) == 0  # a part still on its way is no error
+    assert f"{n - 1} of {n} parts here and right" in capsys.readouterr().out
+    (tmp_path / "p" / manifest.parts[0].name).write_bytes(b"not the part")
+    assert gpu_pack.main(["check", path]) == 1
+    assert f"{n - 2} of {n} parts here and right" in capsys.readouterr().out
 
 
 def test_fits_counts_the_tree_and_the_carried_files(tmp_path, monkeypatch):
@@ -90,3 +96,10 @@ def test_fits_counts_the_tree_and_the_carried_files(tmp_path, monkeypatch):
     assert gpu_pack.main(["fits", str(repo / "runs" / "ignored.bin"), "--repo", str(repo)]) == 0
     monkeypatch.setattr(gpu_pack, "PAYLOAD_LIMIT", 1006 + 4999)
     assert gpu_pack.main(["fits", str(repo / "runs" / "ignored.bin"), "--repo", str(repo)]) == 1
+
+
+def test_files_are_shared_out_over_runs_in_order_within_the_room():
+    assert gpu_pack.share_out([30, 2, 30, 20, 12], room=33) == [[0, 1], [2], [3, 4]]
+    assert gpu_pack.share_out([33, 33], room=33) == [[0], [1]]
+    with pytest.raises(PackError, match="file 2 .* larger than a run's room"):
+        gpu_pack.share_out([1, 34], room=33)
