@@ -15,8 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${VQ_LSP_DATA:?set VQ_LSP_DATA to the data folder}"
 PACK="${1:-runs/smollm2_pack}"
-TOKENS="${TOKENS:-12000000}"
-PART_MIB="${PART_MIB:-33}"
+TOKENS="${TOKENS:-10000000}"
+PART_MIB="${PART_MIB:-32.5}"
 TEACHER="${TEACHER:-runs/smollm2_teacher}"
 PYTHON="${PYTHON:-python}"
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
