@@ -72,6 +72,7 @@ SLOW = (
     "tests/batch/test_score_hints.py",
     "tests/server/test_snapshots_e2e.py",
     "tests/training/test_pretrained_teacher.py",
+    "tests/training/test_smollm2_slot.py",
     "tests/training/test_reproduce_script.py",
     "tests/training/test_context_scoring.py",
     "tests/training/test_module_structure.py",

@@ -15,7 +15,9 @@ scaled by T^2; a pretrained teacher's top ``--top-k`` only), cosine alignment of
 residual stream with the teacher's (OPT teachers only: the layers of another architecture do not
 correspond), and the plain LM loss; plus the locality term of ``locality.py`` (weight 0 = the
 ablation). The student's positions are ordered random subsets of the pool; an OPT teacher sees
-the same, a rotary teacher its own contiguous positions (the order is the same).
+the same, a rotary teacher its own contiguous positions (the order is the same). With
+``--order-only`` both position tables are constant and frozen from the first step: positions
+then decide only causality, so any layout an edit history leaves gives the same codes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import torch.nn.functional as F
 from . import common
 from .data import sample_chunks
 from .locality import locality_loss, make_edits
+from .order_only import freeze_order_only
 from .soft_targets import OPTTargets, PretrainedTargets, soft_target_kl
 from .teacher import load_or_collect_tokens
 from .token_file import read_token_file
@@ -150,8 +153,7 @@ def start_from_model(student, folder) -> None:
         raise SystemExit(f"--init {folder}: its config differs from the student's (--vq-heads, --scale, --window)")
     student.load_state_dict(net.state_dict())
     if net.reads_order_only():
-        for table in (student.decoder.embed_positions, student.decoder.embed_positions_fine):
-            table.weight.requires_grad_(False)
+        freeze_order_only(student)
 
 
 def distill_losses(student, teacher, quant, ids, pos, args, step: int, vq: bool = True) -> dict[str, torch.Tensor]:
@@ -221,6 +223,8 @@ def train_distill(args) -> Path:
     init = getattr(args, "init", None)
     if init:
         start_from_model(student, init)  # before the optimiser: it sees only what still trains
+    if getattr(args, "order_only", False):
+        freeze_order_only(student)
     quant = TrainQuantizer(student, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau)
     opt = torch.optim.AdamW(
         [p for p in student.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01
@@ -316,6 +320,7 @@ def train_distill(args) -> Path:
             "vq_codes": student.config.vq_codes,
             "attention_scale": args.scale,
             "locality_weight": args.locality,
+            "reads_order_only": student.reads_order_only(),
             "margin": args.margin,
             "pseudo_grad": args.pseudo_grad,
             "kmeans_init": kmeans_report,

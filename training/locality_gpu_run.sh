@@ -44,16 +44,4 @@ set -x
   --lr "$LR" --warmup 50 --steps "$STEPS" --max-seconds "$MAX_SECONDS" --ckpt-every "$CKPT_EVERY" --log-every 25 \
   "${DEVICE[@]}" --resume --quiet "$@"
 { set +x; } 2>/dev/null
-"$PYTHON" - "$OUT" <<'PY'
-import json, sys
-from pathlib import Path
-
-out = Path(sys.argv[1])
-card = json.loads((out / "model" / "card.json").read_text())["distill"]
-logs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-last = [r for r in logs if r.get("stage") == "distill"][-1]
-print("trunk:", out / "model", "| steps", card["steps"], "| stopped by the time budget:",
-      "stopped_by_max_seconds" in card)
-print("throughput:", json.dumps(card["throughput_last_run"]))
-print("last log:", json.dumps({k: last[k] for k in ("step", "loss", "kl", "hidden", "locality", "flip") if k in last}))
-PY
+"$PYTHON" -m training.gpu_run_report "$OUT"

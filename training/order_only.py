@@ -37,6 +37,15 @@ def make_order_only(net) -> dict:
     return report
 
 
+def freeze_order_only(net) -> None:
+    """Make NET read only the order (if it does not already) and freeze both position tables, so that
+    training keeps it so: the codes and locality it learns are then the ones the model keeps."""
+    if not net.reads_order_only():
+        make_order_only(net)
+    for table in (net.decoder.embed_positions, net.decoder.embed_positions_fine):
+        table.weight.requires_grad_(False)
+
+
 def run_order_only(args) -> Path:
     """`vq-train order-only`: a model folder in, the same model reading only the order out."""
     from inference import Tokenizer, load_model_folder, save_model_folder

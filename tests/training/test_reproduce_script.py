@@ -108,3 +108,32 @@ def test_tone_recipe_needs_the_gpu_models(tmp_path):
 
 def c_value(call: list[str], flag: str) -> str:
     return call[call.index(flag) + 1]
+
+
+def test_smollm2_tail_joins_the_returned_parts_then_tunes_calibrates_evaluates_exports(tmp_path):
+    import json
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from training.bf16_parts import split_model
+
+    trunk = tmp_path / "returned_trunk"
+    trunk.mkdir()
+    save_file({"decoder.embed_tokens.weight": torch.randn(512, 256)}, str(trunk / "model.safetensors"))
+    (trunk / "config.json").write_text(json.dumps({"hidden_size": 256}))
+    split_model(trunk, tmp_path / "parts")
+    res, calls = run_script(tmp_path, RECIPE="smollm2-tail", PARTS=str(tmp_path / "parts"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    joined = load_file(str(tmp_path / "run" / "trunk" / "model.safetensors"))["decoder.embed_tokens.weight"]
+    assert joined.dtype == torch.float32 and joined.shape == (512, 256)
+    assert [c[0] for c in calls] == ["teacher", "finetune", "calibrate", "evaluate", "export"]
+    assert c_value(calls[1], "--model") == str(tmp_path / "run" / "trunk") and "post-vq" in calls[1]
+    assert c_value(calls[2], "--model") == c_value(calls[1], "--out") + "/model"
+    assert c_value(calls[3], "--model") == c_value(calls[2], "--out") == c_value(calls[4], "--model")
+    assert c_value(calls[4], "--out") == str(tmp_path / "export")  # the test's EXPORT_TO; by default $RUN/model
+
+
+def test_smollm2_tail_needs_the_returned_parts(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="smollm2-tail")
+    assert res.returncode != 0 and "PARTS" in res.stderr and calls == []
