@@ -60,10 +60,9 @@ VQ_LSP_LAYERS = {
 }
 ONLY_IMPORTED_BY = {"pygls": "vq_lsp.server"}  # within vq_lsp
 LSP_EDGE = ("vq_lsp.server", "vq_lsp.hints.lsp")  # the only modules that speak LSP types
-# Uses of LSP types outside the edge that remain, each named: a hint's severity is lsprotocol's
-# DiagnosticSeverity, so choosing hints (conventions) writes it; a severity of the hints' own, turned
-# into LSP's in hints/lsp.py, removes this entry.
-LSP_TYPES_ALLOWED = {"vq_lsp.hints.conventions"}
+# Uses of LSP types outside the edge allowed, each named: none (a hint's severity is the hints' own,
+# turned into LSP's in hints/lsp.py)
+LSP_TYPES_ALLOWED: set[str] = set()
 # Type-only circles allowed, each named by its modules: none (the test wants this list exact, so a
 # circle that comes back fails it)
 TYPE_CIRCLES_ALLOWED: list[list[str]] = []

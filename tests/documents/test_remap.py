@@ -7,7 +7,6 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lsprotocol import types
 
 from vq_lsp.documents.remap import move
 from vq_lsp.documents.textsync import Change, apply_change, line_starts, position_at
@@ -18,8 +17,7 @@ WORDS = st.lists(st.sampled_from(["film", "good", "😀", "a", "\n", "\n\n", "\r
 
 def hints_of(text: str) -> list[Hint]:
     out = [
-        Hint(m.start(), m.end(), f"word {i}", types.DiagnosticSeverity.Hint, "surprise")
-        for i, m in enumerate(re.finditer(r"\w+|😀", text))
+        Hint(m.start(), m.end(), f"word {i}", "hint", "surprise") for i, m in enumerate(re.finditer(r"\w+|😀", text))
     ]
     para = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")  # as vq_lsp.hints.paragraphs
     out += [
@@ -27,7 +25,7 @@ def hints_of(text: str) -> list[Hint]:
             m.start(),
             m.start() + len(m.group().rstrip()),
             f"para {i}",
-            types.DiagnosticSeverity.Information,
+            "information",
             "sentiment",
         )
         for i, m in enumerate(para.finditer(text))

@@ -54,7 +54,7 @@ def test_harper_spends_no_time_on_the_spelling_lints_it_would_drop():
 def test_one_hint_per_span_and_ignore_comments():
     text = "He go to the market.\n"
     lints = CACHES.grammar.lints(text, markup.layout(text, markup.PLAIN))
-    word = lsp.Hint(3, 5, "possible typo", lsp.types.DiagnosticSeverity.Hint, "typo")
+    word = lsp.Hint(3, 5, "possible typo", "hint", "typo")
     assert [h.start for h in conventions.grammar_hints(text, lints, [], ignores.Ignores())] == [3]
     assert conventions.grammar_hints(text, lints, [word], ignores.Ignores()) == []
     silenced = ignores.find("vq-lsp-disable-next-line grammar\n" + text, markup.PLAIN)
@@ -76,9 +76,9 @@ def test_the_setting_turns_grammar_off_and_sets_its_severity():
     on = conventions.choose(
         _Text(text), empty, DiagnosticSettings(sentiment=False), conventions.Conventions(), caches=CACHES
     )
-    assert [(h.code, h.severity) for h in on] == [("grammar", lsp.types.DiagnosticSeverity.Hint)]
+    assert [(h.code, h.severity) for h in on] == [("grammar", "hint")]
     loud = DiagnosticSettings(sentiment=False, grammar_severity="error")
-    assert conventions.choose(_Text(text), empty, loud, conventions.Conventions(), caches=CACHES)[0].severity == 1
+    assert conventions.choose(_Text(text), empty, loud, conventions.Conventions(), caches=CACHES)[0].severity == "error"
     off = DiagnosticSettings(sentiment=False, grammar=False)
     assert conventions.choose(_Text(text), empty, off, conventions.Conventions(), caches=CACHES) == []
 

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
-from lsprotocol import types
-
 from ..settings import DiagnosticSettings
 from . import excludes, grammar, ignores, lsp, markup
 from .dictionary import Dictionary
@@ -24,13 +22,6 @@ from .material import HintMaterial, TokenizedText, layout_for
 
 if TYPE_CHECKING:
     from .caches import HintCaches
-
-SEVERITY = {
-    "error": types.DiagnosticSeverity.Error,
-    "warning": types.DiagnosticSeverity.Warning,
-    "information": types.DiagnosticSeverity.Information,
-    "hint": types.DiagnosticSeverity.Hint,
-}
 
 
 @dataclass(frozen=True)
@@ -108,7 +99,7 @@ def warm_grammar(
         caches.grammar.paragraph_lints(tt.text, layout_for(tt.text, language_id, cfg, caches), words.words)
 
 
-def _with_severity(h: lsp.Hint, severity: types.DiagnosticSeverity) -> lsp.Hint:
+def _with_severity(h: lsp.Hint, severity: str) -> lsp.Hint:
     return lsp.Hint(h.start, h.end, h.message, severity, h.code)
 
 
@@ -143,10 +134,10 @@ def _grammar_hints(
             if (i and reach[i - 1] > start) or silenced.silences("grammar", start, end):
                 continue
             source = f"harper: {lint.kind}, {lint.rule}" if lint.rule else f"harper: {lint.kind}"  # grammar.rules names
-            out.append(lsp.Hint(start, end, f"{lint.message} ({source})", types.DiagnosticSeverity.Hint, "grammar"))
+            out.append(lsp.Hint(start, end, f"{lint.message} ({source})", "hint", "grammar"))
     return out
 
 
-def severity_of(code: str, cfg: DiagnosticSettings) -> types.DiagnosticSeverity:
-    """A hint kind's severity from the settings (`diagnostics.typoSeverity` ...)."""
-    return SEVERITY[getattr(cfg, f"{code}_severity", "hint")]
+def severity_of(code: str, cfg: DiagnosticSettings) -> str:
+    """A hint kind's severity from the settings (`diagnostics.typoSeverity` ...), one of SEVERITIES."""
+    return getattr(cfg, f"{code}_severity", "hint")

@@ -31,6 +31,14 @@ SOURCE = "vq-lsp"
 VERIFY_COMMAND = "vqLsp.verify"
 QUICK_FIX_CODES = ("typo", "surprise")  # diagnostic codes that get quick fixes
 
+# A hint's severity is one of settings.SEVERITIES, the hints' own; LSP's number only at this edge.
+LSP_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
 Position = Callable[[int], tuple[int, int]]  # char offset -> LSP (line, UTF-16 character)
 Range = tuple[int, int, int, int]  # LSP (line, character, line, character)
 
@@ -47,7 +55,7 @@ class Hint:
     start: int
     end: int
     message: str
-    severity: types.DiagnosticSeverity
+    severity: str  # settings.SEVERITIES: "error", "warning", "information" or "hint"
     code: str
 
     def lsp(self, position: Position, computed_for: int | None) -> types.Diagnostic:
@@ -56,7 +64,7 @@ class Hint:
         return types.Diagnostic(
             range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
             message=self.message,
-            severity=self.severity,
+            severity=LSP_SEVERITY[self.severity],
             source=SOURCE,
             code=self.code,
             data={"version": computed_for},
@@ -67,11 +75,10 @@ def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -
     """The hints `selection.select` picks, worded as diagnostics: tones, then typos, then unlikely words."""
     picked = selection.select(material, cfg)
     out = [
-        Hint(t.start, t.end, f"{t.label} tone ({t.probability:.2f})", types.DiagnosticSeverity.Information, "sentiment")
-        for t in picked.tones
+        Hint(t.start, t.end, f"{t.label} tone ({t.probability:.2f})", "information", "sentiment") for t in picked.tones
     ]
     out += [
-        Hint(f.start, f.end, f"possible typo: {f.explain()}", types.DiagnosticSeverity.Hint, "typo")
+        Hint(f.start, f.end, f"possible typo: {f.explain()}", "hint", "typo")
         for f in sorted(picked.typos, key=lambda f: (f.start, f.end))  # text order, however the findings were gathered
     ]
     out += [
@@ -79,7 +86,7 @@ def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -
             s.start,
             s.end,
             f"unexpected {tt.text[s.start : s.end]!r} (surprise {s.surprise:.1f}): possible typo or awkward wording",
-            types.DiagnosticSeverity.Hint,
+            "hint",
             "surprise",
         )
         for s in picked.surprises

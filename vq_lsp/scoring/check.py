@@ -44,7 +44,6 @@ FAIL_ON = (*SEVERITIES, "never")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
 _GITHUB_LEVEL = {"error": "error", "warning": "warning", "information": "notice", "hint": "notice"}
-_SEVERITY_NAME = {int(v): k for k, v in conventions.SEVERITY.items()}
 _RULES = {
     "typo": "A likely typo: a word the model reads as a close dictionary word, or a confused word.",
     "sentiment": "The tone of a prose paragraph.",
@@ -215,7 +214,7 @@ def hints_of(s: Scored | None, settings: Settings, conv: conventions.Conventions
                 c0 + 1,
                 l1 + 1,
                 c1 + 1,
-                _SEVERITY_NAME[int(h.severity)],
+                h.severity,
                 h.code,
                 h.message,
                 fixes.get((h.start, h.end), ()) if h.code == "typo" else (),
