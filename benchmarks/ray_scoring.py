@@ -55,7 +55,7 @@ def corpus(data: Path, docs: int, revisions: int, max_chars: int) -> list[tuple[
 
 
 def stripped(rows) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+    return [{k: v for k, v in r.as_json().items() if k != "seconds"} for r in rows]
 
 
 def run(args) -> dict:

@@ -21,6 +21,7 @@ from vq_lsp.scoring import command
 from vq_lsp.scoring.hint_changes import ListedHint, changes, line_map
 from vq_lsp.scoring.output import RowWriter
 from vq_lsp.scoring.revisions import CommitHeader, parse_raw_log
+from vq_lsp.scoring.rows import RevisionRow, TypoRow
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
@@ -173,23 +174,19 @@ def test_a_repeated_word_counts_once_per_occurrence():
     assert [h.line for h in gone.gone] == [1]
 
 
-def _row(label: str, scores: dict[str, float] | None, typos: list[tuple[int, int, str]]) -> dict:
+def _row(label: str, scores: dict[str, float] | None, typos: list[tuple[int, int, str]]) -> RevisionRow:
     """A scorer row with only what the text output reads."""
-    return {
-        "doc": "essay.md",
-        "revision": label,
-        "scores": scores,
-        "tokens": 10,
-        "changed_tokens": 10,
-        "incremental_macs": 1,
-        "dense_macs": 1,
-        "paragraphs": [],
-        "surprises": [],
-        "typos": [
-            {"line": line, "column": column, "text": word, "kind": "non-word", "surprise": 9.0, "fixes": ["the"]}
-            for line, column, word in typos
-        ],
-    }
+    return RevisionRow(
+        doc="essay.md",
+        revision=label,
+        index=0,
+        tokens=10,
+        changed_tokens=10,
+        scores=scores,
+        typos=[TypoRow(line, column, word, "non-word", 9.0, 9.0, ["the"]) for line, column, word in typos],
+        incremental_macs=1,
+        dense_macs=1,
+    )
 
 
 def test_an_empty_commit_restarts_the_comparison():

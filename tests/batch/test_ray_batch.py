@@ -98,7 +98,7 @@ def test_documents_spread_over_both_workers_and_rows_keep_input_order(local_ray,
             f.write(json.dumps({"doc": name, "revisions": [{"text": t} for t in texts]}) + "\n")
     single, _ = _run([str(path), "--model", str(tiny_model_dir)], capsys)
     scorer = ray_scoring.RayScorer(ray_scoring.LOCAL, 2, tiny_model_dir, 1, hints=DiagnosticSettings())  # no load given
-    got = [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in scorer.score(from_jsonl(path, print))]
+    got = [{k: v for k, v in r.as_json().items() if k not in WALL_CLOCK} for r in scorer.score(from_jsonl(path, print))]
     assert got == single[:-1]
     assert [r["index"] for r in got] == list(range(9))
     assert set(scorer.assigned.values()) == {0, 1} and len(scorer.assigned) == 3

@@ -21,6 +21,7 @@ from ..hints import tone
 from ..settings import DiagnosticSettings
 from .hint_changes import ListedHint, changes
 from .revisions import CommitHeader
+from .rows import RevisionRow
 from .scorer import Summary
 
 
@@ -73,28 +74,28 @@ class RowWriter:
                 ]
             )
 
-    def row(self, r: dict, text: str | None = None) -> None:
+    def row(self, r: RevisionRow, text: str | None = None) -> None:
         """Write one revision's row; `text` is the revision's text (the changes listing maps lines with it)."""
         if self.fmt == "text":
             self._write(self._text(r, text or ""))
             return
         if self.fmt == "jsonl":
-            self._write(json.dumps(r) + "\n")
+            self._write(json.dumps(r.as_json()) + "\n")
             return
-        scores = r["scores"] or {}
+        scores = r.scores or {}
         self.csv.writerow(
             [
-                r["doc"],
-                r["revision"],
-                r["index"],
-                r["tokens"],
-                r["changed_tokens"],
+                r.doc,
+                r.revision,
+                r.index,
+                r.tokens,
+                r.changed_tokens,
                 *[scores.get(lab, "") for lab in self.labels],
-                json.dumps(r["paragraphs"]),
-                r["incremental_macs"],
-                r["dense_macs"],
-                r["seconds"],
-                r.get("verified", ""),
+                json.dumps(r.as_json()["paragraphs"]),
+                r.incremental_macs,
+                r.dense_macs,
+                r.seconds,
+                "" if r.verified is None else r.verified,
             ]
         )
 
@@ -108,26 +109,26 @@ class RowWriter:
         else:
             self.out.write(chunk)
 
-    def _text(self, r: dict, text: str) -> str:
+    def _text(self, r: RevisionRow, text: str) -> str:
         """What a writer reads: the revision, the document's tone, then the hints an editor would show
         (1-based lines): all of them, or only those new (+) or gone (-) since the previous revision."""
-        commit = self.commits.get(r["revision"])
+        commit = self.commits.get(r.revision)
         if commit is None:
             return self._plain_text(r)
         head = f"{commit.date} {commit.short_hash} {commit.subject}".rstrip()
-        before = self.previous.get(r["doc"], _Previous())
-        if r["scores"] is None:
-            self.previous[r["doc"]] = _Previous()
+        before = self.previous.get(r.doc, _Previous())
+        if r.scores is None:
+            self.previous[r.doc] = _Previous()
             return f"{head}\n  empty\n"
         hints = self._hints(r)
-        self.previous[r["doc"]] = _Previous(text, hints, r["scores"])
-        label = max(r["scores"], key=r["scores"].get)
-        score = f"{label} {r['scores'][label]:.2f}"
+        self.previous[r.doc] = _Previous(text, hints, r.scores)
+        label = max(r.scores, key=r.scores.get)
+        score = f"{label} {r.scores[label]:.2f}"
         if before.scores is not None and label in before.scores:
-            score += f" ({r['scores'][label] - before.scores[label]:+.2f})"
+            score += f" ({r.scores[label] - before.scores[label]:+.2f})"
         status = (
-            f"  {score}; {r['changed_tokens']} of {r['tokens']} tokens changed, "
-            f"{r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs than scoring from scratch; "
+            f"  {score}; {r.changed_tokens} of {r.tokens} tokens changed, "
+            f"{r.dense_macs / max(1, r.incremental_macs):.1f}x fewer MACs than scoring from scratch; "
             f"{len(hints)} hints"
         )
         if not self.changes_only:
@@ -139,49 +140,49 @@ class RowWriter:
             + "\n"
         )
 
-    def _plain_text(self, r: dict) -> str:
+    def _plain_text(self, r: RevisionRow) -> str:
         """A revision of a folder or a revision file: `doc/revision:`, the tone, every hint."""
-        if r["scores"] is None:
-            return f"{r['doc']}/{r['revision']}: empty\n"
-        label = max(r["scores"], key=r["scores"].get)
+        if r.scores is None:
+            return f"{r.doc}/{r.revision}: empty\n"
+        label = max(r.scores, key=r.scores.get)
         lines = [
-            f"{r['doc']}/{r['revision']}: {label} {r['scores'][label]:.2f}  ({r['changed_tokens']} of "
-            f"{r['tokens']} tokens changed, {r['dense_macs'] / max(1, r['incremental_macs']):.1f}x fewer MACs "
+            f"{r.doc}/{r.revision}: {label} {r.scores[label]:.2f}  ({r.changed_tokens} of "
+            f"{r.tokens} tokens changed, {r.dense_macs / max(1, r.incremental_macs):.1f}x fewer MACs "
             f"than scoring from scratch)"
         ]
         lines += [f"  {h.text}" for h in self._hints(r)]
         return "\n".join(lines) + "\n"
 
-    def _hints(self, r: dict) -> list[ListedHint]:
+    def _hints(self, r: RevisionRow) -> list[ListedHint]:
         """The row's hints in the order they are listed: paragraph tones, typos, unexpected words."""
         hints = []
-        blocks = [tone.Block(p["scores"], p["words"], p["tokens"]) for p in r["paragraphs"]]
-        for p, shown in zip(r["paragraphs"], tone.shown(blocks, self.tone)):  # the server's rule for a shown tone
+        blocks = [tone.Block(p.scores, p.words, p.tokens) for p in r.paragraphs]
+        for p, shown in zip(r.paragraphs, tone.shown(blocks, self.tone)):  # the server's rule for a shown tone
             if shown is not None:
                 hints.append(
                     ListedHint(
-                        ("tone", shown[0]), p["line"], False, f"line {p['line'] + 1}: {shown[0]} tone ({shown[1]:.2f})"
+                        ("tone", shown[0]), p.line, False, f"line {p.line + 1}: {shown[0]} tone ({shown[1]:.2f})"
                     )
                 )
-        for h in r["typos"]:
-            fixes = ", ".join(repr(w) for w in h["fixes"])
+        for h in r.typos:
+            fixes = ", ".join(repr(w) for w in h.fixes)
             hints.append(
                 ListedHint(
-                    (f"typo {h['kind']}", h["text"]),
-                    h["line"],
+                    (f"typo {h.kind}", h.text),
+                    h.line,
                     True,
-                    f"line {h['line'] + 1}:{h['column'] + 1}: possible typo {h['text']!r} "
-                    f"({h['kind']}, {h['surprise']:.1f} nats; likely: {fixes})",
+                    f"line {h.line + 1}:{h.column + 1}: possible typo {h.text!r} "
+                    f"({h.kind}, {h.surprise:.1f} nats; likely: {fixes})",
                 )
             )
-        for h in r["surprises"]:
+        for h in r.surprises:
             hints.append(
                 ListedHint(
-                    ("unexpected", h["text"]),
-                    h["line"],
+                    ("unexpected", h.text),
+                    h.line,
                     True,
-                    f"line {h['line'] + 1}:{h['column'] + 1}: unexpected {h['text']!r} "
-                    f"(surprise {h['surprise']:.1f}): possible typo or awkward wording",
+                    f"line {h.line + 1}:{h.column + 1}: unexpected {h.text!r} "
+                    f"(surprise {h.surprise:.1f}): possible typo or awkward wording",
                 )
             )
         return hints

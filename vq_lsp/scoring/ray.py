@@ -28,6 +28,7 @@ import inference
 
 from ..engine_flags import load_options
 from .revisions import Revision
+from .rows import RevisionRow
 from .scorer import BatchScorer, Summary
 
 INSTALL_HINT = 'pip install "vq-lsp[cluster]"'
@@ -92,7 +93,7 @@ class ScoringWorker:
         """CPU time this worker process has used (benchmarks: throughput per CPU-second)."""
         return time.process_time()
 
-    def score(self, index: int, name: str, label: str, text: str) -> dict:
+    def score(self, index: int, name: str, label: str, text: str) -> RevisionRow:
         return self.scorer.score_revision(index, name, label, text)
 
 
@@ -139,7 +140,7 @@ class RayScorer:
         self.load[a] += size
         return a
 
-    def score(self, revisions: Iterable[Revision]) -> Iterator[dict]:
+    def score(self, revisions: Iterable[Revision]) -> Iterator[RevisionRow]:
         pending: deque = deque()
         try:
             for index, (name, label, text) in enumerate(revisions):
@@ -151,10 +152,10 @@ class RayScorer:
         finally:
             self.close()
 
-    def _count(self, row: dict) -> dict:
+    def _count(self, row: RevisionRow) -> RevisionRow:
         """Add a row to the summary, as BatchScorer does with its own rows."""
-        self.summary.add(row, row["doc"] not in self._counted)
-        self._counted.add(row["doc"])
+        self.summary.add(row, row.doc not in self._counted)
+        self._counted.add(row.doc)
         return row
 
     def close(self) -> None:

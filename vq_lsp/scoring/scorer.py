@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ..hints.selection import select
 from ..settings import DiagnosticSettings
 from .lines import line_and_column
 from .revisions import Revision
+from .rows import ParagraphRow, RevisionRow, TypoRow, WordRow
 
 
 @dataclass
@@ -46,20 +47,20 @@ class Summary:
     def speedup(self) -> float:
         return self.dense_macs / max(1, self.incremental_macs)
 
-    def add(self, row: dict, new_document: bool) -> None:
+    def add(self, row: RevisionRow, new_document: bool) -> None:
         """Count one revision's row (`new_document`: the first row of its document). An empty
         revision counts its document only."""
         self.documents += new_document
-        if row["scores"] is None:
+        if row.scores is None:
             return
         self.revisions += 1
-        self.tokens += row["tokens"]
-        self.incremental_macs += row["incremental_macs"]
-        self.dense_macs += row["dense_macs"]
-        self.seconds += row["seconds"]
-        if "verified" in row:
+        self.tokens += row.tokens
+        self.incremental_macs += row.incremental_macs
+        self.dense_macs += row.dense_macs
+        self.seconds += row.seconds
+        if row.verified is not None:
             self.verified += 1
-            self.verify_failures += not row["verified"]
+            self.verify_failures += not row.verified
 
     def as_dict(self) -> dict:
         return {"type": "summary", **asdict(self), "speedup": round(self.speedup, 2)}
@@ -87,35 +88,25 @@ class BatchScorer:
         self.hint_caches = HintCaches()  # the hints' kept results (paragraphs, typo detector) over the run
         self.summary = Summary()
 
-    def score(self, revisions: Iterable[Revision]) -> Iterator[dict]:
+    def score(self, revisions: Iterable[Revision]) -> Iterator[RevisionRow]:
         for index, (name, label, text) in enumerate(revisions):
             yield self.score_revision(index, name, label, text)
 
-    def score_revision(self, index: int, name: str, label: str, text: str) -> dict:
+    def score_revision(self, index: int, name: str, label: str, text: str) -> RevisionRow:
         """The row of one revision (the `index`-th of the run), as an edit of its document's previous one."""
         new_document = name not in self.chains
         row = self._row(index, name, label, text)
         self.summary.add(row, new_document)
         return row
 
-    def _row(self, index: int, name: str, label: str, text: str) -> dict:
+    def _row(self, index: int, name: str, label: str, text: str) -> RevisionRow:
         ids, offsets = self.model.tokenizer.encode_with_offsets(text)
         chain = self.chains.get(name)
-        row = {"type": "revision", "doc": name, "revision": label, "index": index, "tokens": len(ids)}
+        row = RevisionRow(doc=name, revision=label, index=index, tokens=len(ids))
         t0 = time.perf_counter()
         if not ids:  # an empty revision: nothing to score; the next one opens afresh
             self.chains[name] = None
-            return {
-                **row,
-                "changed_tokens": 0,
-                "scores": None,
-                "paragraphs": [],
-                "surprises": [],
-                "typos": [],
-                "incremental_macs": 0,
-                "dense_macs": 0,
-                "seconds": 0.0,
-            }
+            return row
         if chain is None:
             doc = inference.IncrementalDocument(self.model, ids)
             changed, macs = len(ids), doc.dense_macs()
@@ -129,7 +120,8 @@ class BatchScorer:
         dense = doc.dense_macs()
         paras, surprises, typo_rows = self._hints(doc, name, label, text, offsets)
         seconds = time.perf_counter() - t0
-        row.update(
+        row = replace(
+            row,
             changed_tokens=changed,
             scores=_rounded(doc.scores),
             paragraphs=paras,
@@ -141,10 +133,12 @@ class BatchScorer:
         )
         if self.verify:
             check = doc.verify()
-            row["verified"] = check.codes_equal and check.max_abs_diff < self.model.verify_tolerance
+            row = replace(row, verified=check.codes_equal and check.max_abs_diff < self.model.verify_tolerance)
         return row
 
-    def _hints(self, doc, name: str, label: str, text: str, offsets) -> tuple[list, list, list]:
+    def _hints(
+        self, doc, name: str, label: str, text: str, offsets
+    ) -> tuple[list[ParagraphRow], list[WordRow], list[TypoRow]]:
         """Prose blocks with their scores (tone), unlikely words and typos, markup-aware as in the
         server: the markup comes from the revision's file name (else the document's), or --markup."""
         kind = self.markup or markup.markup_of(name=label if "." in label else name)
@@ -152,36 +146,26 @@ class BatchScorer:
         starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
         material = HintMaterial.with_layout(text, starts, doc, None, lay, caches=self.hint_caches)
         paras = [
-            {
-                "line": line_and_column(text, p.start)[0],
-                "tokens": p.token_end - p.token_start,
-                "words": p.words,
-                "scores": _rounded(p.scores),
-            }
+            ParagraphRow(line_and_column(text, p.start)[0], p.token_end - p.token_start, p.words, _rounded(p.scores))
             for p in material.paragraphs
         ]
         picked = select(material, self.hints)
         surprises = [
-            {**_where(text, s.start), "text": text[s.start : s.end], "surprise": round(s.surprise, 2)}
+            WordRow(*line_and_column(text, s.start), text[s.start : s.end], round(s.surprise, 2))
             for s in sorted(picked.surprises, key=lambda s: (s.start, s.end, s.surprise))
         ]
         typo_rows = [
-            {
-                **_where(text, f.start),
-                "text": f.word,
-                "kind": f.kind,
-                "surprise": round(f.surprise, 2),
-                "gain": round(f.gain, 2),
-                "fixes": [w for w, _ in f.fixes],
-            }
+            TypoRow(
+                *line_and_column(text, f.start),
+                f.word,
+                f.kind,
+                round(f.surprise, 2),
+                round(f.gain, 2),
+                [w for w, _ in f.fixes],
+            )
             for f in sorted(picked.typos, key=lambda f: f.start)
         ]
         return paras, surprises, typo_rows
-
-
-def _where(text: str, a: int) -> dict:
-    line, column = line_and_column(text, a)
-    return {"line": line, "column": column}
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
