@@ -85,9 +85,9 @@ def test_each_commit_lists_only_the_hints_it_added_or_removed(history, tiny_mode
     assert re.fullmatch(r"  \w+ \d\.\d\d; (\d+) of \1 tokens changed, .*; 1 hints: 1 new, 0 gone", first[1]), first
     assert re.fullmatch(r"  \w+ \d\.\d\d \([+-]\d\.\d\d\); .*; 2 hints: 1 new, 0 gone", second[1]), second
     assert re.fullmatch(r"  \w+ \d\.\d\d \([+-]\d\.\d\d\); .*; 1 hints: 0 new, 1 gone", third[1]), third
-    assert first[2:] == ["  + line 1:12: possible typo 'teh' (non-word, " + first[2].split("(non-word, ")[1]]
+    assert first[2:] == ["  + line 1:12: possible typo: 'teh' is unlikely here: " + first[2].split("here: ")[1]]
     assert len(second) == 3 and second[2].startswith("  + line 1:") and "'recieve'" in second[2]  # 'teh' moved: kept
-    assert len(third) == 3 and third[2].startswith("  - line 3:12: possible typo 'teh'")  # its line before the fix
+    assert len(third) == 3 and third[2].startswith("  - line 3:12: possible typo: 'teh'")  # its line before the fix
     assert "\r" not in proc.stderr and "3/3" not in proc.stderr  # stderr is a pipe: no progress bar
 
 
@@ -95,8 +95,8 @@ def test_all_hints_lists_every_hint_of_every_commit(history, tiny_model_dir):
     proc = _score(history, tiny_model_dir, "--all-hints")
     assert proc.returncode == 0, proc.stderr
     first, second, third = _revisions(proc.stdout)
-    assert first[2:] == [f"  line 1:12: possible typo 'teh' (non-word, {first[2].split('(non-word, ')[1]}"]
-    assert [line.split(": possible typo ")[1].split(" ")[0] for line in second[2:]] == ["'recieve'", "'teh'"]
+    assert first[2:] == [f"  line 1:12: possible typo: 'teh' is unlikely here: {first[2].split('here: ')[1]}"]
+    assert [line.split(": possible typo: ")[1].split(" ")[0] for line in second[2:]] == ["'recieve'", "'teh'"]
     assert second[3].startswith("  line 3:12: ") and second[1].endswith("; 2 hints")
     assert len(third) == 3 and "'recieve'" in third[2]
 
@@ -183,7 +183,10 @@ def _row(label: str, scores: dict[str, float] | None, typos: list[tuple[int, int
         tokens=10,
         changed_tokens=10,
         scores=scores,
-        typos=[TypoRow(line, column, word, "non-word", 9.0, 9.0, ["the"]) for line, column, word in typos],
+        typos=[
+            TypoRow(line, column, word, "non-word", 9.0, 9.0, ["the"], f"possible typo: {word!r} is unlikely here")
+            for line, column, word in typos
+        ],
         incremental_macs=1,
         dense_macs=1,
     )
@@ -204,7 +207,7 @@ def test_an_empty_commit_restarts_the_comparison():
     assert lines[3:5] == ["2024-01-02 aaaaaaaaa2 subject aaaaaaaaa2", "  empty"]
     assert lines[5] == "2024-01-03 aaaaaaaaa3 subject aaaaaaaaa3"
     assert lines[6].startswith("  positive 0.60; ") and lines[6].endswith("1 hints: 1 new, 0 gone")
-    assert lines[7].startswith("  + line 1:1: possible typo 'teh'") and len(lines) == 8
+    assert lines[7] == "  + line 1:1: possible typo: 'teh' is unlikely here" and len(lines) == 8
 
 
 def test_log_records_split_at_commits_only():

@@ -78,7 +78,7 @@ def test_text_format_shows_typos_with_fixes(tmp_path, capsys):
     (tmp_path / "a.txt").write_text("We went to teh market and bought bread.\n")
     assert command.main([str(tmp_path), "--format", "text"]) == 0
     out = capsys.readouterr().out
-    assert "  line 1:12: possible typo 'teh' (non-word, " in out and "likely: 'the'" in out
+    assert "  line 1:12: possible typo: 'teh' is unlikely here: " in out and "likely: 'the'" in out
 
 
 def test_rows_count_lines_as_an_editor_does_whatever_the_line_ends(tmp_path, capsys):

@@ -3,7 +3,8 @@
 Both run through their real entry points: the `vq-lsp` process over stdio (its published
 diagnostics) and the `vq-lsp score` command (its text output), on the bundled model with the
 same precision and thresholds. Tone, typos and unlikely words must match one for one, at the
-same places; a word shown as a typo is never also shown as an unlikely word, by either.
+same places and in the same words; a word shown as a typo is never also shown as an unlikely
+word, by either.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ teh recieve becuase
 ```
 """
 
-TYPO = re.compile(r"line (\d+):(\d+): possible typo '([^']*)' \([^,]+, ([\d.]+) nats; likely: (.*)\)$")
-SURPRISE = re.compile(r"line (\d+):(\d+): unexpected '([^']*)' \(surprise")
-TONE = re.compile(r"line (\d+): (\S+) tone \(")
+TYPO = re.compile(r"line (\d+):(\d+): (possible typo: '([^']*)'.*)$")
+SURPRISE = re.compile(r"line (\d+):(\d+): (unexpected '([^']*)' \(surprise.*)$")
+TONE = re.compile(r"line (\d+): (\S+ tone \(.*\))$")
 
 
 @pytest_lsp.fixture(config=CONFIG, scope="module")
@@ -71,17 +72,17 @@ def score_hints(folder, capsys) -> tuple[set, set, set, list[float]]:
     tones, typos, surprises, typo_nats = set(), set(), set(), []
     for line in capsys.readouterr().out.splitlines():
         if m := TYPO.search(line):
-            typos.add((int(m[1]) - 1, int(m[2]) - 1, m[3], m[5]))
-            typo_nats.append(float(m[4]))
+            typos.add((int(m[1]) - 1, int(m[2]) - 1, m[4], m[3]))
+            typo_nats.append(float(re.findall(r"([\d.]+) nats", m[3])[-1]))  # the word's own surprise
         elif m := SURPRISE.search(line):
-            surprises.add((int(m[1]) - 1, int(m[2]) - 1, m[3]))
+            surprises.add((int(m[1]) - 1, int(m[2]) - 1, m[4], m[3]))
         elif m := TONE.search(line):
             tones.add((int(m[1]) - 1, m[2]))
     return tones, typos, surprises, typo_nats
 
 
 def server_hints(diagnostics) -> tuple[set, set, set]:
-    """The same sets from the server's diagnostics."""
+    """The same sets from the server's diagnostics: where each hint is, and its message word for word."""
     lines = DOCUMENT.split("\n")
     tones, typos, surprises = set(), set(), set()
     for d in diagnostics:
@@ -89,11 +90,11 @@ def server_hints(diagnostics) -> tuple[set, set, set]:
         assert start.line == end.line or d.code == "sentiment"
         word = lines[start.line][start.character : end.character]
         if d.code == "sentiment":
-            tones.add((start.line, d.message.split()[0]))
+            tones.add((start.line, d.message))
         elif d.code == "typo":
-            typos.add((start.line, start.character, word, d.message.split("; likely: ", 1)[1]))
+            typos.add((start.line, start.character, word, d.message))
         elif d.code == "surprise":
-            surprises.add((start.line, start.character, word))
+            surprises.add((start.line, start.character, word, d.message))
     return tones, typos, surprises
 
 
@@ -106,7 +107,7 @@ async def test_the_server_and_the_scorer_show_the_same_hints(client, tmp_path, c
     tones, typos, surprises = server_hints(published.diagnostics)
     assert tones and typos and surprises  # the document exercises every kind of hint
     assert {word for _, _, word, _ in typos} >= {"teh", "beleive"}
-    assert not {(line, col) for line, col, _, _ in typos} & {(line, col) for line, col, _ in surprises}
+    assert not {(line, col) for line, col, _, _ in typos} & {(line, col) for line, col, _, _ in surprises}
 
     score_tones, score_typos, score_surprises, typo_nats = score_hints(tmp_path / "notes", capsys)
     assert max(typo_nats) >= SURPRISE_THRESHOLD  # a typo that is also surprising enough: one hint for it

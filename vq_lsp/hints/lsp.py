@@ -21,7 +21,7 @@ from lsprotocol import types
 import inference
 
 from ..settings import DiagnosticSettings
-from . import selection, typos
+from . import selection, typos, wording
 from .material import HintMaterial, TokenizedText, explain_words, layout_for, tone_blocks, word_at
 
 if TYPE_CHECKING:
@@ -74,18 +74,16 @@ class Hint:
 def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -> list[Hint]:
     """The hints `selection.select` picks, worded as diagnostics: tones, then typos, then unlikely words."""
     picked = selection.select(material, cfg)
-    out = [
-        Hint(t.start, t.end, f"{t.label} tone ({t.probability:.2f})", "information", "sentiment") for t in picked.tones
-    ]
+    out = [Hint(t.start, t.end, wording.tone(t.label, t.probability), "information", "sentiment") for t in picked.tones]
     out += [
-        Hint(f.start, f.end, f"possible typo: {f.explain()}", "hint", "typo")
+        Hint(f.start, f.end, wording.typo(f), "hint", "typo")
         for f in sorted(picked.typos, key=lambda f: (f.start, f.end))  # text order, however the findings were gathered
     ]
     out += [
         Hint(
             s.start,
             s.end,
-            f"unexpected {tt.text[s.start : s.end]!r} (surprise {s.surprise:.1f}): possible typo or awkward wording",
+            wording.surprise(tt.text[s.start : s.end], s.surprise),
             "hint",
             "surprise",
         )
@@ -121,7 +119,7 @@ def hover_text(
     cfg = cfg or DiagnosticSettings()
     for f in explain_words(tt, doc, [span], language_id, cfg, caches=caches) if span else []:
         shown = cfg.typo and typos.flagged(f, cfg.typo_threshold, cfg.real_word_threshold)
-        lines.append(f"possible typo: {f.explain()}" if shown else f.describe())
+        lines.append(wording.typo(f) if shown else f.describe())
     detail = ", ".join(f"{k} {v:.2f}" for k, v in doc.scores.items())
     lines.append(f"({detail})")
     return "\n\n".join(lines)

@@ -17,7 +17,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from ..hints import tone
+from ..hints import tone, wording
 from ..settings import DiagnosticSettings
 from .hint_changes import ListedHint, changes
 from .revisions import CommitHeader
@@ -160,19 +160,15 @@ class RowWriter:
         for p, shown in zip(r.paragraphs, tone.shown(blocks, self.tone)):  # the server's rule for a shown tone
             if shown is not None:
                 hints.append(
-                    ListedHint(
-                        ("tone", shown[0]), p.line, False, f"line {p.line + 1}: {shown[0]} tone ({shown[1]:.2f})"
-                    )
+                    ListedHint(("tone", shown[0]), p.line, False, f"line {p.line + 1}: {wording.tone(*shown)}")
                 )
         for h in r.typos:
-            fixes = ", ".join(repr(w) for w in h.fixes)
             hints.append(
                 ListedHint(
                     (f"typo {h.kind}", h.text),
                     h.line,
                     True,
-                    f"line {h.line + 1}:{h.column + 1}: possible typo {h.text!r} "
-                    f"({h.kind}, {h.surprise:.1f} nats; likely: {fixes})",
+                    f"line {h.line + 1}:{h.column + 1}: {h.message}",
                 )
             )
         for h in r.surprises:
@@ -181,8 +177,7 @@ class RowWriter:
                     ("unexpected", h.text),
                     h.line,
                     True,
-                    f"line {h.line + 1}:{h.column + 1}: unexpected {h.text!r} "
-                    f"(surprise {h.surprise:.1f}): possible typo or awkward wording",
+                    f"line {h.line + 1}:{h.column + 1}: {h.message}",
                 )
             )
         return hints

@@ -30,6 +30,7 @@ class WordRow:
     column: int
     text: str
     surprise: float
+    message: str  # as the server words it (hints/wording.py)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class TypoRow:
     surprise: float
     gain: float
     fixes: list[str]
+    message: str  # as the server words it (hints/wording.py)
 
 
 @dataclass(frozen=True)

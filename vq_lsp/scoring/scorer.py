@@ -21,7 +21,7 @@ import numpy as np
 
 import inference
 
-from ..hints import markup
+from ..hints import markup, wording
 from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial
 from ..hints.selection import select
@@ -151,7 +151,12 @@ class BatchScorer:
         ]
         picked = select(material, self.hints)
         surprises = [
-            WordRow(*line_and_column(text, s.start), text[s.start : s.end], round(s.surprise, 2))
+            WordRow(
+                *line_and_column(text, s.start),
+                text[s.start : s.end],
+                round(s.surprise, 2),
+                wording.surprise(text[s.start : s.end], s.surprise),
+            )
             for s in sorted(picked.surprises, key=lambda s: (s.start, s.end, s.surprise))
         ]
         typo_rows = [
@@ -162,6 +167,7 @@ class BatchScorer:
                 round(f.surprise, 2),
                 round(f.gain, 2),
                 [w for w, _ in f.fixes],
+                wording.typo(f),
             )
             for f in sorted(picked.typos, key=lambda f: f.start)
         ]
