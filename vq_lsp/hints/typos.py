@@ -480,8 +480,6 @@ class Evidence:
             return "a lower-cased acronym"
         if f.word.islower() and f.word in self.writers:
             return "the writer's word: used consistently in this document"
-        if self.uses.get(lower, 0) >= 2 and introduced_term(text, lower):
-            return "the writer's term: introduced in emphasis"
         hyphened = text[f.end : f.end + 1] == "-" and text[f.end + 1 : f.end + 2].isalpha()
         if hyphened and f.word.lower() in HYPHENED_PREFIXES:
             return "a prefix joined by a hyphen"
@@ -500,7 +498,7 @@ class Evidence:
         if f.word[:1].isupper() and not starts_sentence(text, f.start):
             return "a name"
         if not self.technical:
-            return ""
+            return self._term(f, text)
         if text[f.start - 1 : f.start] == "." or text[f.end : f.end + 1] in ("(", "_"):
             return "code-like"
         if _KEY_CHORD.match(text, f.end):
@@ -515,6 +513,14 @@ class Evidence:
             return "jargon: no common word one edit away"
         if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
             return "used as code in this document"
+        return self._term(f, text)
+
+    def _term(self, f: WordFinding, text: str) -> str:
+        """The last excuse asked: a term the document introduces in emphasis (`introduced_term`).
+        Last, because it searches the text: only a word nothing else excuses, used twice or more,
+        gets that far, a few per publish."""
+        if self.uses.get(f.word.lower(), 0) >= 2 and introduced_term(text, f.word.lower()):
+            return "the writer's term: introduced in emphasis"
         return ""
 
     def _real_word_excuse(self, f: WordFinding) -> str:
