@@ -186,22 +186,37 @@ def score_doc(model, doc: Doc) -> Scored | None:
     return Scored(doc, blocks, quoted, max(scores, key=scores.get), len(ids), seconds, d.state_bytes())
 
 
-def rules() -> dict[str, Callable[[DiagnosticSettings], DiagnosticSettings]]:
-    """Candidate rules, as changes to the default settings (selection decides with them)."""
+@dataclass(frozen=True)
+class Rule:
+    """A candidate: a change to the default settings, and whether a block of an opinion piece may
+    show the other label than its document's (the gated rule before `tone.agrees`)."""
+
+    change: Callable[[DiagnosticSettings], DiagnosticSettings]
+    either_label: bool = False
+
+
+def rules() -> dict[str, Rule]:
+    """Candidate rules, as changes to the default settings (selection decides with them). The default
+    was chosen on the calibration part as the one that shows a tone on the most reviews among those
+    with at most 10% of technical and encyclopedic paragraphs and 15% of narration paragraphs showing
+    one, and at least 90% of shown review tones right."""
     import dataclasses
 
     d = DiagnosticSettings()
 
-    def with_(**kw):
-        return lambda cfg: dataclasses.replace(cfg, **kw)
+    def with_(either_label: bool = False, **kw) -> Rule:
+        return Rule(lambda cfg: dataclasses.replace(cfg, **kw), either_label)
 
     out = {
         "threshold 0.75, no gate (the rule before)": with_(sentiment_threshold=0.75, tone_gate=0.0),
         "threshold 0.85, no gate": with_(sentiment_threshold=0.85, tone_gate=0.0),
+        "threshold 0.75, document gate 0.6, either label": with_(True, sentiment_threshold=0.75, tone_gate=0.6),
         "threshold 0.75, document gate 0.6": with_(sentiment_threshold=0.75, tone_gate=0.6),
-        "threshold 0.75, document gate 0.65": with_(sentiment_threshold=0.75, tone_gate=0.65),
         "threshold 0.7, document gate 0.6": with_(sentiment_threshold=0.7, tone_gate=0.6),
-        "threshold 0.65, document gate 0.6": with_(sentiment_threshold=0.65, tone_gate=0.6),
+        "threshold 0.7, document gate 0.62": with_(sentiment_threshold=0.7, tone_gate=0.62),
+        "threshold 0.7, document gate 0.64": with_(sentiment_threshold=0.7, tone_gate=0.64),
+        "threshold 0.7, document gate 0.66": with_(sentiment_threshold=0.7, tone_gate=0.66),
+        "threshold 0.65, document gate 0.65": with_(sentiment_threshold=0.65, tone_gate=0.65),
     }
     out[f"defaults (threshold {d.sentiment_threshold}, gate {d.tone_gate})"] = with_(
         sentiment_threshold=d.sentiment_threshold, tone_gate=d.tone_gate
@@ -209,16 +224,31 @@ def rules() -> dict[str, Callable[[DiagnosticSettings], DiagnosticSettings]]:
     return out
 
 
+def picks(blocks, cfg: DiagnosticSettings, either_label: bool) -> list[tuple[str, float] | None]:
+    """What each block shows under a rule (`tone.shown`, or with `either_label` the gated rule
+    that let a block of an opinion piece show either label)."""
+    if not either_label:
+        return tone.shown(blocks, cfg)
+    if not tone.opinion_document(blocks, cfg):
+        return [None] * len(blocks)
+    return [tone.block_tone(b.scores, b.words, cfg) for b in blocks]
+
+
 def figures(
-    set_name: str, context: str, rule: str, scored: list[Scored], cfg: DiagnosticSettings, narration_only: bool
+    set_name: str,
+    context: str,
+    rule: str,
+    scored: list[Scored],
+    cfg: DiagnosticSettings,
+    narration_only: bool,
+    either_label: bool = False,
 ) -> Figures:
     """One rule's figures on one set; `narration_only`: paragraphs without quotation marks only."""
     paragraphs = shown = with_tone = right = correct = 0
     opinion = scored and scored[0].doc.label is not None
     for s in scored:
-        picks = tone.shown(s.blocks, cfg)
         any_shown = False
-        for block, pick, quoted in zip(s.blocks, picks, s.quoted):
+        for block, pick, quoted in zip(s.blocks, picks(s.blocks, cfg, either_label), s.quoted):
             if block.words < cfg.tone_min_words or (narration_only and quoted):
                 continue
             paragraphs += 1
@@ -264,11 +294,11 @@ def run(args) -> dict:
                     "build_ms_per_1k_tokens": round(1000 * sum(s.build_seconds for s in scored) / tokens * 1000, 1),
                     "state_bytes_per_token": round(sum(s.state_bytes for s in scored) / tokens),
                 }
-            for rule, change in rules().items():
-                cfg = change(base)
-                out.append(figures(name, context, rule, scored, cfg, False))
+            for rule, r in rules().items():
+                cfg = r.change(base)
+                out.append(figures(name, context, rule, scored, cfg, False, r.either_label))
                 if name.startswith("narration"):
-                    out.append(figures(name, context, rule, scored, cfg, True))
+                    out.append(figures(name, context, rule, scored, cfg, True, r.either_label))
             print(f"{context} {name}: {len(scored)} documents", file=sys.stderr)
         timing[context] = round(time.perf_counter() - t0, 1)
     if args.dump:

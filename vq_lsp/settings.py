@@ -28,7 +28,7 @@ def _meta(doc: str, lo: float | None = None, hi: float | None = None, choices: t
 class DiagnosticSettings:
     sentiment: bool = field(default=True, metadata=_meta("Publish per-paragraph sentiment diagnostics."))
     sentiment_threshold: float = field(
-        default=0.75,
+        default=0.7,
         metadata=_meta(
             "A paragraph gets a sentiment diagnostic when its top label's probability is at least this.", 0.0, 1.0
         ),
@@ -84,11 +84,11 @@ class DiagnosticSettings:
         ),
     )
     tone_gate: float = field(
-        default=0.6,
+        default=0.62,
         metadata=_meta(
             "A document shows tones only when all its prose blocks together read at least this sure of one label "
-            "(never more than sentimentThreshold; 0: off): a neutral document's few confident paragraphs stay "
-            "unmarked (benchmarks/tone_candidates.py).",
+            "(never more than sentimentThreshold; 0: off), and then only that label: a neutral document's few "
+            "confident paragraphs stay unmarked (benchmarks/tone_candidates.py).",
             0.0,
             1.0,
         ),

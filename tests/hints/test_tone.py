@@ -69,3 +69,11 @@ def test_a_document_of_opposite_tones_in_equal_measure_shows_none():
     doc = [block(0.9), block(0.1)]
     assert tone.shown(doc, UNGATED) == [("positive", 0.9), ("negative", 0.9)]
     assert tone.shown(doc, GATED) == [None, None]
+
+
+def test_a_paragraph_of_an_opinion_piece_shows_only_the_documents_tone():
+    """A paragraph that reads against its review (a plot summary, a concession) shows no tone."""
+    doc = [block(0.95), block(0.9), block(0.2), block(0.85)]
+    assert tone.shown(doc, UNGATED)[2] == ("negative", 0.8)  # no gate: every paragraph its own label
+    assert tone.shown(doc, GATED) == [("positive", 0.95), ("positive", 0.9), None, ("positive", 0.85)]
+    assert tone.document_tone(doc, GATED) == "positive" and tone.document_tone(doc, UNGATED) == ""

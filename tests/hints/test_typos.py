@@ -155,8 +155,8 @@ def test_a_spelling_used_twice_or_dialect_is_deliberate(model):
     assert {f.word for f in mat.findings if f.kind == "non-word"} == {"teh"}
 
 
-def typo_hints(model, text):
-    tt, _, mat = material(model, text)
+def typo_hints(model, text, language="plaintext"):
+    tt, _, mat = material(model, text, language)
     return [text[h.start : h.end] for h in hints.choose(tt, mat, DiagnosticSettings()) if h.code == "typo"]
 
 
@@ -461,3 +461,58 @@ def test_entries_of_a_list_of_names_and_lower_cased_acronyms_are_no_typos():
     slip = "banten\n teh islands\n"  # a known slip stays a typo in a list
     f = typos.WordFinding(8, 11, "teh", 12.0, "non-word", 5.0, (("the", -2.0),))
     assert typos.list_entry(slip, 8, 11) and not typos.Evidence({}, frozenset(), False).excuse(f, slip)
+
+
+def test_a_slip_of_a_rare_long_word_has_it_as_a_fix_but_its_plural_is_no_slip():
+    # pyspellchecker counts technical words low: "compiler" 59, "microseconds" 50
+    assert "compiler" in typos.fix_candidates("compielr") and "microseconds" in typos.fix_candidates("miccroseconds")
+    assert typos.misspelling("compielr") and typos.long_slips("seguidillas") == ()
+    assert typos.long_slips("lints") == ()  # short words keep MIN_FIX_FREQUENCY
+
+
+def why_technical(text: str, word: str, uses: dict | None = None) -> str:
+    a = text.rindex(word)  # its last use
+    f = typos.WordFinding(a, a + len(word), word, 20.0, "non-word", 6.0, (("fix", -2.0),))
+    return typos.Evidence(uses or {}, frozenset(), True).excuse(f, text)
+
+
+def test_an_unmistakable_slip_is_no_jargon_but_a_neighbouring_key_may_be():
+    # a key struck twice, two letters swapped, a slip of a rare long word: typos even where jargon is expected
+    for text, word in (
+        ("recomputing its affected rowss, where", "rowss"),
+        ("Now elt’s try to share a value", "elt’s"),
+        ("This file own’t have a section", "own’t"),
+        ("The compielr error shows that", "compielr"),
+    ):
+        assert why_technical(text, word) == "", word
+    # jargon one neighbouring key or one dropped letter from a rarer word stays excused
+    assert why_technical("and diffed against the old tokens", "diffed").startswith("jargon")
+    assert not typos.unmistakable_slip("nats")  # "ants" swapped: a short word has too many anagrams
+
+
+def test_a_dictionary_word_with_a_prefix_or_suffix_is_no_typo():
+    for word in ("deallocated", "unfretted", "parsable", "loathness", "serenaders"):
+        assert typos.derived(word), word
+    assert not typos.derived("happyness")  # one edit from a common word: it misspelt
+    assert not typos.derived("charless")  # a doubled letter of "charles", not "char" + "less"
+    text = "it will deallocate the space on the heap"
+    assert why_technical(text, "deallocate") == "a dictionary word with a prefix or suffix"
+    assert not typos.rhyming_pair("gorilla ggorilla diehli", 8, 16)  # a key struck twice is no rhyme
+
+
+def test_a_term_introduced_in_emphasis_is_the_writers():
+    text = "A _struct_, or _structure_, is a custom type.\n\nA struct is like an object.\n"
+    assert why_technical(text, "struct", {"struct": 2}) == "the writer's term: introduced in emphasis"
+    assert why_technical(text, "struct", {"struct": 1}) == ""  # introduced, never used again
+    plain = "A struct is a custom type.\n\nA struct is like an object.\n"
+    assert why_technical(plain, "struct", {"struct": 2}) == ""  # "strict" one key away: a slip, unless set off
+    assert not typos.introduced_term("a **teh** and teh", "teh")  # one edit from a very common word
+    assert not typos.introduced_term("snake_struct_case and struct", "struct")
+
+
+def test_a_typo_of_a_rare_long_word_in_technical_text_is_flagged(model):
+    text = (
+        "# Paths\n\nRun `cargo build` to compile the crate.\n\n"
+        "The compielr error shows that the shortcut is no longer valid within the module.\n"
+    )
+    assert "compielr" in typo_hints(model, text, "markdown")

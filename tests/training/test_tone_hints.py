@@ -27,7 +27,7 @@ def probs_of(positive: list[float]) -> torch.Tensor:
 
 
 def test_the_rule_is_the_servers_default():
-    assert DEFAULTS.sentiment_threshold == DiagnosticSettings().sentiment_threshold == 0.75
+    assert DEFAULTS.sentiment_threshold == DiagnosticSettings().sentiment_threshold == 0.7
     assert DEFAULTS.tone_min_words == DiagnosticSettings().tone_min_words == 12
 
 
@@ -46,12 +46,12 @@ def test_shown_share_and_precision_follow_threshold_and_word_gate():
 
 
 def test_no_hint_shown_leaves_precision_undefined_not_zero():
-    f = hint_figures(probs_of([0.6, 0.3]), torch.tensor([1, 0]), [40, 40])
+    f = hint_figures(probs_of([0.6, 0.35]), torch.tensor([1, 0]), [40, 40])
     assert f.shown_share == 0 and f.shown_precision is None and f.accuracy == 1.0
 
 
 def test_neutral_texts_have_no_accuracy_only_a_shown_share():
-    f = hint_figures(probs_of([0.5, 0.9, 0.1, 0.7]), torch.full((4,), NEUTRAL), [30, 30, 30, 30])
+    f = hint_figures(probs_of([0.5, 0.9, 0.1, 0.65]), torch.full((4,), NEUTRAL), [30, 30, 30, 30])
     assert f.accuracy is None and f.shown_precision is None and f.ece is None
     assert f.shown_share == pytest.approx(2 / 4)  # 0.9 positive and 0.9 negative are hints on neutral text
     assert f.positive_rate == pytest.approx(2 / 4)

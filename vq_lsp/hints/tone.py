@@ -6,7 +6,8 @@ as a whole: the score of all its tone blocks together (their tokens' class log-p
 the same aggregate as a paragraph's score, see inference.document.span_probs) must reach the gate, or
 no block shows a tone. Why: even scored alone, a few paragraphs of a well-edited technical or
 encyclopedic document come out confident, while the document's prose as a whole reads near 0.5; a
-review reads one way throughout (docs/server.md, Tone, has the measurements). The gate never asks more of the document
+review reads one way throughout (docs/server.md, Tone, has the measurements). A block of an opinion
+piece shows only the label the document reads as (`agrees`). The gate never asks more of the document
 than `sentimentThreshold` asks of a paragraph (a threshold of 0 shows every tone). Kept in one
 place so the server, `vq-lsp check` and `vq-lsp score` decide alike (hints/selection.py,
 scoring/output.py).
@@ -82,15 +83,37 @@ def block_tone(scores: dict[str, float], n_words: int, cfg: DiagnosticSettings) 
 
 def opinion_document(blocks: Sequence[Block], cfg: DiagnosticSettings) -> bool:
     """Whether the document as a whole reads as an opinion piece (always, with the gate off)."""
+    return document_tone(blocks, cfg) is not None
+
+
+def document_tone(blocks: Sequence[Block], cfg: DiagnosticSettings) -> str | None:
+    """The label an opinion piece reads as a whole ("" with the gate off: any label), or None
+    when the document is no opinion piece."""
     gate = min(cfg.tone_gate, cfg.sentiment_threshold)  # never asks more of a document than of a paragraph
     if gate <= 0.0:
-        return True
+        return ""
     joint = document_scores(blocks)
-    return joint is not None and top_label(joint)[1] >= gate
+    if joint is None:
+        return None
+    label, p = top_label(joint)
+    return label if p >= gate else None
 
 
 def shown(blocks: Sequence[Block], cfg: DiagnosticSettings) -> list[tuple[str, float] | None]:
-    """Per block, the (label, probability) it shows, or None."""
-    if not opinion_document(blocks, cfg):
+    """Per block, the (label, probability) it shows, or None. With the gate on, a block shows only
+    the label its document reads as (`agrees`)."""
+    label = document_tone(blocks, cfg)
+    if label is None:
         return [None] * len(blocks)
-    return [block_tone(b.scores, b.words, cfg) for b in blocks]
+    return [agrees(block_tone(b.scores, b.words, cfg), label) for b in blocks]
+
+
+def agrees(pick: tuple[str, float] | None, label: str) -> tuple[str, float] | None:
+    """A block's tone where it is its opinion piece's label (any, for label ""), else None. Why: a
+    paragraph that reads against a document that reads one way is mostly the model misreading a
+    plot summary, a concession or a narrated scene, not the writer's tone; on held-out reviews
+    these were most of the shown tones that were wrong, and dropping them let the paragraph
+    threshold come down so that more reviews show their tone (docs/server.md, Tone)."""
+    if pick is None or (label and pick[0] != label):
+        return None
+    return pick

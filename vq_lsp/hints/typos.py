@@ -20,9 +20,13 @@ The evidence is the gain, log p(best fix) - log p(word), in nats:
   piece of a contraction written with an accent or backtick for its apostrophe ("you´ve"), a
   spelling used twice or a short word with no vowel in a text with no capital letters (a
   lower-cased export, where names and acronyms show no capital), a form of a dictionary word the
-  word list lacks ("lints"), a short word before an abbreviation's period ("2006 est.)") or beside
-  a number (a unit, "5.66 nats", or a label, "opset 17"), an entry of a list of short lines,
-  code-like words in a technical document);
+  word list lacks ("lints"), a dictionary word with a prefix or suffix ("deallocate", "parsable"),
+  a term the document introduces in emphasis and uses again ("A _struct_ is"), a short word
+  before an abbreviation's period ("2006 est.)") or beside a number (a unit, "5.66 nats", or a
+  label, "opset 17"), an entry of a list of short lines,
+  code-like words in a technical document, and there jargon with no common word one edit away
+  unless it is an unmistakable slip: a key struck twice, two letters swapped, a slip of a rare
+  long word, whose fixes pyspellchecker counts too low to suggest otherwise ("compielr");
 - a lower-case dictionary word is a "real-word" error when a confusable word gains at least the
   real-word threshold: a dictionary cannot see these at all. A word the words before already
   doubt is read on: the word and its partners are scored on the few words after it as well
@@ -247,6 +251,40 @@ def inflected(lower: str) -> bool:
     return False
 
 
+# Prefixes and suffixes that make new words of any word; the word list holds only some of what they make.
+PREFIXES = ("de", "re", "un", "non", "pre", "sub", "over", "under", "mis", "dis", "co", "inter", "multi", "semi")
+SUFFIXES = ("able", "ible", "ness", "less", "ly", "er", "ers", "ism", "ist", "ment", "ful")
+DERIVED_MIN_STEM = 4  # the dictionary word a derived word is made of: shorter ones make typos by chance
+PREFIXED_MIN_REST = 6  # "deallocate" of "allocate"; "deaches" ("de" + "aches") is a typo of "reaches"
+
+
+@lru_cache(maxsize=16384)
+def derived(lower: str) -> bool:
+    """A word made of a dictionary word worth suggesting by a prefix or a suffix the word list lacks:
+    "deallocated", "unfretted" (de-, un-: PREFIXES, of a word of PREFIXED_MIN_REST letters or
+    more), "parsable" (parse, its final e dropped), "loathness", "serenaders" (SUFFIXES, of a word
+    of DERIVED_MIN_STEM or more). The model, reading the new word once, prefers a common word a
+    letter away ("reallocated", "passable"); a typo seldom lands on a whole word and an affix. A
+    spelling one edit from a common word is that word misspelt ("happyness" of "happiness"), and a
+    word with a doubled or swapped letter is a slip ("charless": "charles", not "char" + "less")."""
+    freq = dictionary().word_frequency
+    if any(freq[w] >= COMMON_FREQUENCY for w in _close_lower(lower, 1)):
+        return False
+    if doubled_slip(lower) or swapped_slip(lower):
+        return False
+    for pre in PREFIXES:
+        rest = lower[len(pre) :]
+        if lower.startswith(pre) and len(rest) >= PREFIXED_MIN_REST and _fix_worthy(rest):
+            return True
+    for suf in SUFFIXES:
+        if lower.endswith(suf):
+            stem = lower[: -len(suf)]
+            for base in (stem, stem + "e", stem[:-1] if stem[-1:] == "i" else stem):
+                if len(base) >= DERIVED_MIN_STEM and _fix_worthy(base):
+                    return True
+    return False
+
+
 def stretched(lower: str) -> bool:
     """A word stretched for emphasis ("sooo", "loooong", "nooooo"): a letter written three or more
     times in a row (no English word has one) that spells a dictionary word when written once or
@@ -278,7 +316,7 @@ def rhyming_pair(text: str, a: int, b: int) -> bool:
     Set phrases of this kind are missing from word lists and read as typos to the model."""
     word = text[a:b].lower()
     rhyme = word[_ONSET.match(word).end() :]
-    if len(rhyme) < RHYME_MIN_LETTERS:
+    if len(rhyme) < RHYME_MIN_LETTERS or doubled_slip(word):  # "gorilla ggorilla": a key struck twice
         return False
     before = re.search(r"([A-Za-z]+)[ -]$", text[max(0, a - 40) : a])
     after = re.match(r"[ -]([A-Za-z]+)", text[b : b + 40])
@@ -334,8 +372,26 @@ def misspelling(lower: str) -> bool:
         if w in dictionary() and freq[w] >= MIN_FIX_FREQUENCY:
             if len(w) >= SLIP_LETTERS or freq[w] >= SLIP_FREQUENCY:
                 return True
+    if long_slips(lower) or doubled_slip(lower):
+        return True
     # a first letter dropped is a rarer slip: only of a common word ("roblem", not "lints" of "flints")
     return any(freq[c + lower] >= SLIP_FREQUENCY for c in "abcdefghijklmnopqrstuvwxyz")
+
+
+DOUBLED_MIN_LETTERS = 4  # "rowss" of "rows"; a shorter word doubled ("mmap", "webb") may be an identifier
+SWAP_MIN_LETTERS = 5  # "elt's" of "let's"; a shorter word swapped is as likely another word ("nats", "ants")
+
+
+def doubled_slip(lower: str) -> bool:
+    """Whether `lower` is a dictionary word worth suggesting of DOUBLED_MIN_LETTERS or more with
+    one of its letters written twice ("rowss", "mmodule"): a key struck twice, the commonest slip.
+    Unlike a neighbouring key ("nats" beside "hats"), it seldom lands on another word by chance."""
+    for i in range(1, len(lower)):
+        if lower[i] == lower[i - 1]:
+            once = lower[:i] + lower[i + 1 :]
+            if len(once) >= DOUBLED_MIN_LETTERS and _fix_worthy(once):
+                return True
+    return False
 
 
 _KEYS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
@@ -431,6 +487,8 @@ class Evidence:
             return "the plural of a word in -ing"
         if inflected(lower):
             return "a form of a dictionary word"
+        if derived(lower):
+            return "a dictionary word with a prefix or suffix"
         if stretched(f.word.lower()):
             return "a word stretched for emphasis"
         if rhyming_pair(text, f.start, f.end):
@@ -440,7 +498,7 @@ class Evidence:
         if f.word[:1].isupper() and not starts_sentence(text, f.start):
             return "a name"
         if not self.technical:
-            return ""
+            return self._term(f, text)
         if text[f.start - 1 : f.start] == "." or text[f.end : f.end + 1] in ("(", "_"):
             return "code-like"
         if _KEY_CHORD.match(text, f.end):
@@ -451,10 +509,18 @@ class Evidence:
             return "code-like: no English word starts so"
         close = _close_lower(lower, 1)
         closest = max((dictionary().word_frequency[w] for w in close), default=0)
-        if closest < COMMON_FREQUENCY and not (len(lower) >= LONG_WORD_LETTERS and any(map(_fix_worthy, close))):
+        if closest < COMMON_FREQUENCY and not jargon_blocked(lower, close):
             return "jargon: no common word one edit away"
         if lower in self.code_words and closest < VERY_COMMON_FREQUENCY:
             return "used as code in this document"
+        return self._term(f, text)
+
+    def _term(self, f: WordFinding, text: str) -> str:
+        """The last excuse asked: a term the document introduces in emphasis (`introduced_term`).
+        Last, because it searches the text: only a word nothing else excuses, used twice or more,
+        gets that far, a few per publish."""
+        if self.uses.get(f.word.lower(), 0) >= 2 and introduced_term(text, f.word.lower()):
+            return "the writer's term: introduced in emphasis"
         return ""
 
     def _real_word_excuse(self, f: WordFinding) -> str:
@@ -476,6 +542,19 @@ class Evidence:
         if own >= 2 and own > partner:
             return f"the document's own word: {f.word!r} used {own} times, {f.fixes[0][0]!r} {partner}"
         return ""
+
+
+def introduced_term(text: str, lower: str) -> bool:
+    """Whether the document writes `lower` alone in emphasis somewhere (`_struct_`, `*struct*`,
+    `**struct**`), as a writer sets a term where they introduce it ("A _struct_, or _structure_,
+    is ..."), and it is no slip of a very common word ("teh"). Nobody emphasises a typo: such a
+    word used again is the document's term even when it is one slip from a common word
+    ("struct" of "strict"), which `misspelling` keeps from the writer's words (hints/jargon.py).
+    Asked only of a word used twice or more that nothing else excuses: a search of the text."""
+    freq = dictionary().word_frequency
+    if any(freq[w] >= VERY_COMMON_FREQUENCY for w in _close_lower(lower, 1)):
+        return False
+    return re.search(rf"(?<![\w*])([_*]{{1,2}}){re.escape(lower)}\1(?![\w*])", text, re.IGNORECASE) is not None
 
 
 # An abbreviation's period is followed by a digit or by punctuation inside a sentence ("2006 est.)",
@@ -552,6 +631,39 @@ def english_onset(lower: str) -> bool:
     return _ONSET.match(lower).group() in _onsets()
 
 
+def jargon_blocked(lower: str, close: Sequence[str]) -> bool:
+    """Whether a technical document's word with no common word one edit away is still no jargon:
+    a long word one edit from any word worth suggesting ("signatues"), or an unmistakable slip
+    (`unmistakable_slip`: "rowss" of "rows", "elt's" of "let's", "compielr" of "compiler").
+    Typos of the many technical words pyspellchecker counts as uncommon ("rows", "module",
+    "compiler") were all excused as jargon."""
+    if len(lower) >= LONG_WORD_LETTERS and any(map(_fix_worthy, close)):
+        return True
+    return unmistakable_slip(lower.replace("’", "'"))
+
+
+def swapped_slip(lower: str) -> bool:
+    """Whether `lower` is a word worth suggesting of SWAP_MIN_LETTERS or more with two neighbouring
+    letters swapped ("elt's" of "let's", "ersources")."""
+    for i in range(len(lower) - 1):
+        w = lower[:i] + lower[i + 1] + lower[i] + lower[i + 2 :]
+        if w != lower and len(w) >= SWAP_MIN_LETTERS and _fix_worthy(w):
+            return True
+    return False
+
+
+def unmistakable_slip(lower: str) -> bool:
+    """A slip no technical coinage makes by chance: a key struck twice (`doubled_slip`), two
+    neighbouring letters swapped (`swapped_slip`), any slip of a rare long word (`long_slips`),
+    one edit from a very common word ("teh"). A neighbouring key or a dropped letter is not
+    enough: they make jargon out of words as often as typos ("nats" and "hats", "diffed" and
+    "differ", "stdio" and "studio")."""
+    if doubled_slip(lower) or swapped_slip(lower) or long_slips(lower):
+        return True
+    freq = dictionary().word_frequency
+    return any(freq[w] >= VERY_COMMON_FREQUENCY for w in _close_lower(lower, 1))
+
+
 def technical_pair(word: str, partner: str) -> bool:
     """Whether technical prose gives this confusable a sense of its own (TECHNICAL_REAL_WORD_GAIN)."""
     return (word.lower(), partner.lower()) in TECHNICAL_REAL_WORD_GAIN
@@ -593,11 +705,35 @@ def close_words(word: str, distance: int = 1) -> list[str]:
 
 def fix_candidates(word: str) -> list[str]:
     """A non-word's candidate fixes: dictionary words one edit away, or two when none is one
-    away and the word is long enough to guess from (begginers, mispeled)."""
+    away and the word is long enough to guess from (begginers, mispeled), then the rare long
+    words it is one slip of the hand from (`long_slips`: "compielr" of "compiler")."""
     near = close_words(word)
     if not near and len(word) >= TWO_EDIT_MIN_LETTERS:
         near = close_words(word, 2)
-    return near
+    rare = [match_case(word, w) for w in long_slips(word.lower())]
+    return _unique(near + rare) if rare else near
+
+
+@lru_cache(maxsize=16384)
+def long_slips(lower: str) -> tuple[str, ...]:
+    """Dictionary words of at least LONG_WORD_LETTERS letters, rarer than MIN_FIX_FREQUENCY, that
+    `lower` is one slip of the hand from (`slipped_from`). pyspellchecker counts many technical
+    words low ("compiler" 59, "microseconds" 50, "entreaties" 87) and its words of that length
+    below MIN_FIX_FREQUENCY are real words, not its junk, which is short; a long word has few
+    neighbours, so a swap, doubling or neighbouring key away from one is a slip of it, not a
+    coincidence. Without them such a typo had no fix at all and was never shown. A form of the
+    word ("seguidillas" of "seguidilla") is no slip of it."""
+    if len(lower) < LONG_WORD_LETTERS - 1:
+        return ()
+    spell, freq = dictionary(), dictionary().word_frequency
+    found = [
+        w
+        for w in slipped_from(lower)
+        if len(w) >= LONG_WORD_LETTERS and freq[w] < MIN_FIX_FREQUENCY and w.isalpha() and w in spell
+    ]
+    if any(lower in (w + "s", w + "es", w + "d", w + "ed") for w in found):
+        return ()
+    return tuple(sorted(found, key=lambda w: (-freq[w], w)))
 
 
 @lru_cache(maxsize=16384)

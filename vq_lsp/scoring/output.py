@@ -42,7 +42,7 @@ class RowWriter:
         out: TextIO,
         fmt: str,
         labels: tuple[str, ...],
-        sentiment_threshold: float = 0.75,
+        sentiment_threshold: float = DiagnosticSettings().sentiment_threshold,
         tone_min_words: int = 0,
         commits: Mapping[str, CommitHeader] | None = None,
         changes_only: bool = False,
