@@ -1,4 +1,4 @@
-"""The engine on a GPU, in one run: everything a session with a lent CUDA device measures.
+"""The engine on a GPU, in one run: every GPU figure of the engine comes from this script.
 
     python -m benchmarks.gpu_session --out DIR [--device cuda] [--precision float32] [--quick]
         [--sections one_token counts exactness revisions server]

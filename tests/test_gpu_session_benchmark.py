@@ -1,4 +1,4 @@
-"""benchmarks/gpu_session.py, the one command a session with a lent GPU runs, in its quick mode on
+"""benchmarks/gpu_session.py, the one command the engine's GPU figures come from, in its quick mode on
 the CPU: every section reports, the engine's codes stay exact, the report names the device and the
 dtype, and a section that fails is reported without losing the others."""
 

@@ -1,6 +1,6 @@
 """A model folder as bfloat16 safetensors parts under 16 MiB each, and those parts back as a model folder.
 
-Why: a lent GPU machine returns at most 8 files of at most 16 MiB, and a student of SmolLM2
+Why: a remote GPU machine returns at most 8 files of at most 16 MiB, and a student of SmolLM2
 (d=384, 6 layers, a 49,152-token embedding) holds 30.5M parameters: 116 MiB in float32, 58 MiB
 in bfloat16. Weight matrices travel as bfloat16; vectors, codebooks and other small tensors stay
 float32 (they cost little, and codes are decided against the codebooks). A tensor larger than
@@ -26,7 +26,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-PART_LIMIT = 16 << 20  # what a lent machine returns per file
+PART_LIMIT = 16 << 20  # what a remote machine returns per file
 HEADER_ROOM = 64 << 10  # the safetensors header's tensor entries
 SMALL = 1 << 16  # tensors with fewer elements stay float32
 SIDE_FILES = ("config.json", "card.json", "tokenizer.json")

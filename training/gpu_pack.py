@@ -1,6 +1,6 @@
-"""Carry a file larger than one run's payload to a lent GPU machine in parts, and check it there.
+"""Carry a file larger than one run's payload to a remote GPU machine in parts, and check it there.
 
-Why: each run on a lent machine receives the repository's working tree plus a few named files,
+Why: each run on a remote machine receives the repository's working tree plus a few named files,
 64 MiB in all, and a warm machine keeps what earlier runs left. A file bigger than the room the
 tree leaves (SmolLM2's 98 MB GGUF) therefore travels as parts in consecutive runs. ``split``
 optionally xz-compresses the file, cuts it into parts of at most ``part_bytes`` and writes a
@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 CHUNK = 1 << 20
-PAYLOAD_LIMIT = 64 << 20  # what one run on a lent machine may receive: working tree + carried files
+PAYLOAD_LIMIT = 64 << 20  # what one run on a remote machine may receive: working tree + carried files
 MANIFEST_SUFFIX = ".manifest.json"
 
 

@@ -1,6 +1,6 @@
-"""What a distillation run on a lent GPU did, in a few lines (and a JSON file that comes back with the trunk).
+"""What a distillation run on a remote GPU did, in a few lines (and a JSON file that comes back with the trunk).
 
-Why: the output of a run on a lent machine comes back only as its last lines and a few files; the
+Why: the output of a run on a remote machine comes back only as its last lines and a few files; the
 card's throughput, whether the time budget stopped the run and the last logged losses are what
 the next slot is sized from.
 

