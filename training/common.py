@@ -135,7 +135,7 @@ def train_steps(
     ``--ckpt-every`` steps and where the run stops. Everything a step draws must depend only on
     the step number, which is what makes a resumed run equal an uninterrupted one. With
     ``--max-seconds`` the run also stops (logged and saved) after the step that spends that much
-    wall clock, for a machine lent for a fixed time; ``out_of_time`` tells a stage it happened.
+    wall clock, for a machine rented for a fixed time; ``out_of_time`` tells a stage it happened.
     """
     stop = args.steps if args.stop_after is None else min(args.steps, step + args.stop_after)
     budget = getattr(args, "max_seconds", None)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Distil a student of SmolLM2-135M on one CUDA GPU within one lent slot, from a pack that reached
+# Distil a student of SmolLM2-135M on one CUDA GPU within one short slot, from a pack that reached
 # the machine in parts (training/make_smollm2_pack.sh), and leave the trunk as bfloat16 parts
 # under 16 MiB that a remote machine can return:
 #
