@@ -8,6 +8,7 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,10 +17,11 @@ import inference
 from . import typos
 
 
-@dataclass(frozen=True, slots=True)
-class ParagraphKey:
+class ParagraphKey(NamedTuple):
     """What a paragraph's material depends on besides its tokens' surprise: its text, its
-    tokenization and its layout, all relative to its first character (or first token)."""
+    tokenization and its layout, all relative to its first character (or first token). A named
+    tuple rather than a frozen dataclass: a publish builds and looks up one key per paragraph of
+    the document, and a tuple's hash and equality run in C."""
 
     text: str
     lead: int  # its first token's start, relative to the paragraph (negative: a token begun before it)
