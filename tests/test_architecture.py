@@ -10,8 +10,9 @@
   annotations close (a type-only circle: two modules that cannot be understood apart);
 - LSP types (lsprotocol) stay at the edge: `vq_lsp.server` and `vq_lsp/hints/lsp.py`, which turns
   a hint into a diagnostic;
-- the modules, classes and functions of the engine (`inference`), the document store, the server and
-  scoring stay small (SIZE_LIMITS), but for any named in SIZE_ALLOWED with its reason.
+- the modules, classes and functions of the engine (`inference`), the document store, the server,
+  scoring, the hints and the settings stay small (SIZE_LIMITS), but for any named in SIZE_ALLOWED
+  with its reason.
 - `vq_lsp/hints` keeps no hidden state: no module-level mutable container or stateful object, no
   cache hung on the model (`model.cached(`, an attribute set on a model); what it keeps lives in
   the `HintCaches` its callers own (`hidden_state`).
@@ -72,10 +73,20 @@ TYPE_CIRCLES_ALLOWED: list[list[str]] = []
 # included) that the engine package keeps to: a module, a class, a function each do one job that
 # reads in one sitting.
 SIZE_LIMITS = {"module": 400, "class": 250, "function": 60}
-SIZED_PACKAGES = ("inference", "vq_lsp/documents", "vq_lsp/server", "vq_lsp/scoring")
+SIZED_PACKAGES = (
+    "inference",
+    "vq_lsp/documents",
+    "vq_lsp/server",
+    "vq_lsp/scoring",
+    "vq_lsp/hints",
+    "vq_lsp/settings",
+)
 # Definitions over a limit that remain, each with its reason, as "module" or "module:qualname". The
 # test wants this exact, so an entry goes when its definition is split.
-SIZE_ALLOWED: dict[str, str] = {}
+SIZE_ALLOWED: dict[str, str] = {
+    "vq_lsp.hints.typos": "being split into a package",
+    "vq_lsp.hints.typos:Detector.examine": "being split into a package",
+}
 
 # Packages whose modules keep no state of their own (`hidden_state`): their callers own it.
 STATE_FREE_PACKAGES = ("vq_lsp/hints",)
@@ -376,7 +387,7 @@ def test_lsp_types_stay_in_the_server_and_the_hints_conversion(graph):
     assert {line.split(":")[0] for line in outside} == LSP_TYPES_ALLOWED, outside
 
 
-def test_the_engine_documents_server_and_scoring_keep_their_modules_classes_and_functions_small():
+def test_the_sized_packages_keep_their_modules_classes_and_functions_small():
     over = oversized()
     assert set(over) == set(SIZE_ALLOWED), {k: v for k, v in over.items() if k not in SIZE_ALLOWED} or (
         f"no longer over a limit, drop from SIZE_ALLOWED: {sorted(set(SIZE_ALLOWED) - set(over))}"

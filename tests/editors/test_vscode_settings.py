@@ -1,5 +1,5 @@
 """The VS Code extension's settings (editors/vscode/package.json) mirror the server's
-(vq_lsp/settings.py): the same names, defaults, types and bounds, and the server accepts the
+(vq_lsp/settings/): the same names, defaults, types and bounds, and the server accepts the
 extension's defaults without a warning. The extension's own TypeScript is unit-tested by
 `npm test` in editors/vscode (node's test runner); real VS Code is not available in CI."""
 
@@ -12,6 +12,7 @@ import typing
 from pathlib import Path
 
 from vq_lsp import settings as server
+from vq_lsp.settings.parsing import camel
 
 VSCODE = Path(__file__).resolve().parents[2] / "editors" / "vscode"
 PACKAGE = json.loads((VSCODE / "package.json").read_text())
@@ -38,7 +39,7 @@ def server_fields():
         for f in dataclasses.fields(cls):
             if dataclasses.is_dataclass(hints[f.name]):
                 continue
-            yield prefix + server._camel(f.name), f, hints[f.name]
+            yield prefix + camel(f.name), f, hints[f.name]
 
 
 def default_of(f: dataclasses.Field):

@@ -9,7 +9,7 @@ import pytest
 import inference
 from vq_lsp.documents.textsync import Change, TrackedText
 from vq_lsp.hints import lsp as hints
-from vq_lsp.hints import markup, reuse
+from vq_lsp.hints import markup, markup_blocks, reuse
 from vq_lsp.hints.caches import HintCaches
 from vq_lsp.hints.material import HintMaterial
 from vq_lsp.settings import DiagnosticSettings
@@ -26,7 +26,7 @@ EDGE_CASES = [
 
 
 def whole_document_layout(text: str) -> tuple:
-    return markup._masked(text, markup._markdown_blocks(text), markup._MD_INLINE)
+    return markup._masked(text, markup_blocks.markdown_blocks(text), markup._MD_INLINE)
 
 
 @pytest.mark.parametrize("text", [MARKDOWN, MARKDOWN * 3] + EDGE_CASES)

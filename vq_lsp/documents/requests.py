@@ -12,12 +12,10 @@ import time
 
 from ..hints import lsp as hint_lsp
 from ..hints import material
-from ..hints.typos import WordFinding
 from .state import DocumentState, Outcome
 from .store import Documents
 
 Range = tuple[int, int, int, int]  # LSP (line, character, line, character)
-Found = list[tuple[WordFinding, tuple[int, int], tuple[int, int]]]  # (finding, start position, end position)
 
 
 def built_state(docs: Documents, uri: str) -> DocumentState:
@@ -86,9 +84,9 @@ def hover(docs: Documents, uri: str, line: int, character: int) -> str:
     )
 
 
-def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Range, Found]]:
+def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Range, list[hint_lsp.QuickFix]]]:
     """For each (line, character, line, character) range: the prose words there with their
-    likeliest fixes (hints/material.py), as (range, [(finding, start position, end position)])."""
+    likeliest fixes (hints/material.py), as (range, its words)."""
     st = docs.builder.ready(uri)
     out = []
     for l0, c0, l1, c1 in ranges:
@@ -96,5 +94,10 @@ def quick_fixes(docs: Documents, uri: str, ranges: list[Range]) -> list[tuple[Ra
         found = material.quick_fixes(
             st.tracked, st.doc, a, b, st.language_id, docs.settings.diagnostics, caches=docs.hint_caches
         )
-        out.append(((l0, c0, l1, c1), [(f, st.tracked.position(f.start), st.tracked.position(f.end)) for f in found]))
+        out.append(
+            (
+                (l0, c0, l1, c1),
+                [hint_lsp.QuickFix(f, st.tracked.position(f.start), st.tracked.position(f.end)) for f in found],
+            )
+        )
     return out

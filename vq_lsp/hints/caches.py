@@ -19,8 +19,10 @@ import inference
 
 from . import markup, typos
 from .grammar import GrammarChecker
+from .paragraph_cache import LastMaterial, ParagraphCache
+from .paragraph_spans import ParagraphSpans
 from .recent import Recent
-from .reuse import LastMaterial, MaterialCaches, ParagraphCache, ParagraphSpans
+from .reuse import MaterialCaches
 
 LAYOUTS_KEEP = 8  # a publish asks for one version's layout for its material, grammar lints and ignore comments
 SPANS_KEEP = 4  # a publish asks twice (material and grammar lints)

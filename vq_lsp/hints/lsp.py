@@ -43,6 +43,16 @@ Position = Callable[[int], tuple[int, int]]  # char offset -> LSP (line, UTF-16 
 Range = tuple[int, int, int, int]  # LSP (line, character, line, character)
 
 
+@dataclass(frozen=True)
+class QuickFix:
+    """A word a quick fix may replace: the detector's finding of it (its fixes, best first) and
+    where it lies, as LSP (line, UTF-16 character) positions of the document's text."""
+
+    finding: typos.WordFinding
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
 def lsp_range(tt: TokenizedText, a: int, b: int) -> dict:
     (l0, c0), (l1, c1) = tt.position(a), tt.position(b)
     return {"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}}
@@ -175,16 +185,17 @@ def diagnostic_range(d: types.Diagnostic) -> Range:
 def quick_fix_actions(
     uri: str,
     diagnostics: list[types.Diagnostic],
-    found: list[tuple[Range, list[tuple[typos.WordFinding, tuple[int, int], tuple[int, int]]]]],
+    found: list[tuple[Range, list[QuickFix]]],
 ) -> list[types.CodeAction]:
     """Code actions replacing each diagnostic's words with their likeliest fixes, best first (the
     first fix of each diagnostic is the preferred one; a word's fixes are those its hint
     names, see material.quick_fixes). `found` pairs with `diagnostics`, as the
-    document store's quick_fixes request returns it: (range, [(finding, start, end position)])."""
+    document store's quick_fixes request returns it: (range, its words)."""
     actions = []
     for d, (_, findings) in zip(diagnostics, found):
         first = len(actions)
-        for f, (l0, c0), (l1, c1) in findings:
+        for fix in findings:
+            f, (l0, c0), (l1, c1) = fix.finding, fix.start, fix.end
             for word, logp in f.fixes:
                 edit = types.TextEdit(range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), new_text=word)
                 actions.append(

@@ -8,6 +8,10 @@ tables, section underlines). Source files hint only their comments and docstring
 nothing, a setting). Inside prose, inline code, URLs, link targets, autolinks and inline HTML
 are masked too. A tone block is a prose paragraph (never a heading) of at least a minimum
 number of words, so install commands and one-line list items get no tone.
+
+The blocks of prose each markup has are found in markup_blocks.py, the chunks a Markdown text is
+parsed in in markdown_chunks.py; this module masks the inline non-prose and keeps each chunk's
+layout.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from functools import lru_cache
 from pathlib import PurePath
 
 import numpy as np
-from markdown_it import MarkdownIt
-from mdit_py_plugins.front_matter import front_matter_plugin
+
+from .markdown_chunks import markdown_chunks
+from .markup_blocks import comment_spans, markdown_blocks, rst_blocks
 
 MARKDOWN, RST, PLAIN, SOURCE, NONE = "markdown", "rst", "plain", "source", "none"
 
@@ -196,12 +201,12 @@ def layout(text: str, markup: str, language_id: str = "") -> Layout:
     if markup == MARKDOWN:
         return _markdown_layout(text)
     elif markup == RST:
-        blocks = _rst_blocks(text)
+        blocks = rst_blocks(text)
         inline = _RST_INLINE
     elif markup == SOURCE:
         blocks = [
             (a, b, False)
-            for a, b in _comment_spans(text, _SOURCE.get(language_id.lower(), "hash"), language_id.lower() == "python")
+            for a, b in comment_spans(text, _SOURCE.get(language_id.lower(), "hash"), language_id.lower() == "python")
         ]
         inline = _PLAIN_INLINE
     else:
@@ -221,74 +226,10 @@ def _masked(text: str, blocks, inline: re.Pattern) -> tuple[tuple, tuple]:
     return tuple(sorted(prose)), tuple(tone)
 
 
-# ---------------------------------------------------------------------------- Markdown, chunk by chunk
-# A Markdown document is parsed chunk by chunk, each chunk's layout cached by its text, so that a
-# keystroke re-parses only the chunk it changed. Chunks end at blank lines after which a line starts
-# in column 0 (no block continues across those: an indented line after a blank may continue a list
-# item or be code, so it stays with the chunk before), never inside fenced code, front matter, an
-# HTML comment or a raw HTML block (<pre>, <script>, <style>, <textarea>), which may hold blank lines.
-_CHUNK_BREAK = re.compile(r"\n[ \t]*\n(?=\S)")
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
-_SPANNING = re.compile(
-    r"<!--[\s\S]*?(?:-->|$(?![\s\S]))"
-    r"|^<(pre|script|style|textarea)[\s>][\s\S]*?(?:</\1>|$(?![\s\S]))",
-    re.MULTILINE | re.IGNORECASE,
-)
-_FRONT_MATTER = re.compile(r"---[ \t]*\n[\s\S]*?(?:^(?:---|\.\.\.)[ \t]*$|\Z)", re.MULTILINE)
-
-
-def markdown_chunks(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the chunks a Markdown text is parsed in, covering it in order."""
-    closed: list[tuple[int, int]] = []  # spans no chunk may end inside
-    fence: tuple[str, int, int] | None = None  # (marker char, length, start) of an open fence
-    for m in _FENCE_LINE.finditer(text):
-        marker = m.group(1)
-        if fence is None:
-            if marker[0] == "`" and "`" in m.group(2):
-                continue  # an info string with a backtick: not a fence
-            fence = (marker[0], len(marker), m.start())
-        elif marker[0] == fence[0] and len(marker) >= fence[1] and not m.group(2).strip():
-            closed.append((fence[2], m.end()))
-            fence = None
-    if fence is not None:
-        closed.append((fence[2], len(text)))
-    closed += _spanning(text)
-    if text.startswith("---"):
-        m = _FRONT_MATTER.match(text)
-        if m:
-            closed.append((0, m.end()))
-    closed.sort()
-    out, start, k, reach = [], 0, 0, -1
-    for m in _CHUNK_BREAK.finditer(text):
-        at = m.end()
-        while k < len(closed) and closed[k][0] < at:
-            reach = max(reach, closed[k][1])
-            k += 1
-        if at <= reach:
-            continue
-        out.append((start, at))
-        start = at
-    if start < len(text) or not out:
-        out.append((start, len(text)))
-    return out
-
-
-def _spanning(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every _SPANNING match, as `_SPANNING.finditer` finds them, trying the
-    pattern only at a "<" (the regex engine's own scan of a whole document was the slow part)."""
-    out, at = [], text.find("<")
-    while at >= 0:
-        m = _SPANNING.match(text, at)
-        if m is not None:
-            out.append((m.start(), m.end()))
-        at = text.find("<", m.end() if m is not None else at + 1)
-    return out
-
-
 @lru_cache(maxsize=16384)
 def _markdown_chunk_layout(chunk: str, first: bool) -> tuple[tuple, tuple]:
     """(prose, tone) of one chunk, offsets in the chunk; only the first chunk may hold front matter."""
-    return _masked(chunk, _markdown_blocks(chunk, first), _MD_INLINE)
+    return _masked(chunk, markdown_blocks(chunk, first), _MD_INLINE)
 
 
 @lru_cache(maxsize=16384)
@@ -333,111 +274,6 @@ def _subtract(a: int, b: int, holes: list[tuple[int, int]]) -> list[tuple[int, i
     if cur < b:
         out.append((cur, b))
     return out
-
-
-def _line_starts(text: str, line_end: re.Pattern = re.compile("\n")) -> list[int]:
-    return [0] + [m.end() for m in line_end.finditer(text)]
-
-
-# markdown-it's line ends (its normalize rule): the line numbers of its tokens count a lone \r as one too
-_MD_LINE_END = re.compile(r"\r\n?|\n")
-
-
-# ---------------------------------------------------------------------------- Markdown
-@lru_cache(maxsize=2)
-def _md(front_matter: bool = True) -> MarkdownIt:
-    # Block structure only: inline parsing (a third of the time) is not needed, inline code,
-    # links and HTML inside prose are masked by _MD_INLINE.
-    md = MarkdownIt("commonmark").enable("table")
-    return (md.use(front_matter_plugin) if front_matter else md).disable("inline")
-
-
-def _markdown_blocks(text: str, front_matter: bool = True) -> list[tuple[int, int, bool]]:
-    """(start, end, may have a tone) of every paragraph and heading; table cells excluded."""
-    starts = _line_starts(text, _MD_LINE_END)
-    out, in_table, heading = [], 0, False
-    for t in _md(front_matter).parse(text):
-        if t.type == "table_open":
-            in_table += 1
-        elif t.type == "table_close":
-            in_table -= 1
-        elif t.type == "heading_open":
-            heading = True
-        elif t.type == "heading_close":
-            heading = False
-        elif t.type == "inline" and not in_table and t.map:
-            l0, l1 = t.map
-            a = starts[l0]
-            b = starts[l1] if l1 < len(starts) else len(text)
-            out.append((a, b, not heading))
-    return out
-
-
-# ---------------------------------------------------------------------------- reStructuredText
-_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
-_RST_DIRECTIVE = re.compile(r"^\s*\.\.(?:\s|$)")
-_RST_ADMONITION = re.compile(
-    r"^\s*\.\.\s+(note|warning|tip|important|attention|caution|danger|error|hint|seealso|admonition)::", re.IGNORECASE
-)
-_RST_TABLE = re.compile(r"^\s*(?:\+[-=+]+\+\s*|=+(?:\s+=+)+\s*)$")
-
-
-def _rst_blocks(text: str) -> list[tuple[int, int, bool]]:
-    """Paragraphs, titles and admonition bodies; literal blocks (after `::`), other directives,
-    comments and tables are left out. A block is a run of non-blank lines."""
-    starts = _line_starts(text)
-    lines = text.split("\n")
-    out = []
-    skip_indent: int | None = None  # inside a literal block / directive body indented deeper than this
-    i = 0
-    while i < len(lines):
-        if not lines[i].strip():
-            i += 1
-            continue
-        j = i
-        while j < len(lines) and lines[j].strip():
-            j += 1
-        block = lines[i:j]
-        indent = len(block[0]) - len(block[0].lstrip())
-        if skip_indent is not None and indent > skip_indent:
-            i = j
-            continue
-        skip_indent = None
-        a, b = starts[i], (starts[j] - 1 if j < len(starts) else len(text))
-        first = block[0]
-        if _RST_DIRECTIVE.match(first):
-            skip_indent = indent
-            if _RST_ADMONITION.match(first):
-                skip_indent = None  # an admonition's body is prose
-                head = first.split("::", 1)[1]
-                if head.strip() or len(block) > 1:
-                    out.append((starts[i] + len(first) - len(head), b, True))
-        elif any(_RST_TABLE.match(line) for line in block) or block[0].lstrip().startswith("|") and "|" in block[0][1:]:
-            pass
-        else:
-            title = len(block) <= 3 and any(_RST_ADORNMENT.match(line) for line in block)
-            out.append((a, b, not title))
-            if block[-1].rstrip().endswith("::"):
-                skip_indent = indent
-        i = j
-    return out
-
-
-# ---------------------------------------------------------------------------- source code
-_STRING = r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
-_COMMENTS = {
-    "hash": re.compile(rf"{_STRING}|(?P<c>#[^\n]*)"),
-    "slash": re.compile(rf"{_STRING}|`(?:\\.|[^`\\])*`|(?P<c>//[^\n]*|/\*[\s\S]*?(?:\*/|$))"),
-    "dash": re.compile(rf"{_STRING}|(?P<c>--[^\n]*)"),
-}
-_PYTHON = re.compile(rf"(?P<c>\"\"\"[\s\S]*?(?:\"\"\"|$)|'''[\s\S]*?(?:'''|$))|{_STRING}|(?P<h>#[^\n]*)")
-
-
-def _comment_spans(text: str, family: str, python: bool) -> list[tuple[int, int]]:
-    """Comments (and in Python, triple-quoted strings: docstrings) of a source file; strings skipped."""
-    if python:
-        return [(m.start(), m.end()) for m in _PYTHON.finditer(text) if m.group("c") or m.group("h")]
-    return [(m.start("c"), m.end("c")) for m in _COMMENTS[family].finditer(text) if m.group("c")]
 
 
 _PLAIN_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
