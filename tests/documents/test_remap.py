@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from vq_lsp.documents.remap import move
 from vq_lsp.documents.textsync import Change, apply_change, line_starts, position_at
 from vq_lsp.hints.lsp import Hint
+from vq_lsp.hints.paragraphs import PARAGRAPH
 
 WORDS = st.lists(st.sampled_from(["film", "good", "😀", "a", "\n", "\n\n", "\r\n", "  "]), min_size=1, max_size=30)
 
@@ -19,7 +20,6 @@ def hints_of(text: str) -> list[Hint]:
     out = [
         Hint(m.start(), m.end(), f"word {i}", "hint", "surprise") for i, m in enumerate(re.finditer(r"\w+|😀", text))
     ]
-    para = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")  # as vq_lsp.hints.paragraphs
     out += [
         Hint(
             m.start(),
@@ -28,7 +28,7 @@ def hints_of(text: str) -> list[Hint]:
             "information",
             "sentiment",
         )
-        for i, m in enumerate(para.finditer(text))
+        for i, m in enumerate(PARAGRAPH.finditer(text))
     ]
     return out
 

@@ -30,7 +30,6 @@ vq-lsp's own rule are grammar_lints.py; this module runs Harper and keeps its li
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import OrderedDict
 
@@ -56,12 +55,12 @@ from .grammar_rules import (  # noqa: F401 (as above)
 )
 from .markup import Layout
 from .paragraph_spans import ParagraphSpans, paragraph_spans
+from .paragraphs import PARAGRAPH
 from .recent import Recent
 
 log = logging.getLogger(__name__)
 
 CACHE_PARAGRAPHS = 32768  # a dozen books restored in tabs, so that a state read back needs no lints
-_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 
 
 class GrammarChecker:
@@ -201,7 +200,7 @@ class GrammarChecker:
         if found is not None:
             return found
         out = []
-        for m in _PARAGRAPH.finditer(masked(paragraph, prose)):
+        for m in PARAGRAPH.finditer(masked(paragraph, prose)):
             found = self._paragraph(linter, words, rules, m.group())
             out += [lint.shifted(m.start()) if m.start() else lint for lint in shown(found, rules)]
         found = tuple(lint for lint in out if inside(prose, lint.start, lint.end))

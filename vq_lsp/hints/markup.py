@@ -26,6 +26,7 @@ import numpy as np
 
 from .markdown_chunks import markdown_chunks
 from .markup_blocks import comment_spans, markdown_blocks, rst_blocks
+from .paragraphs import PARAGRAPH
 
 MARKDOWN, RST, PLAIN, SOURCE, NONE = "markdown", "rst", "plain", "source", "none"
 
@@ -210,7 +211,7 @@ def layout(text: str, markup: str, language_id: str = "") -> Layout:
         ]
         inline = _PLAIN_INLINE
     else:
-        blocks = [(m.start(), m.end(), True) for m in _PLAIN_PARAGRAPH.finditer(text)]
+        blocks = [(m.start(), m.end(), True) for m in PARAGRAPH.finditer(text)]
         inline = _PLAIN_INLINE
     return Layout(*_masked(text, blocks, inline))
 
@@ -274,6 +275,3 @@ def _subtract(a: int, b: int, holes: list[tuple[int, int]]) -> list[tuple[int, i
     if cur < b:
         out.append((cur, b))
     return out
-
-
-_PLAIN_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")

@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass
 
 from . import markup
+from .paragraphs import PARAGRAPH
 from .recent import Recent
-
-PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 
 
 def _clipped(ranges: tuple, lo: int, a: int, b: int) -> tuple:

@@ -10,7 +10,9 @@ import bisect
 import re
 from dataclasses import dataclass
 
-_PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+# A paragraph: a run of lines that are not blank. The one definition: hint material, grammar lints,
+# plain-text layout and paragraph scores all cut a text with it.
+PARAGRAPH = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ def paragraphs(text: str, offsets: list[tuple[int, int]]) -> list[Paragraph]:
     """Paragraphs with at least one token, given each token's (start, end) character offsets."""
     starts = [a for a, _ in offsets]
     out = []
-    for m in _PARAGRAPH.finditer(text):
+    for m in PARAGRAPH.finditer(text):
         lo, hi = bisect.bisect_left(starts, m.start()), bisect.bisect_left(starts, m.end())
         if lo < hi:
             out.append(Paragraph(m.start(), m.end(), lo, hi, text.count("\n", 0, m.start())))
