@@ -1,5 +1,5 @@
 """Typo detection measured: inject realistic errors at known places in held-out prose, then
-compare the server's detector (vq_lsp/hints/typos.py: dictionary + the model's context) with a plain
+compare the server's detector (vq_lsp/hints/typos/: dictionary + the model's context) with a plain
 spell checker (pyspellchecker: every word missing from its dictionary) and with the dictionary
 plus close-word rule alone (no model), side by side on the same texts.
 

@@ -1,4 +1,4 @@
-"""The typo detector (typos.py) and its hints, on the bundled model: whole-word surprise, close
+"""The typo detector (hints/typos/) and its hints, on the bundled model: whole-word surprise, close
 dictionary words scored by the LM head, confusion sets, and what `choose` publishes."""
 
 from __future__ import annotations
@@ -242,9 +242,9 @@ def test_two_edit_typos_get_fixes_when_nothing_is_one_edit_away(model):
 
 
 def test_edit_distance_counts_a_swap_as_one_edit():
-    assert typos._edit_distance("teh", "the") == 1
-    assert typos._edit_distance("mispeled", "misspelled") == 2
-    assert typos._edit_distance("abc", "abcdef") == 3
+    assert typos.edit_distance("teh", "the") == 1
+    assert typos.edit_distance("mispeled", "misspelled") == 2
+    assert typos.edit_distance("abc", "abcdef") == 3
 
 
 def test_a_confusable_is_read_with_the_words_after_it(model):
@@ -277,13 +277,13 @@ def test_the_words_after_a_confusable_leave_out_the_word_being_typed(model):
         ids, offsets = model.tokenizer.encode_with_offsets(text)
         starts = np.asarray([a for a, _ in offsets])
         j = int(np.searchsorted(starts, text.index(" there") + len(" there")))
-        seen.append(typos._words_after(text, starts, len(ids), j))
+        seen.append(typos.words_after(text, starts, len(ids), j))
     assert sorted(set(seen), key=len) == ["", " departure,", " departure, leaving"]
     finished = "So they took there departure, leaving me at the door.\n"
     ids, offsets = model.tokenizer.encode_with_offsets(finished)
     starts = np.asarray([a for a, _ in offsets])
     j = int(np.searchsorted(starts, finished.index(" there") + len(" there")))
-    assert typos._words_after(finished, starts, len(ids), j) == " departure, leaving me"  # 4 tokens
+    assert typos.words_after(finished, starts, len(ids), j) == " departure, leaving me"  # 4 tokens
 
 
 def test_capitalised_confusables_are_not_checked(model):
@@ -383,7 +383,7 @@ def test_the_compact_delete_index_finds_what_a_dict_of_deletions_finds():
             found |= plain.get(e, set())
             for i in range(len(e)):
                 found |= plain.get(e[:i] + e[i + 1 :], set())
-        return {w for w in found if typos._edit_distance(lower, w) <= 2}
+        return {w for w in found if typos.edit_distance(lower, w) <= 2}
 
     rng = np.random.default_rng(4)
     words = ["begginers", "beggining", "mispeled", "recieve", "wrting", "qzxv", "thier", "acommodate", "a", ""]
@@ -392,7 +392,7 @@ def test_the_compact_delete_index_finds_what_a_dict_of_deletions_finds():
         i, j = sorted(rng.integers(0, len(w), 2))
         words.append(w[:i] + w[i + 1 : j] + "xe"[j % 2] + w[j:])  # a deletion and an insertion
     for w in words:
-        assert typos._two_edits(w) == reference(w), w
+        assert typos.two_edits(w) == reference(w), w
 
 
 def test_a_name_used_twice_in_a_text_without_capitals_is_no_typo(model):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .typos import Finding
+    from .typos import WordFinding as Finding
 
 
 def tone(label: str, probability: float) -> str:

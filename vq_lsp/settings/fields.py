@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SECTION = "vqLsp"
-# Typo thresholds (nats of gain, see typos.py), chosen on the tuning split of benchmarks/typo_detection.py
+# Typo thresholds (nats of gain, see hints/typos/), chosen on the tuning split of benchmarks/typo_detection.py
 NON_WORD_THRESHOLD = 1.76
 REAL_WORD_THRESHOLD = 3.25
 SEVERITIES = ("error", "warning", "information", "hint")  # LSP's DiagnosticSeverity, most severe first
