@@ -22,6 +22,7 @@ from vq_lsp.scoring.hint_changes import ListedHint, changes, line_map
 from vq_lsp.scoring.output import RowWriter
 from vq_lsp.scoring.revisions import CommitHeader, parse_raw_log
 from vq_lsp.scoring.rows import RevisionRow, TypoRow
+from vq_lsp.settings import DiagnosticSettings
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
@@ -137,7 +138,9 @@ def test_help_states_every_default():
     proc = subprocess.run([str(VQ_LSP), "score", "--help"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())  # argparse wraps the help
-    assert "(default: jsonl)" in text and "(default: 0.75)" in text and "(default: 12)" in text
+    hints = DiagnosticSettings()  # the server's defaults, which `score` shares
+    assert "(default: jsonl)" in text and f"(default: {hints.sentiment_threshold})" in text
+    assert f"(default: {hints.tone_min_words})" in text
     for action in command.build_parser()._actions:
         if action.option_strings and action.dest != "help":
             assert "default" in (action.help or ""), f"{action.option_strings[0]}: {action.help}"

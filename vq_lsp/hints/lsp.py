@@ -4,7 +4,7 @@ Hints follow the markup (markup.py): only prose is hinted, never tables, code, U
 matter, while the model still reads the whole text. Tone (sentiment diagnostics, Information)
 goes to prose paragraphs of a minimum length, from the mean of their tokens' class
 log-probabilities (`doc.span_scores`). Typo diagnostics (Hint) come from the detector in
-typos.py; optional surprise diagnostics mark the least likely whole words. Which hints are
+the typos package; optional surprise diagnostics mark the least likely whole words. Which hints are
 shown is decided by selection.py alone; this module only words and places them. Ranges are
 LSP ranges (UTF-16 columns) computed from the token start offsets that text sync keeps.
 """
