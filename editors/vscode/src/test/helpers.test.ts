@@ -46,7 +46,7 @@ test("serverSettings nests, drops client-only settings and maps empty strings to
   assert.equal(s.threads, 1);
   assert.deepEqual(s.diagnostics, {
     sentiment: true,
-    sentimentThreshold: 0.75,
+    sentimentThreshold: 0.7,
     surprise: false,
     surpriseThreshold: 14,
     maxSurpriseHints: 50,
@@ -55,7 +55,7 @@ test("serverSettings nests, drops client-only settings and maps empty strings to
     realWordThreshold: 3.25,
     maxTypoHints: 50,
     toneMinWords: 12,
-    toneGate: 0.6,
+    toneGate: 0.62,
     sourceComments: true,
     grammar: true,
     sentimentSeverity: "information",
