@@ -139,8 +139,8 @@ def test_help_states_every_default():
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())  # argparse wraps the help
     hints = DiagnosticSettings()  # the server's defaults, which `score` shares
-    assert "(default: jsonl)" in text and f"(default: {hints.sentiment_threshold})" in text
-    assert f"(default: {hints.tone_min_words})" in text
+    assert "(default: jsonl)" in text and f"else {hints.sentiment_threshold})" in text
+    assert f"else {hints.tone_min_words})" in text
     for action in command.build_parser()._actions:
         if action.option_strings and action.dest != "help":
             assert "default" in (action.help or ""), f"{action.option_strings[0]}: {action.help}"

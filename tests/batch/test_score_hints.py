@@ -81,6 +81,28 @@ def test_text_format_shows_typos_with_fixes(tmp_path, capsys):
     assert "  line 1:12: possible typo: 'teh' is unlikely here: " in out and "likely: 'the'" in out
 
 
+def test_rows_follow_the_workspace_and_the_writers_comments(tmp_path, capsys, monkeypatch):
+    """As `vq-lsp check` does: the word list of the current folder, a word the text lists for itself,
+    lines an ignore comment silences, and grammar lints, in the rows and in the text listing."""
+    work = tmp_path / "work"
+    (work / "notes").mkdir(parents=True)
+    (work / ".vq-lsp-words.txt").write_text("zorbulated\n")
+    text = (
+        "<!-- vq-lsp-words: snorkelish -->\n\nThe guide zorbulated the route, and the snorkelish lake was "
+        "fine. We could of stayed.\n\n<!-- vq-lsp-disable-next-line -->\nWe went to teh market.\n\n"
+        "They went to teh shop.\n"
+    )
+    (work / "notes" / "a.md").write_text(text)
+    monkeypatch.chdir(work)
+    assert command.main(["notes"]) == 0
+    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert [t["text"] for t in row["typos"]] == ["teh"] and row["typos"][0]["line"] == 7  # the silenced one: none
+    assert [(g["line"], g["text"]) for g in row["grammar"]] == [(2, "could of")]
+    assert command.main(["notes", "--format", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "(harper: " in out and "zorbulated" not in out and "snorkelish" not in out
+
+
 def test_rows_count_lines_as_an_editor_does_whatever_the_line_ends(tmp_path, capsys):
     """A file saved with \\r\\n or lone \\r line ends gets the same line and column in every row as
     the same text with \\n: each of the three ends a line, as in an editor and the server."""

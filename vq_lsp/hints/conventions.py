@@ -100,7 +100,7 @@ def warm_grammar(
 
 
 def _with_severity(h: lsp.Hint, severity: str) -> lsp.Hint:
-    return lsp.Hint(h.start, h.end, h.message, severity, h.code)
+    return dataclasses.replace(h, severity=severity)
 
 
 def grammar_lints(

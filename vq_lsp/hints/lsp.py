@@ -67,6 +67,7 @@ class Hint:
     message: str
     severity: str  # settings.SEVERITIES: "error", "warning", "information" or "hint"
     code: str
+    label: str | None = None  # a tone hint's label ("positive"): what `vq-lsp score` lists it by
 
     def lsp(self, position: Position, computed_for: int | None) -> types.Diagnostic:
         """As an LSP diagnostic; `data.version` names the version whose state chose it."""
@@ -84,7 +85,10 @@ class Hint:
 def choose(tt: TokenizedText, material: HintMaterial, cfg: DiagnosticSettings) -> list[Hint]:
     """The hints `selection.select` picks, worded as diagnostics: tones, then typos, then unlikely words."""
     picked = selection.select(material, cfg)
-    out = [Hint(t.start, t.end, wording.tone(t.label, t.probability), "information", "sentiment") for t in picked.tones]
+    out = [
+        Hint(t.start, t.end, wording.tone(t.label, t.probability), "information", "sentiment", t.label)
+        for t in picked.tones
+    ]
     out += [
         Hint(f.start, f.end, wording.typo(f), "hint", "typo")
         for f in sorted(picked.typos, key=lambda f: (f.start, f.end))  # text order, however the findings were gathered

@@ -37,7 +37,7 @@ from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
 from ..workspace import config_file, dictionaries
-from .lines import line_and_column
+from .lines import FileText
 
 FORMATS = ("text", "json", "sarif", "github")
 FAIL_ON = (*SEVERITIES, "never")
@@ -65,18 +65,6 @@ class Finding:
     kind: str
     message: str
     fixes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class FileText:
-    """A file's text and its tokens' first characters (hints/material.py's TokenizedText)."""
-
-    text: str
-    token_starts: np.ndarray
-
-    def position(self, offset: int) -> tuple[int, int]:
-        """(line, character), 0-based, as an editor counts them (lines.line_and_column)."""
-        return line_and_column(self.text, offset)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,12 +4,15 @@ Rows go out as JSONL, CSV or text (output.py); the summary (total speedup over s
 revision from scratch) goes to stderr, and as a last JSONL record. Bad files are reported and
 skipped. With --ray the rows are computed on a Ray cluster (ray.py), else in this process
 (scorer.py). A progress bar is drawn on stderr when stderr is a terminal, whatever the format.
-Every flag's help states its default.
+Every flag's help states its default. Hints are chosen as `vq-lsp check` chooses them: under the
+workspace's configuration file and word lists (read from the current folder) and the ignore
+comments in each text.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections import deque
@@ -24,8 +27,9 @@ from inference import argtypes
 
 from .. import stdio
 from ..engine_flags import add_engine_flags, load_options
-from ..hints import markup
-from ..settings import DiagnosticSettings
+from ..hints import conventions, grammar, markup
+from ..settings import DiagnosticSettings, Settings
+from ..workspace import config_file, dictionaries
 from .output import RowWriter
 from .ray import INSTALL_HINT, RayScorer, ray_address, ray_installed
 from .revisions import GIT_MERGES, Revision, RevisionSource, folder_source, from_jsonl, git_source
@@ -82,8 +86,8 @@ def add_output_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--sentiment-threshold",
         type=argtypes.probability,
-        default=DiagnosticSettings().sentiment_threshold,
-        help="paragraph tone shown in text output at this probability (0 to 1) or above (default: %(default)s)",
+        help="paragraph tone shown at this probability (0 to 1) or above (default: the workspace file's "
+        f"diagnostics.sentimentThreshold, else {DiagnosticSettings().sentiment_threshold})",
     )
     ap.add_argument(
         "--surprise-threshold",
@@ -94,8 +98,8 @@ def add_output_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--tone-min-words",
         type=argtypes.non_negative_int,
-        default=DiagnosticSettings().tone_min_words,
-        help="text output shows a tone only for prose paragraphs of at least this many words (default: %(default)s)",
+        help="a tone only for prose paragraphs of at least this many words (default: the workspace file's "
+        f"diagnostics.toneMinWords, else {DiagnosticSettings().tone_min_words})",
     )
     ap.add_argument(
         "--markup",
@@ -213,22 +217,43 @@ class Warnings:
             self.summary.warnings += 1
 
 
-def hint_settings(args: argparse.Namespace) -> DiagnosticSettings:
-    """The hints rows carry: unlikely words only when --surprise-threshold is given."""
+def hint_settings(args: argparse.Namespace, workspace: Settings) -> DiagnosticSettings:
+    """The hints rows carry: the workspace file's diagnostics settings under the flags; unlikely words
+    only when --surprise-threshold is given."""
+    cfg = workspace.diagnostics
+    if args.sentiment_threshold is not None:
+        cfg = dataclasses.replace(cfg, sentiment_threshold=args.sentiment_threshold)
+    if args.tone_min_words is not None:
+        cfg = dataclasses.replace(cfg, tone_min_words=args.tone_min_words)
     if args.surprise_threshold is None:
-        return DiagnosticSettings()
-    return DiagnosticSettings(surprise=True, surprise_threshold=args.surprise_threshold)
+        return dataclasses.replace(cfg, surprise=False)
+    return dataclasses.replace(cfg, surprise=True, surprise_threshold=args.surprise_threshold)
 
 
-def make_scorer(args: argparse.Namespace, model: inference.LoadedModel, load: dict) -> BatchScorer | RayScorer:
+def writers_conventions(warn) -> tuple[Settings, conventions.Conventions]:
+    """The workspace's settings and the writer's words, from the current folder as `vq-lsp check` reads them."""
+    root = Path.cwd()
+    config = config_file.load(root)
+    words, problems = dictionaries.load(root, config.words)
+    for problem in [*config.problems, *problems]:
+        warn(problem)
+    return config.apply(Settings()), conventions.Conventions(words, str(root))
+
+
+def make_scorer(args: argparse.Namespace, model: inference.LoadedModel, load: dict, warn) -> BatchScorer | RayScorer:
     """The scorer the flags ask for: on a Ray cluster (--ray) or in this process, with `model`."""
-    hints = hint_settings(args)
+    workspace, writer = writers_conventions(warn)
+    options = {
+        "verify": args.verify,
+        "hints": hint_settings(args, workspace),
+        "markup": args.markup,
+        "writer": writer,
+        "grammar_rules": grammar.Rules.of(workspace.grammar.rules),
+    }
     if not args.ray:
-        return BatchScorer(model, verify=args.verify, hints=hints, markup=args.markup)
+        return BatchScorer(model, **options)
     folder = model.path if args.model else None  # None: each node's own bundled model
-    return RayScorer(
-        args.ray, args.ray_workers, folder, args.threads, load, verify=args.verify, hints=hints, markup=args.markup
-    )
+    return RayScorer(args.ray, args.ray_workers, folder, args.threads, load, **options)
 
 
 def write_rows(
@@ -269,19 +294,11 @@ def score(args: argparse.Namespace, stdout, warn: Warnings) -> Summary:
     revisions = remembering(source.revisions, texts) if texts is not None else source.revisions
     load = {**load_options(args), "dense": args.dense}
     model = inference.load_model(args.model, device=args.device, **load)
-    scorer = make_scorer(args, model, load)
+    scorer = make_scorer(args, model, load, warn)
     warn.summary = scorer.summary
     out = open(args.output, "w", encoding="utf-8", newline="") if args.output else stdout
     try:
-        writer = RowWriter(
-            out,
-            args.format,
-            model.config.labels,
-            args.sentiment_threshold,
-            args.tone_min_words,
-            commits=source.commits,
-            changes_only=changes_only,
-        )
+        writer = RowWriter(out, args.format, model.config.labels, commits=source.commits, changes_only=changes_only)
         write_rows(writer, scorer, revisions, source.expected, texts, to_stdout=out is stdout)
     finally:
         if out is not stdout:

@@ -17,8 +17,6 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from ..hints import tone, wording
-from ..settings import DiagnosticSettings
 from .hint_changes import ListedHint, changes
 from .revisions import CommitHeader
 from .rows import RevisionRow
@@ -42,19 +40,15 @@ class RowWriter:
         out: TextIO,
         fmt: str,
         labels: tuple[str, ...],
-        sentiment_threshold: float = DiagnosticSettings().sentiment_threshold,
-        tone_min_words: int = 0,
         commits: Mapping[str, CommitHeader] | None = None,
         changes_only: bool = False,
     ) -> None:
         """`commits`: the commit behind each revision label (a git history), named in text headers;
         `changes_only`: text lists the hints new or gone since the previous revision (needs `row`'s text)."""
-        self.out, self.fmt, self.labels, self.sentiment_threshold = out, fmt, labels, sentiment_threshold
-        self.tone_min_words = tone_min_words
+        self.out, self.fmt, self.labels = out, fmt, labels
         self.commits = commits or {}
         self.changes_only = changes_only
         self.previous: dict[str, _Previous] = {}
-        self.tone = DiagnosticSettings(sentiment_threshold=sentiment_threshold, tone_min_words=tone_min_words)
         self.bar: tqdm | None = None  # a progress bar drawn on the same terminal: rows are written around it
         if fmt == "csv":
             self.csv = csv.writer(out)
@@ -154,32 +148,13 @@ class RowWriter:
         return "\n".join(lines) + "\n"
 
     def _hints(self, r: RevisionRow) -> list[ListedHint]:
-        """The row's hints in the order they are listed: paragraph tones, typos, unexpected words."""
-        hints = []
-        blocks = [tone.Block(p.scores, p.words, p.tokens) for p in r.paragraphs]
-        for p, shown in zip(r.paragraphs, tone.shown(blocks, self.tone)):  # the server's rule for a shown tone
-            if shown is not None:
-                hints.append(
-                    ListedHint(("tone", shown[0]), p.line, False, f"line {p.line + 1}: {wording.tone(*shown)}")
-                )
-        for h in r.typos:
-            hints.append(
-                ListedHint(
-                    (f"typo {h.kind}", h.text),
-                    h.line,
-                    True,
-                    f"line {h.line + 1}:{h.column + 1}: {h.message}",
-                )
-            )
-        for h in r.surprises:
-            hints.append(
-                ListedHint(
-                    ("unexpected", h.text),
-                    h.line,
-                    True,
-                    f"line {h.line + 1}:{h.column + 1}: {h.message}",
-                )
-            )
+        """The row's hints in the order they are listed: tones, typos, grammar, unexpected words; each
+        in the server's words (the row carries them)."""
+        hints = [ListedHint(("tone", t.label), t.line, False, f"line {t.line + 1}: {t.message}") for t in r.tones]
+        for kind, found in (("typo", r.typos), ("grammar", r.grammar), ("unexpected", r.surprises)):
+            for h in found:
+                what = (f"typo {h.kind}" if kind == "typo" else kind, h.text)
+                hints.append(ListedHint(what, h.line, True, f"line {h.line + 1}:{h.column + 1}: {h.message}"))
         return hints
 
     def summary(self, s: Summary) -> None:

@@ -111,8 +111,8 @@ class RayScorer:
     ) -> None:
         """load: load_model's options for every worker (dtype, dense, context, layout), each one not given
         the `vq-lsp score` default (engine_flags.load_options: the server's settings), so that a worker's rows
-        are the single-process scorer's; scorer_options: BatchScorer's own (verify, hints, markup), passed to
-        every worker's scorer."""
+        are the single-process scorer's; scorer_options: BatchScorer's own (verify, hints, markup, writer,
+        grammar_rules), passed to every worker's scorer."""
         self.ray = require_ray()
         self.threads = threads or 1
         self.started = connect(self.ray, address, workers, self.threads)

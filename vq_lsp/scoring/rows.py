@@ -1,7 +1,8 @@
 """The row `vq-lsp score` writes for one revision, as typed records.
 
 A row holds the document's scores, each prose paragraph's, and the hints an editor would show
-(typos and, when asked for, unlikely words), with the revision's size and cost. Scorers make
+under the writer's conventions (tones, typos, grammar and, when asked for, unlikely words), with
+the revision's size and cost. Scorers make
 them (scorer.py, and the same rows from Ray workers), writers read their fields (output.py), and
 `as_json` gives the JSONL form: field order, names and the optional `verified` as the format has
 always had them.
@@ -48,6 +49,25 @@ class TypoRow:
 
 
 @dataclass(frozen=True)
+class ToneRow:
+    """A paragraph's tone as the server shows it (its first line, 0-based)."""
+
+    line: int
+    label: str
+    message: str
+
+
+@dataclass(frozen=True)
+class GrammarRow:
+    """A grammar lint the server shows (Harper's, under the writer's rules), where it starts."""
+
+    line: int
+    column: int
+    text: str
+    message: str
+
+
+@dataclass(frozen=True)
 class RevisionRow:
     """One revision scored as an edit of its document's previous one; `scores` is None for an
     empty revision (nothing to score: the next one opens afresh)."""
@@ -61,6 +81,8 @@ class RevisionRow:
     paragraphs: list[ParagraphRow] = field(default_factory=list)
     surprises: list[WordRow] = field(default_factory=list)
     typos: list[TypoRow] = field(default_factory=list)
+    tones: list[ToneRow] = field(default_factory=list)  # the tone hints shown (paragraphs: every score)
+    grammar: list[GrammarRow] = field(default_factory=list)
     incremental_macs: int = 0
     dense_macs: int = 0
     seconds: float = 0.0

@@ -21,14 +21,14 @@ import numpy as np
 
 import inference
 
-from ..hints import markup, wording
+from ..hints import conventions, grammar, markup
 from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial
 from ..hints.selection import select
 from ..settings import DiagnosticSettings
-from .lines import line_and_column
+from .lines import FileText, line_and_column
 from .revisions import Revision
-from .rows import ParagraphRow, RevisionRow, TypoRow, WordRow
+from .rows import GrammarRow, ParagraphRow, RevisionRow, ToneRow, TypoRow, WordRow
 
 
 @dataclass
@@ -81,11 +81,18 @@ class BatchScorer:
         verify: bool = False,
         hints: DiagnosticSettings | None = None,
         markup: str | None = None,
+        writer: conventions.Conventions | None = None,
+        grammar_rules: grammar.Rules | None = None,
     ) -> None:
+        """`hints`: the diagnostics settings; `writer`: the words and root of the workspace (its word
+        lists), under which hints are chosen as the server and `vq-lsp check` choose them (ignore
+        comments in the text too); `grammar_rules`: the workspace's `grammar.rules`."""
         self.model, self.verify, self.markup = model, verify, markup
         self.hints = hints or DiagnosticSettings()
+        self.writer = writer or conventions.Conventions()
         self.chains: dict[str, Chain | None] = {}
         self.hint_caches = HintCaches()  # the hints' kept results (paragraphs, typo detector) over the run
+        self.hint_caches.grammar.configure(grammar_rules or grammar.Rules.of(None))
         self.summary = Summary()
 
     def score(self, revisions: Iterable[Revision]) -> Iterator[RevisionRow]:
@@ -118,15 +125,13 @@ class BatchScorer:
             chain.ids = ids
         doc = chain.doc
         dense = doc.dense_macs()
-        paras, surprises, typo_rows = self._hints(doc, name, label, text, offsets)
+        hints = self._hints(doc, name, label, text, offsets)
         seconds = time.perf_counter() - t0
         row = replace(
             row,
             changed_tokens=changed,
             scores=_rounded(doc.scores),
-            paragraphs=paras,
-            surprises=surprises,
-            typos=typo_rows,
+            **hints,
             incremental_macs=macs,
             dense_macs=dense,
             seconds=round(seconds, 6),
@@ -136,42 +141,44 @@ class BatchScorer:
             row = replace(row, verified=check.codes_equal and check.max_abs_diff < self.model.verify_tolerance)
         return row
 
-    def _hints(
-        self, doc, name: str, label: str, text: str, offsets
-    ) -> tuple[list[ParagraphRow], list[WordRow], list[TypoRow]]:
-        """Prose blocks with their scores (tone), unlikely words and typos, markup-aware as in the
-        server: the markup comes from the revision's file name (else the document's), or --markup."""
-        kind = self.markup or markup.markup_of(name=label if "." in label else name)
-        lay = markup.layout(text, kind, markup.language_of(label if "." in label else name))
+    def _hints(self, doc, name: str, label: str, text: str, offsets) -> dict[str, list]:
+        """The row's paragraphs (every prose block with its scores) and the hints an editor would show:
+        markup-aware as in the server (the markup from the revision's file name, else the document's,
+        or --markup), chosen under the writer's conventions as `vq-lsp check` chooses them."""
+        named = label if "." in label else name
+        lay = markup.layout(text, self.markup or markup.markup_of(name=named), markup.language_of(named))
         starts = np.asarray([a for a, _ in offsets], dtype=np.int64)
         material = HintMaterial.with_layout(text, starts, doc, None, lay, caches=self.hint_caches)
-        paras = [
+        shown = conventions.choose(
+            FileText(text, starts),
+            material,
+            self.hints,
+            self.writer,
+            markup.language_of(named),
+            caches=self.hint_caches,
+        )
+        findings = {(f.start, f.end): f for f in material.findings}
+        surprise = {(s.start, s.end): s.surprise for s in select(material, self.hints).surprises}
+        rows: dict[str, list] = {"tones": [], "typos": [], "grammar": [], "surprises": []}
+        for h in sorted(shown, key=lambda h: (h.start, h.end)):
+            (line, column), word = line_and_column(text, h.start), text[h.start : h.end]
+            if h.code == "sentiment":
+                rows["tones"].append(ToneRow(line, h.label or "", h.message))
+            elif h.code == "typo":
+                f = findings[(h.start, h.end)]
+                fixes = [w for w, _ in f.fixes]
+                rows["typos"].append(
+                    TypoRow(line, column, word, f.kind, round(f.surprise, 2), round(f.gain, 2), fixes, h.message)
+                )
+            elif h.code == "grammar":
+                rows["grammar"].append(GrammarRow(line, column, word, h.message))
+            elif h.code == "surprise":
+                rows["surprises"].append(WordRow(line, column, word, round(surprise[(h.start, h.end)], 2), h.message))
+        paragraphs = [
             ParagraphRow(line_and_column(text, p.start)[0], p.token_end - p.token_start, p.words, _rounded(p.scores))
             for p in material.paragraphs
         ]
-        picked = select(material, self.hints)
-        surprises = [
-            WordRow(
-                *line_and_column(text, s.start),
-                text[s.start : s.end],
-                round(s.surprise, 2),
-                wording.surprise(text[s.start : s.end], s.surprise),
-            )
-            for s in sorted(picked.surprises, key=lambda s: (s.start, s.end, s.surprise))
-        ]
-        typo_rows = [
-            TypoRow(
-                *line_and_column(text, f.start),
-                f.word,
-                f.kind,
-                round(f.surprise, 2),
-                round(f.gain, 2),
-                [w for w, _ in f.fixes],
-                wording.typo(f),
-            )
-            for f in sorted(picked.typos, key=lambda f: f.start)
-        ]
-        return paras, surprises, typo_rows
+        return {"paragraphs": paragraphs, **rows}
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
