@@ -120,12 +120,36 @@ def set_sizing(model, sizing: str) -> None:
 
 
 # ----------------------------------------------------------------- sections
+def timed_edits(model, twin, ids: list[int], edits) -> tuple[dict[str, list[float]], dict[str, list[float]], bool]:
+    """Apply (kind, splice) edits one at a time to a document of `ids`: per kind, the engine's ms
+    per edit (device synchronised) and prefix-KV reuse's ms on the text after it; whether the codes
+    still equal a dense pass at the end."""
+    dev, cfg = model.device, model.config
+    doc = inference.IncrementalDocument(model, ids)
+    engine: dict[str, list[float]] = {}
+    prefix: dict[str, list[float]] = {}
+    for kind, sp in edits:
+        _, secs = timed(lambda: doc.apply([sp]), dev)
+        engine.setdefault(kind, []).append(secs * 1e3)
+        keep = 1 + min(sp.start, doc.n_tokens - 1)
+        prefix.setdefault(kind, []).append(prefix_reuse_seconds(twin, cfg, doc.token_ids, keep, dev) * 1e3)
+    return engine, prefix, doc.verify().codes_equal
+
+
 def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> list[dict]:
-    """Per sizing and kind: the engine's synchronised time per edit, the dense pass and prefix-KV reuse."""
+    """Per sizing and kind: the engine's synchronised time per edit, the dense pass and prefix-KV reuse.
+    Replacements, insertions and deletions land in the whole document; appends type up to its
+    length from `sizes.edits` tokens below it (so that every text fits the prefix-KV twin's window)."""
     dev, cfg = model.device, model.config
     dense_pass(model, ids)  # warm-up: kernels chosen, memory pools filled
     dense_ms = median([timed(lambda: dense_pass(model, ids), dev)[1] * 1e3 for _ in range(5)])
     edits = one_token_edits(len(ids), sizes.edits, cfg.vocab_size, seed)
+    in_place = [e for e in edits if e[0] != "append"]
+    shorter = ids[: len(ids) - sizes.edits]
+    appends = [
+        ("append", inference.Splice(len(shorter) + i, len(shorter) + i, sp.new_ids))
+        for i, (_, sp) in enumerate(e for e in edits if e[0] == "append")
+    ]
     rows = []
     for sizing in ("bucketed", "exact"):
         set_sizing(model, sizing)
@@ -133,21 +157,9 @@ def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> l
         for _, sp in one_token_edits(len(ids), 1, cfg.vocab_size, seed + 1):
             warm.apply([sp])  # untimed: the first call of each kind of edit at this sizing
         prefix_reuse_seconds(twin, cfg, ids, len(ids) // 2, dev)
-        doc = inference.IncrementalDocument(model, ids)
-        engine: dict[str, list[float]] = {}
-        prefix: dict[str, list[float]] = {}
-        for kind, sp in edits:
-            if kind == "append" and engine.get("append") is None:  # typing on from below the length, up to it
-                exact_so_far = doc.verify().codes_equal
-                doc = inference.IncrementalDocument(model, ids[: len(ids) - sizes.edits])
-                sp = inference.Splice(doc.n_tokens, doc.n_tokens, sp.new_ids)
-            elif kind == "append":
-                sp = inference.Splice(doc.n_tokens, doc.n_tokens, sp.new_ids)
-            _, secs = timed(lambda: doc.apply([sp]), dev)
-            engine.setdefault(kind, []).append(secs * 1e3)
-            keep = 1 + min(sp.start, len(doc.token_ids) - 1)
-            prefix.setdefault(kind, []).append(prefix_reuse_seconds(twin, cfg, doc.token_ids, keep, dev) * 1e3)
-        exact = exact_so_far and doc.verify().codes_equal
+        engine, prefix, equal = timed_edits(model, twin, ids, in_place)
+        typed, typed_prefix, typed_equal = timed_edits(model, twin, shorter, appends)
+        engine, prefix, exact = engine | typed, prefix | typed_prefix, equal and typed_equal
         for kind in (*KINDS, "append"):
             e, p = engine[kind], prefix[kind]
             rows.append(

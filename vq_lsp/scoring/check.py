@@ -32,11 +32,11 @@ import inference
 
 from .. import __version__, stdio
 from ..engine_flags import add_engine_flags
-from ..hints import conventions, excludes, grammar, jargon, markup
+from ..hints import conventions, excludes, jargon, markup
 from ..hints.caches import HintCaches
 from ..hints.material import HintMaterial, layout_for
 from ..settings import SEVERITIES, Settings
-from ..workspace import config_file, dictionaries
+from ..workspace import folder
 from .lines import FileText
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -292,17 +292,12 @@ def main(argv: list[str] | None = None, root: Path | None = None, warn: Callable
     if missing:
         print(f"vq-lsp check: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    config = config_file.load(root)
-    for problem in config.problems:
+    workspace = folder.read(root)
+    for problem in workspace.problems:
         warn(f"vq-lsp check: warning: {problem}")
-    settings = config.apply(Settings())
+    settings, conv = workspace.settings, workspace.conventions
     caches = HintCaches()  # this run's: the files' layouts, paragraphs and lints
-    for name in caches.grammar.configure(grammar.Rules.of(settings.grammar.rules)):
-        warn(f"vq-lsp check: warning: grammar.rules: {name!r} is neither a Harper rule nor a lint kind; ignored")
-    words, problems = dictionaries.load(root, config.words)
-    for problem in problems:
-        warn(f"vq-lsp check: warning: {problem}")
-    conv = conventions.Conventions(words, str(root))
+    caches.grammar.configure(workspace.grammar_rules)
     import torch
 
     torch.set_num_threads(args.threads)

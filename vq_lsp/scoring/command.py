@@ -27,9 +27,9 @@ from inference import argtypes
 
 from .. import stdio
 from ..engine_flags import add_engine_flags, load_options
-from ..hints import conventions, grammar, markup
+from ..hints import markup
 from ..settings import DiagnosticSettings, Settings
-from ..workspace import config_file, dictionaries
+from ..workspace import folder
 from .output import RowWriter
 from .ray import INSTALL_HINT, RayScorer, ray_address, ray_installed
 from .revisions import GIT_MERGES, Revision, RevisionSource, folder_source, from_jsonl, git_source
@@ -230,30 +230,22 @@ def hint_settings(args: argparse.Namespace, workspace: Settings) -> DiagnosticSe
     return dataclasses.replace(cfg, surprise=True, surprise_threshold=args.surprise_threshold)
 
 
-def writers_conventions(warn) -> tuple[Settings, conventions.Conventions]:
-    """The workspace's settings and the writer's words, from the current folder as `vq-lsp check` reads them."""
-    root = Path.cwd()
-    config = config_file.load(root)
-    words, problems = dictionaries.load(root, config.words)
-    for problem in [*config.problems, *problems]:
-        warn(problem)
-    return config.apply(Settings()), conventions.Conventions(words, str(root))
-
-
 def make_scorer(args: argparse.Namespace, model: inference.LoadedModel, load: dict, warn) -> BatchScorer | RayScorer:
     """The scorer the flags ask for: on a Ray cluster (--ray) or in this process, with `model`."""
-    workspace, writer = writers_conventions(warn)
+    workspace = folder.read(Path.cwd())  # as `vq-lsp check` reads it
+    for problem in workspace.problems:
+        warn(problem)
     options = {
         "verify": args.verify,
-        "hints": hint_settings(args, workspace),
+        "hints": hint_settings(args, workspace.settings),
         "markup": args.markup,
-        "writer": writer,
-        "grammar_rules": grammar.Rules.of(workspace.grammar.rules),
+        "writer": workspace.conventions,
+        "grammar_rules": workspace.grammar_rules,
     }
     if not args.ray:
         return BatchScorer(model, **options)
-    folder = model.path if args.model else None  # None: each node's own bundled model
-    return RayScorer(args.ray, args.ray_workers, folder, args.threads, load, **options)
+    model_folder = model.path if args.model else None  # None: each node's own bundled model
+    return RayScorer(args.ray, args.ray_workers, model_folder, args.threads, load, **options)
 
 
 def write_rows(

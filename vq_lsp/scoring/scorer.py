@@ -158,7 +158,9 @@ class BatchScorer:
             caches=self.hint_caches,
         )
         findings = {(f.start, f.end): f for f in material.findings}
-        surprise = {(s.start, s.end): s.surprise for s in select(material, self.hints).surprises}
+        surprise = {}  # the surprise of each unlikely word shown (selected again only when one is)
+        if any(h.code == "surprise" for h in shown):
+            surprise = {(s.start, s.end): s.surprise for s in select(material, self.hints).surprises}
         rows: dict[str, list] = {"tones": [], "typos": [], "grammar": [], "surprises": []}
         for h in sorted(shown, key=lambda h: (h.start, h.end)):
             (line, column), word = line_and_column(text, h.start), text[h.start : h.end]
