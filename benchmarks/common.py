@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -13,6 +14,18 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+QUOTES = ('"', "“", "”", "‘")
+# A play's speech: the speaker's name in capitals, then a full stop ("NIJO. That without I'm all fair").
+SPEAKER_TAG = re.compile(r"\s*[A-Z][A-Z'\-]+(?:\s[A-Z][A-Z'\-]+)*\.\s")
+
+
+def is_narration(paragraph: str) -> bool:
+    """Whether a paragraph of fiction is the narrator's: no quotation marks and no speaker's name
+    at its head. Why: a character's speech, quoted in a novel or tagged with the speaker in a play,
+    may well carry an opinion, so the benchmarks count tone on narration separately."""
+    return not any(q in paragraph for q in QUOTES) and SPEAKER_TAG.match(paragraph) is None
 
 
 def data_dir(explicit: str | None = None) -> Path:

@@ -11,8 +11,8 @@ gets with no configuration. Clean prose of three kinds, none from `$VQ_LSP_DATA/
 
 - technical: Rust book chapters (Markdown) and the repository's own docs;
 - encyclopedic: Wikipedia articles (plain text);
-- fiction: excerpts of Gutenberg `valid` books (plain text; tone also reported on narration paragraphs,
-  those without quotation marks).
+- fiction: excerpts of Gutenberg `valid` books (plain text; tone also reported on the narrator's
+  paragraphs: no quotation marks and no play's speaker tag such as "NIJO.").
 
 `--context` scores with the other context instead, every other setting at its default, to compare the
 two on the same texts. Texts are cut at a paragraph break near `--chars` characters. Per kind: hints
@@ -58,7 +58,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO, data_dir, markdown_table, recorded_command, write_results
+from benchmarks.common import REPO, data_dir, is_narration, markdown_table, recorded_command, write_results
 from benchmarks.typo_detection import ONE_EDIT, corrupt
 from training.data import read_jsonl_gz
 from training.neutral import part_of
@@ -69,7 +69,6 @@ from vq_lsp.settings import Settings
 
 NAME = "quiet_prose"
 REPO_DOCS = ("docs/server.md", "docs/engine.md", "docs/cli.md", "docs/configuration.md", "training/README.md")
-QUOTES = ('"', "“", "”", "‘")
 ERRORS = ("non-word", "real-word", "could of", "a before a vowel", "the the", "this are")
 GRAMMAR_ERRORS = ERRORS[2:]
 PREAMBLE = re.compile(r"PEP: *\d+\s*\n")  # a PEP's header fields: metadata, not prose
@@ -247,7 +246,7 @@ def kind_of(text: str, f: Finding) -> str:
 def tone_paragraphs(text: str, name: str, min_words: int) -> list[tuple[int, int, bool]]:
     """(start, end, narration) of the paragraphs that may show a tone."""
     lay = markup.layout(text, markup.markup_of(markup.language_of(name)))
-    return [(a, b, not any(q in text[a:b] for q in QUOTES)) for a, b, n in lay.tone if n >= min_words]
+    return [(a, b, is_narration(text[a:b])) for a, b, n in lay.tone if n >= min_words]
 
 
 def measure(model, texts: list[Text], kind: str, settings: Settings, per_kind: int, seed: int) -> KindFigures:

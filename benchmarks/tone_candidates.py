@@ -12,8 +12,9 @@ a tone. Sets (none from `$VQ_LSP_DATA/eval/`):
 - technical: Rust book chapters and Wikipedia articles of one part of `training/neutral.py`'s split by
   document (`--part`; the bundled model's neutral training read only the `train` part), the command-line
   README (its paragraphs were in neutral training), and the repository's own docs;
-- narration: excerpts of about 1,500 words of Gutenberg `valid` books of that part, paragraphs without
-  quotation marks (speech may carry an opinion; all paragraphs are reported too);
+- narration: excerpts of about 1,500 words of Gutenberg `valid` books of that part, the narrator's
+  paragraphs (no quotation marks, no play's speaker tag: speech may carry an opinion; all paragraphs are
+  reported too);
 - reviews: IMDB training reviews that fine-tuning held out (`--holdout 1000`, seed 0: the rows
   `training/data.py:imdb_examples` keeps apart), each a document; the calibration part is the first
   half of them, the test part the second;
@@ -41,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.common import REPO, data_dir, markdown_table, recorded_command, write_results
+from benchmarks.common import REPO, data_dir, is_narration, markdown_table, recorded_command, write_results
 from training.data import clean_imdb, imdb_examples, read_jsonl_gz
 from training.neutral import part_of
 from vq_lsp.hints import markup, tone
@@ -51,7 +52,6 @@ from vq_lsp.settings import DiagnosticSettings
 NAME = "tone_candidates"
 PRECISION = "float32"  # the server's default precision and state layout
 LAYOUT = "lean"
-QUOTES = ('"', "“", "”", "‘")
 REPO_DOCS = ("docs/server.md", "docs/engine.md", "docs/cli.md", "docs/configuration.md", "training/README.md")
 
 
@@ -161,7 +161,7 @@ class Scored:
 
     doc: Doc
     blocks: tuple[tone.Block, ...]
-    quoted: tuple[bool, ...]
+    narration: tuple[bool, ...]  # per block: the narrator's (benchmarks.common.is_narration)
     top: str  # the whole document's top label
     tokens: int
     build_seconds: float  # the document's first build (dense pass), one thread
@@ -181,9 +181,9 @@ def score_doc(model, doc: Doc) -> Scored | None:
     lay = markup.layout(doc.text, doc.kind)
     got = tone_blocks(starts, d, lay)
     blocks = tuple(b.block() for b in got)
-    quoted = tuple(any(q in doc.text[b.start : b.end] for q in QUOTES) for b in got)
+    narration = tuple(is_narration(doc.text[b.start : b.end]) for b in got)
     scores = d.scores
-    return Scored(doc, blocks, quoted, max(scores, key=scores.get), len(ids), seconds, d.state_bytes())
+    return Scored(doc, blocks, narration, max(scores, key=scores.get), len(ids), seconds, d.state_bytes())
 
 
 @dataclass(frozen=True)
@@ -243,13 +243,14 @@ def figures(
     narration_only: bool,
     either_label: bool = False,
 ) -> Figures:
-    """One rule's figures on one set; `narration_only`: paragraphs without quotation marks only."""
+    """One rule's figures on one set; `narration_only`: the narrator's paragraphs only
+    (benchmarks.common.is_narration)."""
     paragraphs = shown = with_tone = right = correct = 0
     opinion = scored and scored[0].doc.label is not None
     for s in scored:
         any_shown = False
-        for block, pick, quoted in zip(s.blocks, picks(s.blocks, cfg, either_label), s.quoted):
-            if block.words < cfg.tone_min_words or (narration_only and quoted):
+        for block, pick, narrated in zip(s.blocks, picks(s.blocks, cfg, either_label), s.narration):
+            if block.words < cfg.tone_min_words or (narration_only and not narrated):
                 continue
             paragraphs += 1
             if pick is not None:
@@ -319,7 +320,7 @@ def dump(s: Scored) -> dict:
     return {
         "label": s.doc.label,
         "top": s.top,
-        "blocks": [[b.scores, b.words, b.tokens, q] for b, q in zip(s.blocks, s.quoted)],
+        "blocks": [[b.scores, b.words, b.tokens, n] for b, n in zip(s.blocks, s.narration)],
     }
 
 

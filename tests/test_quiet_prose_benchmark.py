@@ -72,3 +72,13 @@ def test_the_fit_plants_only_swaps_and_leaves_quoted_words_out():
     assert all(qp.typos.is_word(bad[p.start : p.end]) and bad[p.start : p.end] in qp.typos.CONFUSABLE for p in planted)
     line = 'a word such as "off the event loop" is quoted, off is not'
     assert qp.quoted(line, line.index("off")) and not qp.quoted(line, line.rindex("off"))
+
+
+def test_narration_is_the_narrators_own_paragraphs():
+    """Speech is not narration, whether quoted in a novel or tagged with its speaker in a play."""
+    assert qp.is_narration("The valley lay under snow, and the road to the mill was closed for a week.")
+    assert qp.is_narration("[_With a mighty blow he strikes the gazing globe with his sword._]")  # a direction
+    assert qp.is_narration("A. J. Holt walked the length of the platform before the train came in.")
+    assert not qp.is_narration('"I never liked this town," she said, and closed the shutters.')
+    assert not qp.is_narration("NIJO. That without I'm all fair, all wonderful, but within I'm empty.")
+    assert not qp.is_narration("MRS. POPOV. I have made a vow never to see the light of day again.")
