@@ -225,7 +225,9 @@ def train_distill(args) -> Path:
         start_from_model(student, init)  # before the optimiser: it sees only what still trains
     if getattr(args, "order_only", False):
         freeze_order_only(student)
-    quant = TrainQuantizer(student, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau)
+    quant = TrainQuantizer(
+        student, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau, dead_threshold=args.dead_threshold
+    )
     opt = torch.optim.AdamW(
         [p for p in student.parameters() if p.requires_grad], lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01
     )
@@ -325,6 +327,7 @@ def train_distill(args) -> Path:
             "pseudo_grad": args.pseudo_grad,
             "kmeans_init": kmeans_report,
             "codes_reseeded": quant.reseeded,
+            "dead_threshold": args.dead_threshold,
             "wall_seconds": round(t_used + time.time() - t0, 1),
             "throughput_last_run": throughput.as_dict(),
             **(

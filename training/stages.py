@@ -45,6 +45,13 @@ def add_parsers(sub, common, train_loop) -> None:
     )
     p.add_argument("--kmeans-batches", type=T.positive_int, default=4)
     p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
+    p.add_argument(
+        "--dead-threshold",
+        type=T.non_negative_float,
+        default=0.03,
+        help="re-seed a code whose EMA count falls below this share of its head's mean; 0 = never (continuing "
+        "a trained model with --init: its unused codes would all be re-seeded at once, and its codes move)",
+    )
     p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
     p.add_argument("--tau", type=T.positive_float, default=1.0, help="Gumbel temperature (relative to distance spread)")
     p.add_argument("--temperature", type=T.positive_float, default=2.0, help="distillation softmax temperature")

@@ -63,6 +63,22 @@ def test_ema_moves_codes_to_their_members_and_reseeds_dead_codes():
     assert quant.reseeded > 0  # unused codes were re-seeded from recent rows
 
 
+def test_a_dead_threshold_of_zero_never_reseeds_so_unused_codes_stay_where_they_were():
+    """`distill --dead-threshold 0` continues a trained model without moving the codes it never uses."""
+    net = tiny_net(heads=1)
+    quant = TrainQuantizer(net, decay=0.5, dead_threshold=0.0)
+    before = net.layers[0].vq.codebook[0].clone()  # (K, w)
+    s = torch.randn(1, 64, 16) * 0.01 + 3.0  # all rows near one point: most codes go unused
+    for _ in range(8):
+        quant(0, s)
+        quant.update()
+    book = net.layers[0].vq.codebook[0]
+    used = distances(s.reshape(-1, 1, 16), net.layers[0].vq.codebook).argmin(-1).unique()
+    unused = [k for k in range(book.shape[0]) if k not in used.tolist()]
+    assert quant.reseeded == 0 and unused
+    assert torch.allclose(book[unused], before[unused])
+
+
 def test_margin_hinge_is_zero_deep_inside_a_cell_and_positive_at_a_boundary():
     book = torch.tensor([[[1.0, 0.0], [-1.0, 0.0]]])  # (h=1, K=2, w=2)
     inside = torch.tensor([[[1.0, 0.1]]])  # (B, T, d)
