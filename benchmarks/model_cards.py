@@ -71,6 +71,7 @@ def rows(before: dict, after: dict) -> list[list[str]]:
             f"{b['engine']['single_token_mac_speedup_median']:.1f}x",
         ]
     )
+    out += protocol_rows(a.get("paper_protocol", {}), b.get("paper_protocol", {}))
     out.append(
         [
             "held-out text",
@@ -79,6 +80,27 @@ def rows(before: dict, after: dict) -> list[list[str]]:
             f"{b['held_out_lm']['lm_loss_vq_on']:.3f}",
         ]
     )
+    return out
+
+
+def tone_rule(before: dict, after: dict) -> str:
+    """The tone rule each card's evaluation applied (the same words once when they agree)."""
+    rules = [card["evaluation"].get("tone_hints", {}).get("rule", "not recorded") for card in (before, after)]
+    return rules[0] + "." if rules[0] == rules[1] else f"before: {rules[0]}; after: {rules[1]}."
+
+
+def protocol_rows(a: dict, b: dict) -> list[list[str]]:
+    """The paper protocol against a paragraph cache (`vq-train evaluate --protocol-pairs`), where a card has
+    it: wall clock and MACs of re-running the touched paragraphs over the engine's, medians."""
+    out = []
+    for scenario in ("one-token edit", "entire revision"):
+        if scenario not in a and scenario not in b:
+            continue
+        for key, what in (("seconds", "wall clock"), ("macs", "MACs")):
+            fig = f"paragraph_cache_over_engine_{key}_median"
+            x, y = (a.get(scenario, {}).get(fig), b.get(scenario, {}).get(fig))
+            cells = [f"{v:.2f}x" if v is not None else "-" for v in (x, y)]
+            out.append([f"paper protocol, {scenario}", f"paragraph cache / engine, {what}", *cells])
     return out
 
 
@@ -96,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"`python -m benchmarks.model_cards {recorded_path(args.before)} {recorded_path(args.after)}`: the figures "
         "`vq-train evaluate` recorded in each card (the cards' `commands` list the runs; held-out data only). "
-        "Tone: each text scored alone at the server's threshold (0.75) and `toneMinWords` (12), without the "
-        "document gate. Code flips: share of later positions whose code changes after one replaced token.",
+        f"Tone: {tone_rule(before, after)} Code flips: share of later positions whose code changes after one "
+        "replaced token.",
         "",
         markdown_table(["set", "figure", "before", "after"], table),
     ]
