@@ -273,6 +273,65 @@ def figures(
     )
 
 
+# The limits a default must meet on the calibration part, each with GRID_MARGIN to spare (a sample of a
+# few dozen documents moves a share by a few points): tone on at most NEUTRAL_LIMIT of technical and
+# encyclopedic paragraphs and NARRATION_LIMIT of narration paragraphs, at least RIGHT_MIN of shown review
+# tones right. Among the grid points that meet them, the default shows a tone on the most reviews.
+NEUTRAL_LIMIT, NARRATION_LIMIT, RIGHT_MIN, GRID_MARGIN = 0.10, 0.15, 0.90, 0.025
+GRID_SHOWN = 12  # rows of the grid in the report
+GRID_STEPS = [round(0.58 + 0.01 * i, 2) for i in range(18)]  # 0.58 ... 0.75
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One (threshold, gate) pair of the paragraph context: its figures and whether it meets the limits."""
+
+    threshold: float
+    gate: float
+    technical: float
+    encyclopedic: float
+    narration: float
+    reviews_with_tone: float
+    right: float
+    meets_limits: bool
+
+
+def grid(scored: dict[str, list[Scored]]) -> list[GridPoint]:
+    """Every (threshold, gate) of GRID_STEPS with the gate at most the threshold (the rule never asks
+    more of a document than of a paragraph, so a higher gate is the same rule), best first."""
+    import dataclasses
+
+    base = DiagnosticSettings()
+    sets = {name.split()[0]: docs for name, docs in scored.items()}
+    out = []
+    for t in GRID_STEPS:
+        for g in (g for g in GRID_STEPS if g <= t):
+            cfg = dataclasses.replace(base, sentiment_threshold=t, tone_gate=g)
+            tech = figures("", "", "", sets["technical"], cfg, False).shown
+            enc = figures("", "", "", sets["encyclopedic"], cfg, False).shown
+            nar = figures("", "", "", sets["narration"], cfg, True).shown
+            rev = figures("", "", "", sets["reviews"], cfg, False)
+            right = rev.shown_right or 0.0
+            meets = (
+                max(tech, enc) <= NEUTRAL_LIMIT - GRID_MARGIN
+                and nar <= NARRATION_LIMIT - GRID_MARGIN
+                and right >= RIGHT_MIN + GRID_MARGIN
+            )
+            out.append(GridPoint(t, g, tech, enc, nar, rev.docs_with_tone or 0.0, right, meets))
+    return sorted(out, key=lambda p: (p.meets_limits, p.reviews_with_tone, p.right), reverse=True)
+
+
+def is_default(point: dict) -> bool:
+    """Whether a grid point is the server's default rule."""
+    d = DiagnosticSettings()
+    return (point["threshold"], point["gate"]) == (d.sentiment_threshold, min(d.tone_gate, d.sentiment_threshold))
+
+
+def shown_grid(points: list[dict]) -> list[dict]:
+    """The grid's first GRID_SHOWN rows, and the default's row wherever it is."""
+    return [p for i, p in enumerate(points) if i < GRID_SHOWN or is_default(p)]
+
+
 def run(args) -> dict:
     import inference
 
@@ -280,12 +339,14 @@ def run(args) -> dict:
     data = data_dir(args.data)
     sets = load_sets(data, args.part, args.docs, args.reviews, args.seed)
     base = DiagnosticSettings()
-    out, timing, costs, dumped = [], {}, {}, []
+    out, timing, costs, dumped, by_set = [], {}, {}, [], {}
     for context in ("window", "paragraph"):
         model = inference.load_model(None, device="cpu", dtype=PRECISION, context=context, layout=LAYOUT)
         t0 = time.perf_counter()
         for name, docs in sets.items():
             scored = [s for s in (score_doc(model, d) for d in docs) if s is not None]
+            if context == "paragraph":
+                by_set[name] = scored
             if args.dump:
                 dumped.append({"context": context, "set": name, "docs": [dump(s) for s in scored]})
             if name.startswith("technical"):
@@ -312,6 +373,7 @@ def run(args) -> dict:
         "seconds": timing,
         "costs": costs,
         "figures": [asdict(f) for f in out],
+        "grid": [asdict(p) for p in grid(by_set)],
     }
 
 
@@ -357,6 +419,41 @@ def report(results: dict) -> str:
             f"Hardware: {results['hardware']}.",
             "",
             markdown_table(header, rows),
+            "",
+            "The paragraph context's (threshold, gate) grid, best first: the limits (tone on at most "
+            f"{percent(NEUTRAL_LIMIT - GRID_MARGIN)} of technical and encyclopedic paragraphs and "
+            f"{percent(NARRATION_LIMIT - GRID_MARGIN)} of narration paragraphs, at least "
+            f"{percent(RIGHT_MIN + GRID_MARGIN)} of shown review tones right: the targets with "
+            f"{percent(GRID_MARGIN)} to spare), then the most reviews with a tone; the server's default is "
+            "marked (docs/server.md, Tone, says why it is not the first row).",
+            "",
+            markdown_table(
+                [
+                    "threshold",
+                    "gate",
+                    "technical",
+                    "encyclopedic",
+                    "narration",
+                    "reviews with tone",
+                    "right",
+                    "meets",
+                    "default",
+                ],
+                [
+                    [
+                        str(p["threshold"]),
+                        str(p["gate"]),
+                        percent(p["technical"]),
+                        percent(p["encyclopedic"]),
+                        percent(p["narration"]),
+                        percent(p["reviews_with_tone"]),
+                        percent(p["right"]),
+                        "yes" if p["meets_limits"] else "no",
+                        "default" if is_default(p) else "",
+                    ]
+                    for p in shown_grid(results["grid"])
+                ],
+            ),
             "",
             "Cost of each context on the technical documents (the first build, a dense pass, and the engine state "
             f"it keeps, `{LAYOUT}` layout):",
