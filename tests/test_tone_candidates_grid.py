@@ -1,0 +1,34 @@
+"""benchmarks/tone_candidates.py's grid: the first point meets the limits and shows tone on the most
+reviews; a lower threshold that lets a neutral paragraph through is ranked after it."""
+
+from __future__ import annotations
+
+from benchmarks import tone_candidates as tc
+from vq_lsp.hints import tone
+
+
+def scored(set_name: str, label: str | None, probs: list[float], narration: bool = True) -> tc.Scored:
+    """A document of one-label paragraphs, each `p` sure of "positive", 20 words and 30 tokens."""
+    blocks = tuple(tone.Block({"negative": 1 - p, "positive": p}, 20, 30) for p in probs)
+    doc = tc.Doc("", "plain", set_name, label)
+    return tc.Scored(doc, blocks, (narration,) * len(blocks), "positive", 30 * len(blocks), 0.0, 0)
+
+
+def test_the_grid_ranks_the_most_reviews_within_the_limits_first():
+    # a neutral technical document whose paragraphs read 0.62: shown at a threshold up to 0.62
+    neutral = [scored("technical", None, [0.62] * 10)]
+    sets = {
+        "technical": neutral,
+        "encyclopedic": [scored("encyclopedic", None, [0.5] * 10)],
+        "narration": [scored("narration", None, [0.5] * 10)],
+        # one review at 0.9, one at 0.66: a threshold above 0.66 shows one review, at most 0.66 both
+        "reviews": [scored("reviews", "positive", [0.9]), scored("reviews", "positive", [0.66])],
+    }
+    points = tc.grid(sets)
+    best = points[0]
+    assert best.meets_limits and best.reviews_with_tone == 1.0
+    assert 0.62 < best.threshold <= 0.66 and best.technical == 0.0
+    low = next(p for p in points if p.threshold == 0.6 and p.gate == 0.6)
+    assert low.technical == 1.0 and not low.meets_limits
+    assert points.index(low) > points.index(best)
+    assert all(p.gate <= p.threshold for p in points)
