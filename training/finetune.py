@@ -57,6 +57,8 @@ def load_for_finetune(args):
         net = load_hf_opt(folder, attention="softmax", vq=False)
     else:
         net, _ = load_model_folder(folder)
+        if getattr(args, "tail_from", None):
+            post_vq.copy_tail(load_model_folder(Path(args.tail_from))[0], net)
     tok_path = Path(args.tokenizer) if args.tokenizer else folder / "tokenizer.json"
     return net.train(), tok_path, (not args.dense) and net.config.vq
 
@@ -246,6 +248,7 @@ def train_finetune(args) -> Path:
             "source": str(args.model),
             "dense": args.dense,
             "scope": args.scope,
+            "tail_from": args.tail_from,
             "steps": step,
             "batch": args.batch,
             "max_tokens": args.seq - 1,

@@ -49,6 +49,20 @@ def tail_modules(net) -> list[torch.nn.Module]:
     return [last.final_layer_norm, last.fc1, last.fc2, net.decoder.final_layer_norm, net.score_head]
 
 
+def copy_tail(source, net) -> None:
+    """Start `net`'s tail from `source`'s (`finetune --tail-from`). Why: continuing a fine-tuned model's
+    distillation (`distill --init`) retrains its tail for the language model and loses what fine-tuning
+    taught it; the codes, and so locality, do not depend on the tail, so the source's fine-tuned tail can
+    be put back on the new trunk and fine-tuned on from there, as the bundled recipe starts from the
+    GPU-fine-tuned model's."""
+    if source.config.hidden_size != net.config.hidden_size or source.config.ffn_dim != net.config.ffn_dim:
+        raise SystemExit("--tail-from: the model's shape differs from --model's")
+    with torch.no_grad():
+        for mine, theirs in zip(tail_modules(net), tail_modules(source)):
+            for name, p in mine.named_parameters():
+                p.copy_(dict(theirs.named_parameters())[name])
+
+
 def freeze_all_but_tail(net) -> list[torch.nn.Parameter]:
     """requires_grad only on the tail; returns the trainable parameters."""
     for p in net.parameters():

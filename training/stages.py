@@ -78,6 +78,12 @@ def add_parsers(sub, common, train_loop) -> None:
     train_loop(p, steps=300, lr=1e-4, batch=8, seq=384)
     p.add_argument("--model", required=True, help="VQ model folder (from distill) or, with --dense, an OPT folder")
     p.add_argument("--dense", action="store_true", help="fine-tune a dense softmax OPT (the comparison row)")
+    p.add_argument(
+        "--tail-from",
+        default=None,
+        help="VQ model folder whose post-vq tail (what follows the last quantiser) starts the fine-tune: a "
+        "fine-tuned model's tail on a trunk distilled on from it (codes and locality unchanged)",
+    )
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: MODEL/tokenizer.json)")
     p.add_argument(
         "--scope",

@@ -125,3 +125,18 @@ def test_post_vq_augmented_finetune_records_its_mix_and_trains(tmp_path, data_di
     assert int((feats.context > 0).sum()) == counts["after_context"]  # their context rows are cached unscored
     logs = read_log(tmp_path, "finetune")
     assert sum(r["cls"] for r in logs[-5:]) < sum(r["cls"] for r in logs[:5])
+
+
+def test_copy_tail_puts_anothers_tail_on_a_trunk_and_leaves_the_trunk_alone(distilled):
+    """`finetune --tail-from`: the tail is the source's; every other weight (so every code) is the trunk's."""
+    net, _ = inference.load_model_folder(distilled)
+    source, _ = inference.load_model_folder(distilled)
+    with torch.no_grad():
+        for p in source.parameters():
+            p.add_(1.0)  # a source that differs everywhere
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    post_vq.copy_tail(source, net)
+    theirs = source.state_dict()
+    for name, value in net.state_dict().items():
+        in_tail = name.startswith(TAIL_PREFIXES)
+        assert torch.equal(value, theirs[name] if in_tail else before[name]), name
