@@ -1,11 +1,12 @@
-"""Two models' held-out figures side by side, as `vq-train evaluate` recorded them in their cards.
+"""Models' held-out figures side by side, as `vq-train evaluate` recorded them in their cards.
 
-    python -m benchmarks.model_cards BEFORE AFTER [--name model_cards] [--out benchmarks/results]
+    python -m benchmarks.model_cards BEFORE AFTER [AFTER ...] [--label NAME ...] [--name model_cards]
+        [--out benchmarks/results]
 
-BEFORE and AFTER are model folders; an older bundled model can be taken out of the repository's
+BEFORE and each AFTER are model folders; an older bundled model can be taken out of the repository's
 history with `mkdir -p runs/previous && git archive REV inference/default_model | tar -x -C
-runs/previous`. Both cards' `evaluation` sections must come from `vq-train evaluate` with the
-same flags (their `commands` say which). This script measures nothing itself; it lines the two
+runs/previous`. The cards' `evaluation` sections must come from `vq-train evaluate` with the
+same flags (their `commands` say which). This script measures nothing itself; it lines them
 up: accuracy and tone hints shown and right per held-out set and writing style, paragraphs after
 unrelated text, code flips per layer after a one-token edit, the engine's MAC saving and the
 held-out language-model loss.
@@ -35,95 +36,90 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def rows(before: dict, after: dict) -> list[list[str]]:
-    """(section, figure, before, after) rows from the two evaluation sections."""
-    a, b = before["evaluation"], after["evaluation"]
-    out = [
-        ["IMDB test", "accuracy", _pct(a["imdb_test"]["vq"]["accuracy"]), _pct(b["imdb_test"]["vq"]["accuracy"])],
-        [
-            "IMDB test",
-            "dense twin accuracy",
-            _pct(a["imdb_test"].get("dense_teacher", {}).get("accuracy")),
-            _pct(b["imdb_test"].get("dense_teacher", {}).get("accuracy")),
-        ],
-    ]
-    for name in b.get("tone_hints", {}):
-        ta, tb = a.get("tone_hints", {}).get(name), b["tone_hints"][name]
-        if not isinstance(tb, dict):
-            continue
-        for fig in TONE_FIGURES:
-            if tb.get(fig) is not None:
-                out.append([f"tone, {name}", fig, _pct((ta or {}).get(fig)), _pct(tb[fig])])
-    for name, tb in b.get("paragraph_context", {}).items():
-        ta = a.get("paragraph_context", {}).get(name, {})
-        if isinstance(tb, dict):
-            out.append(
-                [f"paragraph {name.replace('_', ' ')}", "accuracy", _pct(ta.get("accuracy")), _pct(tb["accuracy"])]
-            )
-    fa, fb = a["single_token_edits"]["flip_rate_per_layer"], b["single_token_edits"]["flip_rate_per_layer"]
-    for layer, (x, y) in enumerate(zip(fa, fb)):
-        out.append(["one-token edit", f"codes flipped, layer {layer}", f"{100 * x:.2f}%", f"{100 * y:.2f}%"])
-    out.append(
-        [
-            "one-token edit",
-            "engine MAC saving, median",
-            f"{a['engine']['single_token_mac_speedup_median']:.1f}x",
-            f"{b['engine']['single_token_mac_speedup_median']:.1f}x",
-        ]
-    )
-    out += protocol_rows(a.get("paper_protocol", {}), b.get("paper_protocol", {}))
-    out.append(
-        [
-            "held-out text",
-            "LM loss (nats per token)",
-            f"{a['held_out_lm']['lm_loss_vq_on']:.3f}",
-            f"{b['held_out_lm']['lm_loss_vq_on']:.3f}",
-        ]
-    )
+Figures = dict[tuple[str, str], str]  # (set, figure) -> the card's value, formatted
+
+
+def card_figures(card: dict) -> Figures:
+    """One card's held-out figures, keyed by (set, figure)."""
+    e = card["evaluation"]
+    out: Figures = {
+        ("IMDB test", "accuracy"): _pct(e["imdb_test"]["vq"]["accuracy"]),
+        ("IMDB test", "dense twin accuracy"): _pct(e["imdb_test"].get("dense_teacher", {}).get("accuracy")),
+    }
+    for name, tone in e.get("tone_hints", {}).items():
+        for fig in TONE_FIGURES if isinstance(tone, dict) else ():
+            if tone.get(fig) is not None:
+                out[(f"tone, {name}", fig)] = _pct(tone[fig])
+    for name, ctx in e.get("paragraph_context", {}).items():
+        if isinstance(ctx, dict):
+            out[(f"paragraph {name.replace('_', ' ')}", "accuracy")] = _pct(ctx["accuracy"])
+    for layer, x in enumerate(e["single_token_edits"]["flip_rate_per_layer"]):
+        out[("one-token edit", f"codes flipped, layer {layer}")] = f"{100 * x:.2f}%"
+    out[("one-token edit", "engine MAC saving, median")] = f"{e['engine']['single_token_mac_speedup_median']:.1f}x"
+    out.update(protocol_figures(e.get("paper_protocol", {})))
+    out[("held-out text", "LM loss (nats per token)")] = f"{e['held_out_lm']['lm_loss_vq_on']:.3f}"
     return out
 
 
-def tone_rule(before: dict, after: dict) -> str:
-    """The tone rule each card's evaluation applied (the same words once when they agree)."""
-    rules = [card["evaluation"].get("tone_hints", {}).get("rule", "not recorded") for card in (before, after)]
-    return rules[0] + "." if rules[0] == rules[1] else f"before: {rules[0]}; after: {rules[1]}."
-
-
-def protocol_rows(a: dict, b: dict) -> list[list[str]]:
+def protocol_figures(protocol: dict) -> Figures:
     """The paper protocol against a paragraph cache (`vq-train evaluate --protocol-pairs`), where a card has
     it: wall clock and MACs of re-running the touched paragraphs over the engine's, medians."""
-    out = []
+    out: Figures = {}
     for scenario in ("one-token edit", "entire revision"):
-        if scenario not in a and scenario not in b:
-            continue
         for key, what in (("seconds", "wall clock"), ("macs", "MACs")):
-            fig = f"paragraph_cache_over_engine_{key}_median"
-            x, y = (a.get(scenario, {}).get(fig), b.get(scenario, {}).get(fig))
-            cells = [f"{v:.2f}x" if v is not None else "-" for v in (x, y)]
-            out.append([f"paper protocol, {scenario}", f"paragraph cache / engine, {what}", *cells])
+            value = protocol.get(scenario, {}).get(f"paragraph_cache_over_engine_{key}_median")
+            if value is not None:
+                out[(f"paper protocol, {scenario}", f"paragraph cache / engine, {what}")] = f"{value:.2f}x"
     return out
+
+
+def rows(cards: list[dict]) -> list[list[str]]:
+    """(set, figure, one value per card) rows, in the order the cards first name them ("-": not recorded)."""
+    figures = [card_figures(c) for c in cards]
+    keys = list(dict.fromkeys(k for f in figures for k in f))
+    return [[*key, *(f.get(key, "-") for f in figures)] for key in keys]
+
+
+def tone_rule(cards: list[dict], names: list[str]) -> str:
+    """The tone rule each card's evaluation applied (the same words once when they agree)."""
+    rules = [card["evaluation"].get("tone_hints", {}).get("rule", "not recorded") for card in cards]
+    if len(set(rules)) == 1:
+        return rules[0] + "."
+    return "; ".join(f"{n}: {r}" for n, r in zip(names, rules)) + "."
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("before", help="model folder")
-    parser.add_argument("after", help="model folder")
+    parser.add_argument("after", nargs="+", help="model folder(s)")
+    parser.add_argument("--before-label", default="before", help="column name of BEFORE")
+    parser.add_argument("--label", action="append", help="column name of each AFTER (default: after, after 2, ...)")
     parser.add_argument("--name", default="model_cards", help="results file stem")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help="folder for NAME.{md,json}")
     args = parser.parse_args(argv)
-    before, after = load_card(args.before), load_card(args.after)
-    table = rows(before, after)
+    labels = args.label or ["after"] + [f"after {i}" for i in range(2, len(args.after) + 1)]
+    if len(labels) != len(args.after):
+        parser.error("give one --label per AFTER model")
+    cards = [load_card(f) for f in [args.before, *args.after]]
+    names = [args.before_label, *labels]
+    table = rows(cards)
+    folders = " ".join(recorded_path(f) for f in [args.before, *args.after])
     lines = [
-        "# Two models' held-out figures, side by side",
+        "# Models' held-out figures, side by side",
         "",
-        f"`python -m benchmarks.model_cards {recorded_path(args.before)} {recorded_path(args.after)}`: the figures "
-        "`vq-train evaluate` recorded in each card (the cards' `commands` list the runs; held-out data only). "
-        f"Tone: {tone_rule(before, after)} Code flips: share of later positions whose code changes after one "
+        f"`python -m benchmarks.model_cards {folders}`: the figures `vq-train evaluate` recorded in each card "
+        "(the cards' `commands` list the runs; held-out data only). "
+        f"Tone: {tone_rule(cards, names)} Code flips: share of later positions whose code changes after one "
         "replaced token.",
         "",
-        markdown_table(["set", "figure", "before", "after"], table),
+        markdown_table(["set", "figure", *names], table),
     ]
-    results = {"before": recorded_path(args.before), "after": recorded_path(args.after), "rows": table}
+    results = {
+        "before": recorded_path(args.before),
+        "after": [recorded_path(f) for f in args.after],
+        "labels": labels,
+        "rows": table,
+    }
     write_results(args.out, args.name, results, "\n".join(lines) + "\n")
     return 0
 
