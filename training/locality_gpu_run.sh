@@ -17,7 +17,8 @@
 # The budget ends the run after the step that spends it; the LR schedule follows STEPS, so STEPS
 # should be about what the budget allows (the GPU recipe's distillation ran 1,500 steps in 175 s on one H100
 # at this batch and length). After it, on a CPU: the tone recipe's tail (vq-train finetune
-# --scope post-vq ...), calibrate, evaluate, as in training/reproduce_default_model.sh.
+# --scope post-vq --tail-from runs/order/base ...), calibrate, evaluate, as benchmarks/README.md
+# "Locality against accuracy" does on a CPU.
 set -euo pipefail
 PACK="$(cd "$(dirname "$0")" && pwd)"
 REPO="${REPO:-$(cd "$PACK/.." && pwd)}"
@@ -25,7 +26,8 @@ OUT="${1:?usage: run.sh OUT [more vq-train distill flags]}"
 shift
 MAX_SECONDS="${MAX_SECONDS:-240}"
 STEPS="${STEPS:-2000}"
-LOCALITY="${LOCALITY:-4}"
+LOCALITY="${LOCALITY:-8}"
+DEAD_THRESHOLD="${DEAD_THRESHOLD:-0}"  # continuing a trained model: its unused codes are not re-seeded
 LR="${LR:-1e-4}"
 CKPT_EVERY="${CKPT_EVERY:-250}"
 PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
@@ -40,7 +42,7 @@ for flag in "$@"; do case "$flag" in --device | --device=*) DEVICE=() ;; esac; d
 set -x
 "$PYTHON" -m training.cli distill --teacher "$PACK/teacher" --tokenizer inference/default_model/tokenizer.json \
   --tokens-file "$PACK/tokens_train.npy.xz" --init inference/default_model --out "$OUT" \
-  --locality "$LOCALITY" --edit-batch 2 --batch 8 --seq 2048 --vq-heads 2 --scale 0.0009765625 --window 2048 \
+  --locality "$LOCALITY" --dead-threshold "$DEAD_THRESHOLD" --edit-batch 2 --batch 8 --seq 2048 --vq-heads 2 --scale 0.0009765625 --window 2048 \
   --lr "$LR" --warmup 50 --steps "$STEPS" --max-seconds "$MAX_SECONDS" --ckpt-every "$CKPT_EVERY" --log-every 25 \
   "${DEVICE[@]}" --resume --quiet "$@"
 { set +x; } 2>/dev/null
