@@ -28,6 +28,7 @@ Results: benchmarks/results/tone_candidates.{md,json}.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import platform
@@ -200,8 +201,6 @@ def rules() -> dict[str, Rule]:
     was chosen on the calibration part as the one that shows a tone on the most reviews among those
     with at most 10% of technical and encyclopedic paragraphs and 15% of narration paragraphs showing
     one, and at least 90% of shown review tones right."""
-    import dataclasses
-
     d = DiagnosticSettings()
 
     def with_(either_label: bool = False, **kw) -> Rule:
@@ -299,8 +298,6 @@ class GridPoint:
 def grid(scored: dict[str, list[Scored]]) -> list[GridPoint]:
     """Every (threshold, gate) of GRID_STEPS with the gate at most the threshold (the rule never asks
     more of a document than of a paragraph, so a higher gate is the same rule), best first."""
-    import dataclasses
-
     base = DiagnosticSettings()
     sets = {name.split()[0]: docs for name, docs in scored.items()}
     out = []

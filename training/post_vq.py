@@ -57,10 +57,8 @@ def copy_tail(source, net) -> None:
     GPU-fine-tuned model's."""
     if source.config.hidden_size != net.config.hidden_size or source.config.ffn_dim != net.config.ffn_dim:
         raise SystemExit("--tail-from: the model's shape differs from --model's")
-    with torch.no_grad():
-        for mine, theirs in zip(tail_modules(net), tail_modules(source)):
-            for name, p in mine.named_parameters():
-                p.copy_(dict(theirs.named_parameters())[name])
+    for mine, theirs in zip(tail_modules(net), tail_modules(source)):
+        mine.load_state_dict(theirs.state_dict())
 
 
 def freeze_all_but_tail(net) -> list[torch.nn.Parameter]:
