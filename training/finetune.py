@@ -29,6 +29,7 @@ from .data import imdb_examples
 from .head_fit import fit_head
 from .locality import locality_loss, make_edits
 from .neutral import neutral_paragraphs
+from .order_only import freeze_order_only
 from .reviews import (
     NEUTRAL,
     accuracy,
@@ -106,7 +107,15 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
 
     pool = net.config.position_pool
     by_label, neutral = rows_by_label([ex[1] for ex in train])
-    quant = TrainQuantizer(net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau) if is_vq else None
+    if is_vq and net.reads_order_only():
+        freeze_order_only(net)  # its position tables stay constant, so the same text keeps its scores
+    quant = (
+        TrainQuantizer(
+            net, decay=args.ema_decay, pseudo_grad=args.pseudo_grad, tau=args.tau, dead_threshold=args.dead_threshold
+        )
+        if is_vq
+        else None
+    )
     opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     ckpt = out / "checkpoint.pt"
     step, t_used, head_report = 0, 0.0, None
@@ -257,6 +266,7 @@ def train_finetune(args) -> Path:
             "data": f"imdb_train (seeded shuffle, last {args.holdout} rows held out)",
             "holdout_accuracy": val_acc,
             "locality_weight": args.locality if is_vq and args.scope == "all" else None,
+            "dead_threshold": args.dead_threshold if is_vq and args.scope == "all" else None,
             "head_fit": head_report,
             "augment": {k: v for k, v in (mix_report or {}).items() if k != "neutral"} or None,
             "neutral": (mix_report or {}).get("neutral"),

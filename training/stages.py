@@ -148,6 +148,13 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
     p.add_argument("--tau", type=T.positive_float, default=1.0)
     p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
+    p.add_argument(
+        "--dead-threshold",
+        type=T.non_negative_float,
+        default=0.03,
+        help="scope all: re-seed a code whose EMA count falls below this share of its head's mean; 0 = never "
+        "(fine-tuning a trained model: its unused codes would all be re-seeded at once)",
+    )
     p.add_argument("--locality", type=T.non_negative_float, default=1.0)
     p.add_argument("--margin", type=T.non_negative_float, default=0.05)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)

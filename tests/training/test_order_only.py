@@ -90,3 +90,23 @@ def test_distill_order_only_trains_a_model_that_reads_only_the_order(tmp_path, d
     plain = tmp_path / "plain"
     assert run_cli("distill", "--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", plain, "--steps", 2) == 0
     assert json.loads((plain / "model" / "card.json").read_text())["distill"]["reads_order_only"] is False
+
+
+def test_whole_model_finetune_keeps_an_order_only_model_order_only(tmp_path, data_dir, distilled):
+    """`finetune --scope all` on an order-only model: the position tables stay frozen (the same text
+    keeps its scores wherever it sits) while the rest trains, and `--dead-threshold 0` re-seeds no code,
+    so the codebook rows no token uses stay where they were."""
+    from tests.training.conftest import FINETUNE
+
+    assert run_cli("order-only", "--model", distilled, "--out", tmp_path / "oo") == 0
+    out = tmp_path / "ft"
+    args = ["--data", data_dir, "--model", tmp_path / "oo", "--out", out, *FINETUNE, "--lr", 1e-2, "--steps", 2]
+    assert run_cli("finetune", *args, "--scope", "all", "--locality", 1, "--dead-threshold", 0) == 0
+    start = load_file(tmp_path / "oo" / "model.safetensors")
+    after = load_file(out / "model" / "model.safetensors")
+    for name in TABLES:
+        assert torch.equal(start[name], after[name])
+    assert any(not torch.equal(start[k], after[k]) for k in start if k not in TABLES)
+    assert inference.load_model(out / "model", device="cpu").order_only
+    card = json.loads((out / "model" / "card.json").read_text())
+    assert card["finetune"]["dead_threshold"] == 0 and card["finetune"]["locality_weight"] == 1
