@@ -23,6 +23,17 @@ def mix_spec(value: str) -> str:
     return value
 
 
+def add_dead_threshold(p: argparse.ArgumentParser) -> None:
+    """--dead-threshold, for every stage whose quantiser keeps EMA codebooks (distill, finetune --scope all)."""
+    p.add_argument(
+        "--dead-threshold",
+        type=T.non_negative_float,
+        default=0.03,
+        help="re-seed a code whose EMA count falls below this share of its head's mean; 0 = never (continuing "
+        "a trained model: its unused codes would all be re-seeded at once, and its codes move)",
+    )
+
+
 def add_parsers(sub, common, train_loop) -> None:
     p = sub.add_parser("distill", help="convert a dense OPT into VQ-OPT by distillation")
     common(p)
@@ -45,13 +56,7 @@ def add_parsers(sub, common, train_loop) -> None:
     )
     p.add_argument("--kmeans-batches", type=T.positive_int, default=4)
     p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
-    p.add_argument(
-        "--dead-threshold",
-        type=T.non_negative_float,
-        default=0.03,
-        help="re-seed a code whose EMA count falls below this share of its head's mean; 0 = never (continuing "
-        "a trained model with --init: its unused codes would all be re-seeded at once, and its codes move)",
-    )
+    add_dead_threshold(p)
     p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
     p.add_argument("--tau", type=T.positive_float, default=1.0, help="Gumbel temperature (relative to distance spread)")
     p.add_argument("--temperature", type=T.positive_float, default=2.0, help="distillation softmax temperature")
@@ -148,13 +153,7 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--pseudo-grad", choices=("gumbel", "ste"), default="gumbel")
     p.add_argument("--tau", type=T.positive_float, default=1.0)
     p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
-    p.add_argument(
-        "--dead-threshold",
-        type=T.non_negative_float,
-        default=0.03,
-        help="scope all: re-seed a code whose EMA count falls below this share of its head's mean; 0 = never "
-        "(fine-tuning a trained model: its unused codes would all be re-seeded at once)",
-    )
+    add_dead_threshold(p)
     p.add_argument("--locality", type=T.non_negative_float, default=1.0)
     p.add_argument("--margin", type=T.non_negative_float, default=0.05)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)

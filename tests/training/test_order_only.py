@@ -15,6 +15,16 @@ from tests.training.conftest import run_cli
 TABLES = ("decoder.embed_positions.weight", "decoder.embed_positions_fine.weight")
 
 
+def assert_trained_and_still_order_only(start, trained) -> None:
+    """TRAINED (a model folder) kept START's constant position tables and changed other weights."""
+    before = load_file(start / "model.safetensors")
+    after = load_file(trained / "model.safetensors")
+    for name in TABLES:
+        assert torch.equal(before[name], after[name])
+    assert any(not torch.equal(before[k], after[k]) for k in before if k not in TABLES)
+    assert inference.load_model(trained, device="cpu").order_only
+
+
 def test_order_only_keeps_every_other_weight_and_any_layout_scores_the_same(tmp_path, distilled):
     assert run_cli("order-only", "--model", distilled, "--out", tmp_path / "oo") == 0
     before = load_file(distilled / "model.safetensors")
@@ -61,12 +71,7 @@ def test_distill_continues_an_order_only_model_and_keeps_it_order_only(tmp_path,
     out = tmp_path / "more"
     args = ["--data", data_dir, "--teacher", random_opt, *DISTILL, "--out", out, "--steps", 2]
     assert run_cli("distill", *args, "--init", tmp_path / "oo") == 0
-    start = load_file(tmp_path / "oo" / "model.safetensors")
-    after = load_file(out / "model" / "model.safetensors")
-    for name in TABLES:
-        assert torch.equal(start[name], after[name])
-    assert any(not torch.equal(start[k], after[k]) for k in start if k not in TABLES)
-    assert inference.load_model(out / "model", device="cpu").order_only
+    assert_trained_and_still_order_only(tmp_path / "oo", out / "model")
     card = json.loads((out / "model" / "card.json").read_text())
     assert card["distill"]["kmeans_init"] == [{"from": str(tmp_path / "oo")}]
     assert "continued from" in card["distill"]["student"]
@@ -92,21 +97,22 @@ def test_distill_order_only_trains_a_model_that_reads_only_the_order(tmp_path, d
     assert json.loads((plain / "model" / "card.json").read_text())["distill"]["reads_order_only"] is False
 
 
-def test_whole_model_finetune_keeps_an_order_only_model_order_only(tmp_path, data_dir, distilled):
+def test_whole_model_finetune_keeps_an_order_only_model_order_only(tmp_path, data_dir, distilled, monkeypatch):
     """`finetune --scope all` on an order-only model: the position tables stay frozen (the same text
-    keeps its scores wherever it sits) while the rest trains, and `--dead-threshold 0` re-seeds no code,
-    so the codebook rows no token uses stay where they were."""
+    keeps its scores wherever it sits) while the rest trains, and `--dead-threshold` reaches the
+    quantiser (0: no code re-seeded; the quantiser's own test shows what that keeps) and the card."""
     from tests.training.conftest import FINETUNE
+    from training import finetune
+
+    made = []
+    real = finetune.TrainQuantizer
+    monkeypatch.setattr(finetune, "TrainQuantizer", lambda *a, **k: made.append(k) or real(*a, **k))
 
     assert run_cli("order-only", "--model", distilled, "--out", tmp_path / "oo") == 0
     out = tmp_path / "ft"
     args = ["--data", data_dir, "--model", tmp_path / "oo", "--out", out, *FINETUNE, "--lr", 1e-2, "--steps", 2]
     assert run_cli("finetune", *args, "--scope", "all", "--locality", 1, "--dead-threshold", 0) == 0
-    start = load_file(tmp_path / "oo" / "model.safetensors")
-    after = load_file(out / "model" / "model.safetensors")
-    for name in TABLES:
-        assert torch.equal(start[name], after[name])
-    assert any(not torch.equal(start[k], after[k]) for k in start if k not in TABLES)
-    assert inference.load_model(out / "model", device="cpu").order_only
+    assert_trained_and_still_order_only(tmp_path / "oo", out / "model")
+    assert [k["dead_threshold"] for k in made] == [0]
     card = json.loads((out / "model" / "card.json").read_text())
     assert card["finetune"]["dead_threshold"] == 0 and card["finetune"]["locality_weight"] == 1
