@@ -19,17 +19,23 @@ an opinion (training.neutral, part 'test'). Each text is scored alone, as the se
 document of one paragraph, at the first 512 tokens.
 
 Per set and model: accuracy, and the tone hints the server's defaults would show (share shown;
-share of shown hints that are right). On neutral paragraphs only the share shown means anything;
-fewer is better. A difference whose whole interval lies on the losing side is marked "worse".
-REFERENCE and each CANDIDATE are model folders, or `bundled` for the model in the package.
+share of shown hints that are right), and the precision each candidate would have at the
+reference's share of shown hints (its most confident texts, as many as the reference shows): a
+precision difference that is only a matter of where a model's confidence sits then disappears.
+On neutral paragraphs only the share shown means anything; fewer is better. A difference whose
+whole interval lies on the losing side is marked "worse". REFERENCE and each CANDIDATE are model
+folders, or `bundled` for the model in the package. `--cache DIR` keeps each model's readings
+(keyed by its weights and the texts) so that a later run with another candidate reads only that one.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
+import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +53,7 @@ class Outcome:
 
     correct: np.ndarray  # bool (n,): top class equals the label (all False for neutral texts)
     shown: np.ndarray  # bool (n,): a tone hint would be shown at the server's defaults
+    confidence: np.ndarray  # float (n,): the top class's probability, -inf where too short for a hint
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ class Figure:
     worse: bool = False
 
 
-FIGURES = ("accuracy", "shown_share", "shown_precision")
+FIGURES = ("accuracy", "shown_share", "shown_precision", "precision_at_reference_share")
 LOWER_IS_BETTER = {(SETS_NEUTRAL, "shown_share")}
 
 
@@ -75,16 +82,34 @@ def figure_of(name: str, correct: np.ndarray, shown: np.ndarray) -> np.ndarray:
     return np.where(count > 0, hits / np.maximum(count, 1), np.nan)
 
 
+def at_share(ref: Outcome, cand: Outcome, idx: np.ndarray) -> np.ndarray:
+    """The candidate's shown precision had its threshold been set to show as many hints as the
+    reference shows, per resample (rows of ``idx``): its most confident texts, as many as the
+    reference shows there. What is left of a precision difference once the two models' thresholds
+    (calibration) are matched: how well each ranks its right hints above its wrong ones."""
+    shown_counts = ref.shown[idx].sum(-1)
+    order = np.argsort(-cand.confidence[idx], axis=-1, kind="stable")
+    right = np.take_along_axis(cand.correct[idx], order, -1).cumsum(-1)
+    k = np.maximum(shown_counts, 1)
+    return np.where(shown_counts > 0, right[np.arange(len(idx)), k - 1] / k, np.nan)
+
+
+def paired_figure(name: str, ref: Outcome, cand: Outcome, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(reference, candidate) values of a figure per resample (rows of ``idx``)."""
+    if name == "precision_at_reference_share":
+        return figure_of("shown_precision", ref.correct[idx], ref.shown[idx]), at_share(ref, cand, idx)
+    return figure_of(name, ref.correct[idx], ref.shown[idx]), figure_of(name, cand.correct[idx], cand.shown[idx])
+
+
 def compare(ref: Outcome, cand: Outcome, name: str, set_name: str, rng: np.random.Generator, resamples: int) -> Figure:
     """The candidate's figure, its difference from the reference and a 95% paired bootstrap interval."""
-    value = float(figure_of(name, cand.correct, cand.shown))
-    diff = value - float(figure_of(name, ref.correct, ref.shown))
-    n, diffs = len(ref.correct), []
+    n = len(ref.correct)
+    base, value = (float(x[0]) for x in paired_figure(name, ref, cand, np.arange(n)[None]))
+    diff, diffs = value - base, []
     for start in range(0, resamples, 100):  # in chunks: (100, n) index arrays
         idx = rng.integers(0, n, (min(100, resamples - start), n))
-        diffs.append(
-            figure_of(name, cand.correct[idx], cand.shown[idx]) - figure_of(name, ref.correct[idx], ref.shown[idx])
-        )
+        ref_values, cand_values = paired_figure(name, ref, cand, idx)
+        diffs.append(cand_values - ref_values)
     low, high = np.nanpercentile(np.concatenate(diffs), [2.5, 97.5])
     worse = bool(low > 0) if (set_name, name) in LOWER_IS_BETTER else bool(high < 0)
     return Figure(value, diff, float(low), float(high), worse)
@@ -123,10 +148,28 @@ def read_sets(folder: Path, sets: dict[str, list[tuple[str, int]]]) -> dict[str,
         probs = document_scores(net, encode_reviews(tok, rows, MAX_TOKENS), spread)
         conf, pred = probs.max(-1)
         words = torch.tensor([word_count(t) for t, _ in rows])
+        long_enough = words >= DEFAULTS.tone_min_words
         out[name] = Outcome(
             correct=(pred == torch.tensor([y for _, y in rows])).numpy(),
-            shown=((conf >= DEFAULTS.sentiment_threshold) & (words >= DEFAULTS.tone_min_words)).numpy(),
+            shown=((conf >= DEFAULTS.sentiment_threshold) & long_enough).numpy(),
+            confidence=torch.where(long_enough, conf.double(), -torch.inf).numpy(),
         )
+    return out
+
+
+def cached_read(folder: Path, sets: dict[str, list[tuple[str, int]]], cache: Path | None) -> dict[str, Outcome]:
+    """``read_sets``, kept in ``cache`` under the model's weights and the texts' digests."""
+    if cache is None:
+        return read_sets(folder, sets)
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()[:16]
+    texts_digest = hashlib.sha256(json.dumps([MAX_TOKENS, sets], sort_keys=True).encode()).hexdigest()[:16]
+    path = cache / f"{digest}-{texts_digest}.npz"
+    if path.is_file():
+        saved = np.load(path)
+        return {name: Outcome(**{f.name: saved[f"{f.name}/{name}"] for f in fields(Outcome)}) for name in sets}
+    out = read_sets(folder, sets)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **{f"{f.name}/{name}": getattr(o, f.name) for name, o in out.items() for f in fields(Outcome)})
     return out
 
 
@@ -146,7 +189,8 @@ def run(args) -> dict:
         if not (folder / "config.json").is_file():
             raise SystemExit(f"{folder}: not a model folder")
     sets = texts(args)
-    outcomes = [read_sets(f, sets) for f in folders]
+    cache = Path(args.cache) if args.cache else None
+    outcomes = [cached_read(f, sets, cache) for f in folders]
     rng = np.random.default_rng(args.seed)
     table: dict[str, dict[str, dict[str, dict]]] = {}
     for set_name in sets:
@@ -155,7 +199,8 @@ def run(args) -> dict:
         for fig in FIGURES:
             if set_name == SETS_NEUTRAL and fig != "shown_share":
                 continue
-            row = {labels[0]: asdict(Figure(float(figure_of(fig, ref.correct, ref.shown))))}
+            own = "shown_precision" if fig == "precision_at_reference_share" else fig
+            row = {labels[0]: asdict(Figure(float(figure_of(own, ref.correct, ref.shown))))}
             for label, outcome in zip(labels[1:], outcomes[1:]):
                 row[label] = asdict(compare(ref, outcome[set_name], fig, set_name, rng, args.resamples))
             per_figure[fig] = row
@@ -220,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
+    p.add_argument("--cache", help="folder keeping each model's readings for later runs")
     p.add_argument("--name", default="paired_tone", help="results file name (NAME.md, NAME.json)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = p.parse_args(argv)

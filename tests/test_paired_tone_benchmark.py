@@ -13,8 +13,9 @@ from benchmarks.paired_tone import SETS_NEUTRAL, Outcome, compare
 DATA = Path(__file__).parent / "data"
 
 
-def outcome(correct: list[bool], shown: list[bool]) -> Outcome:
-    return Outcome(np.array(correct), np.array(shown))
+def outcome(correct: list[bool], shown: list[bool], confidence: list[float] | None = None) -> Outcome:
+    conf = np.where(shown, 0.9, 0.6) if confidence is None else np.array(confidence)
+    return Outcome(np.array(correct), np.array(shown), conf)
 
 
 def test_the_same_reading_differs_by_nothing():
@@ -46,10 +47,26 @@ def test_more_hints_on_neutral_prose_is_worse():
     assert not compare(louder, ref, "shown_share", SETS_NEUTRAL, rng, 500).worse
 
 
+def test_a_more_confident_model_is_judged_at_the_reference_share_of_hints():
+    """The candidate shows twice the hints (its confidence sits higher) and so more wrong ones,
+    but ranks them as well: at the reference's share its precision is the reference's."""
+    n = 1000
+    correct = [i % 10 != 0 for i in range(n)]  # 90% right
+    rank = [0.5 + 0.4 * (i % 10 != 0) + 0.0001 * (i % 100) for i in range(n)]  # right hints first
+    ref = outcome(correct, [r >= 0.9 and i % 2 == 0 for i, r in enumerate(rank)], rank)  # half the right ones
+    cand = outcome(correct, [True] * n, rank)  # every text
+    rng = np.random.default_rng(0)
+    assert compare(ref, cand, "shown_precision", "reviews, original", rng, 300).worse
+    matched = compare(ref, cand, "precision_at_reference_share", "reviews, original", rng, 300)
+    assert matched.value == 1.0 and matched.diff == 0.0 and not matched.worse
+
+
 def test_a_model_against_itself_end_to_end(tmp_path):
-    out = tmp_path / "out"
+    out, cache = tmp_path / "out", tmp_path / "cache"
     argv = ["bundled", "bundled", "--label", "a", "b", "--reviews", "12", "--skip", "0", "--neutral", "0"]
-    assert paired_tone.main([*argv, "--resamples", "50", "--data", str(DATA), "--out", str(out), "--name", "t"]) == 0
+    argv += ["--resamples", "50", "--data", str(DATA), "--out", str(out), "--name", "t", "--cache", str(cache)]
+    assert paired_tone.main(argv) == 0
+    assert len(list(cache.glob("*.npz"))) == 1  # one model's weights, read once
     results = json.loads((out / "t.json").read_text())
     styles = ("original", "lowercase", "respaced", "lower_respaced", "first_sentence", "truncated")
     assert results["texts"] == {f"reviews, {s}": 12 for s in styles}
@@ -58,3 +75,6 @@ def test_a_model_against_itself_end_to_end(tmp_path):
             assert cells["b"]["diff"] in (0.0, None) or np.isnan(cells["b"]["diff"])
             assert not cells["b"]["worse"]
     assert "| set (texts) | figure | a | b |" in (out / "t.md").read_text()
+    first = (out / "t.json").read_text()
+    assert paired_tone.main(argv) == 0  # from the cache
+    assert (out / "t.json").read_text() == first
