@@ -33,6 +33,13 @@ def data_dir(explicit: str | None = None) -> Path:
     return Path(explicit or os.environ.get("VQ_LSP_DATA") or REPO.parent / "shared" / "data")
 
 
+def model_folder(name: str) -> Path:
+    """A model folder named on a benchmark's command line; `bundled` is the model in the package."""
+    from inference import DEFAULT_MODEL_DIR
+
+    return Path(DEFAULT_MODEL_DIR if name == "bundled" else name)
+
+
 def recorded_path(path: str | Path) -> str:
     """A path as a results file records it, never a machine's own: relative to the repository,
     under $VQ_LSP_DATA or beside it (the models folder), else only that it lies elsewhere."""

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.common import data_dir, markdown_table, recorded_path, write_results
+from benchmarks.common import data_dir, markdown_table, model_folder, recorded_path, write_results
 
 SETS_NEUTRAL = "neutral paragraphs"
 MAX_TOKENS = 512
@@ -171,12 +171,6 @@ def cached_read(folder: Path, sets: dict[str, list[tuple[str, int]]], cache: Pat
     cache.mkdir(parents=True, exist_ok=True)
     np.savez(path, **{f"{f.name}/{name}": getattr(o, f.name) for name, o in out.items() for f in fields(Outcome)})
     return out
-
-
-def model_folder(name: str) -> Path:
-    from inference import DEFAULT_MODEL_DIR
-
-    return Path(DEFAULT_MODEL_DIR if name == "bundled" else name)
 
 
 def run(args) -> dict:
