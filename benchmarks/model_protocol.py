@@ -54,7 +54,7 @@ def run(args) -> dict:
         "models": {label: recorded_path(f) for label, f in zip(labels, folders)},
         "rounds": rounds,
         "command": "python -m benchmarks.model_protocol " + " ".join(args.argv),
-        "hardware": f"{args.threads} CPU thread(s), {platform.machine()}, float32",
+        "hardware": f"one {platform.machine()} CPU",
         "data": next(iter(rounds.values()))[0]["data"],
     }
 
