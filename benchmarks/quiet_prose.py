@@ -58,7 +58,15 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO, data_dir, is_narration, markdown_table, recorded_command, write_results
+from benchmarks.common import (
+    REPO,
+    data_dir,
+    is_narration,
+    markdown_table,
+    recorded_command,
+    recorded_path,
+    write_results,
+)
 from benchmarks.typo_detection import ONE_EDIT, corrupt
 from training.data import read_jsonl_gz
 from training.neutral import part_of
@@ -295,7 +303,7 @@ def run(args) -> dict:
     torch.set_num_threads(args.threads)
     data = data_dir(args.data)
     settings = Settings() if args.context is None else dataclasses.replace(Settings(), context=args.context)
-    model = inference.load_model(None, device="cpu", dtype=settings.precision, context=settings.context)
+    model = inference.load_model(args.model, device="cpu", dtype=settings.precision, context=settings.context)
     n = args.texts or (2 if args.quick else 8)
     chars = args.chars or (3000 if args.quick else 8000)
     sets = {
@@ -312,6 +320,7 @@ def run(args) -> dict:
     d = settings.diagnostics
     return {
         "command": "python -m benchmarks.quiet_prose " + shlex.join(recorded_command(args.argv)),
+        "model": recorded_path(args.model or inference.DEFAULT_MODEL_DIR),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
         f"({platform.machine()}, shared with other jobs), {settings.precision}",
         "defaults": {
@@ -541,7 +550,7 @@ def report(results: dict) -> str:
             "",
             f"Command: `{results['command']}`.",
             "",
-            f"Hardware: {results['hardware']}.",
+            f"Model: `{results.get('model', 'the bundled model')}`. Hardware: {results['hardware']}.",
             "",
             markdown_table(
                 [
@@ -589,6 +598,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="fit the per-pair real-word thresholds of technical text instead (non-test chapters, the docs)",
     )
+    p.add_argument("--model", help="model folder (default: the bundled model), as the server's modelPath")
+    p.add_argument("--name", help=f"results file stem (default {NAME}, or {NAME}_CONTEXT with --context)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
@@ -605,7 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         write_results(args.out, f"{NAME}_real_word_fit", results, fit_report(results))
         return 0
     results = run(args)
-    write_results(args.out, NAME if args.context is None else f"{NAME}_{args.context}", results, report(results))
+    name = args.name or (NAME if args.context is None else f"{NAME}_{args.context}")
+    write_results(args.out, name, results, report(results))
     return 0
 
 

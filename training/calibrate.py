@@ -12,8 +12,18 @@ after every edit, with no change to the engine, the server or the incremental up
 
 Rows: the IMDB training reviews that fine-tuning held out (``--holdout``), from
 ``--calibration-start`` on; ``evaluate`` reports on the rows before that, so the temperature is
-never fitted on the rows it is judged on. Neutral paragraphs are not used: their target is "no
-hint", not a calibrated probability of a label.
+never fitted on the rows it is judged on. Neutral paragraphs do not enter the temperature: their
+target is "no hint", not a calibrated probability of a label.
+
+``--centre-neutral N`` then moves the two classes' logits apart by one offset, folded into the
+head's bias (as exact as the temperature: it adds the same constant to every token's logit
+difference, so to every span's), chosen so that half of N paragraphs without an opinion (the
+``calibration`` part of ``neutral.py``'s split by document, which neither fine-tuning nor the
+benchmarks' test figures read) lean each way. Why: the server's document gate (``toneGate``)
+hides the tones of a document whose paragraphs' opinions cancel out, and on clean prose they
+cancel only if the model has no favourite label there. A model that calls most neutral
+paragraphs mildly positive lets its document score through the gate, and with it every
+paragraph that crosses the threshold on the same side.
 """
 
 from __future__ import annotations
@@ -68,6 +78,51 @@ def fit_temperature(probs: torch.Tensor, labels: torch.Tensor, lo: float = 0.05,
         else:
             a = c
     return math.exp((a + b) / 2)
+
+
+@dataclass(frozen=True)
+class NeutralCentre:
+    """The logit offset that centres paragraphs without an opinion, and what it did to them."""
+
+    offset: float  # added to the positive class's logit minus the negative class's
+    positive_rate_before: float
+    positive_rate_after: float
+    paragraphs: int
+    data: str
+
+
+def neutral_offset(probs: torch.Tensor) -> float:
+    """Minus the median logit difference (positive minus negative) of ``probs`` (N, 2): after
+    adding it, half of the texts lean each way."""
+    logits = probs.clamp(min=1e-12).log()
+    return -float((logits[:, 1] - logits[:, 0]).median())
+
+
+@torch.no_grad()
+def fold_offset(net, offset: float) -> None:
+    """Add ``offset`` to the head's positive-minus-negative logit difference, split evenly."""
+    net.score_head.bias[1] += offset / 2
+    net.score_head.bias[0] -= offset / 2
+
+
+def centre_neutral(net, tok, texts: list[str], max_tokens: int, positions_for, data: str) -> NeutralCentre:
+    """Fit and fold the neutral offset of a two-class model (see the module docstring)."""
+    from .reviews import document_scores, encode_reviews
+
+    if net.config.num_labels != 2:
+        raise SystemExit(f"--centre-neutral needs a two-class head, not {net.config.num_labels} classes")
+    probs = document_scores(net, encode_reviews(tok, [(t, 0) for t in texts], max_tokens), positions_for)
+    offset = neutral_offset(probs)
+    fold_offset(net, offset)
+    logits = probs.clamp(min=1e-12).log()
+    diff = logits[:, 1] - logits[:, 0]
+    return NeutralCentre(
+        offset=offset,
+        positive_rate_before=float((diff > 0).float().mean()),
+        positive_rate_after=float((diff + offset > 0).float().mean()),
+        paragraphs=len(texts),
+        data=data,
+    )
 
 
 @torch.no_grad()
@@ -127,8 +182,20 @@ def run_calibrate(args) -> Path:
         f"--holdout {args.holdout} (seed {args.seed}), in every style of robustness.STYLES, first "
         f"{args.max_tokens} tokens"
     )
-    result = calibrate(net, load_tokenizer(tok_path), rows, args.max_tokens, lambda n: spread_positions(n, pool), data)
+    tok = load_tokenizer(tok_path)
+    result = calibrate(net, tok, rows, args.max_tokens, lambda n: spread_positions(n, pool), data)
     card["calibration"] = asdict(result)
+    if args.centre_neutral:
+        from .neutral import neutral_paragraphs
+
+        texts = [p.text for p in neutral_paragraphs(args.data, "calibration", args.centre_neutral, seed=args.seed)]
+        where = f"neutral.neutral_paragraphs part 'calibration', {len(texts)} paragraphs (seed {args.seed})"
+        centre = centre_neutral(net, tok, texts, args.max_tokens, lambda n: spread_positions(n, pool), where)
+        card["calibration"]["neutral_centre"] = asdict(centre)
+        print(
+            f"neutral offset {centre.offset:+.4f}: paragraphs leaning positive "
+            f"{centre.positive_rate_before:.1%} -> {centre.positive_rate_after:.1%}"
+        )
     out = Path(args.out)
     save_model_folder(net.eval(), Tokenizer.from_file(tok_path), out, card)
     print(f"T = {result.temperature:.4f}: ECE {result.ece_before:.4f} -> {result.ece_after:.4f} on {result.rows} rows")

@@ -179,6 +179,12 @@ def add_parsers(sub, common, train_loop) -> None:
     )
     p.add_argument("--calibration-reviews", type=T.positive_int, default=500)
     p.add_argument("--max-tokens", type=T.positive_int, default=512, help="review tokens scored (BOS excluded)")
+    p.add_argument(
+        "--centre-neutral",
+        type=T.non_negative_int,
+        default=0,
+        help="then centre this many neutral paragraphs (part 'calibration'): half lean each way (0: off)",
+    )
 
     p = sub.add_parser("evaluate", help="accuracy/F1, code usage, VQ gap, flip rate -> JSON")
     common(p)
