@@ -40,6 +40,24 @@ def model_folder(name: str) -> Path:
     return Path(DEFAULT_MODEL_DIR if name == "bundled" else name)
 
 
+def add_models(parser, first: str = "model folders") -> None:
+    """The positional model list and --label of the benchmarks that compare models side by side."""
+    parser.add_argument("models", nargs="+", help=f"{first}, or 'bundled' for the model in the package")
+    parser.add_argument("--label", nargs="+", help="a short name per model (default: folder names)")
+
+
+def labelled_models(args) -> dict[str, Path]:
+    """add_models' arguments as {label: model folder}, each checked to be a model folder."""
+    labels = args.label or [Path(m).name for m in args.models]
+    if len(labels) != len(args.models) or len(set(labels)) != len(labels):
+        raise SystemExit("--label: one distinct name per model")
+    folders = [model_folder(m) for m in args.models]
+    for folder in folders:
+        if not (folder / "config.json").is_file():
+            raise SystemExit(f"{folder}: not a model folder")
+    return dict(zip(labels, folders))
+
+
 def recorded_path(path: str | Path) -> str:
     """A path as a results file records it, never a machine's own: relative to the repository,
     under $VQ_LSP_DATA or beside it (the models folder), else only that it lies elsewhere."""

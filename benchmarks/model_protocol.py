@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import data_dir, markdown_table, model_folder, recorded_path, write_results
+from benchmarks.common import add_models, data_dir, labelled_models, markdown_table, recorded_path, write_results
 from training.protocol import LENGTHS
 
 SCENARIOS = ("one-token edit", "entire revision")
@@ -37,13 +37,10 @@ def run(args) -> dict:
     from training.protocol import protocol_report
 
     torch.set_num_threads(args.threads)
-    labels = args.label or [Path(m).name for m in args.models]
-    if len(labels) != len(args.models):
-        raise SystemExit("--label: one name per model")
-    folders = [model_folder(m) for m in args.models]
-    rounds: dict[str, list[dict]] = {label: [] for label in labels}
+    models = labelled_models(args)
+    rounds: dict[str, list[dict]] = {label: [] for label in models}
     for _ in range(args.rounds):
-        for label, folder in zip(labels, folders):
+        for label, folder in models.items():
             net, _ = load_model_folder(folder)
             rounds[label].append(
                 protocol_report(
@@ -51,7 +48,7 @@ def run(args) -> dict:
                 )
             )
     return {
-        "models": {label: recorded_path(f) for label, f in zip(labels, folders)},
+        "models": {label: recorded_path(f) for label, f in models.items()},
         "rounds": rounds,
         "command": "python -m benchmarks.model_protocol " + " ".join(args.argv),
         "hardware": f"one {platform.machine()} CPU",
@@ -94,8 +91,7 @@ def report(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("models", nargs="+", help="model folders, or 'bundled'")
-    p.add_argument("--label", nargs="+", help="a short name per model (default: folder names)")
+    add_models(p)
     p.add_argument("--pairs", type=int, default=40, help="revision pairs per model and round")
     p.add_argument("--rounds", type=int, default=2, help="times every model is measured, alternated")
     p.add_argument("--lengths", type=int, nargs=2, default=list(LENGTHS), help="tokens with BOS, both versions")

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.common import data_dir, markdown_table, model_folder, recorded_path, write_results
+from benchmarks.common import add_models, data_dir, labelled_models, markdown_table, recorded_path, write_results
 
 SETS_NEUTRAL = "neutral paragraphs"
 MAX_TOKENS = 512
@@ -175,13 +175,8 @@ def cached_read(folder: Path, sets: dict[str, list[tuple[str, int]]], cache: Pat
 
 def run(args) -> dict:
     torch.set_num_threads(args.threads)
-    labels = args.label or [Path(m).name for m in args.models]
-    if len(labels) != len(args.models):
-        raise SystemExit("--label: one name per model")
-    folders = [model_folder(m) for m in args.models]
-    for folder in folders:
-        if not (folder / "config.json").is_file():
-            raise SystemExit(f"{folder}: not a model folder")
+    models = labelled_models(args)
+    labels, folders = list(models), list(models.values())
     sets = texts(args)
     cache = Path(args.cache) if args.cache else None
     outcomes = [cached_read(f, sets, cache) for f in folders]
@@ -250,8 +245,7 @@ def report(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("models", nargs="+", help="REFERENCE then candidates: model folders, or 'bundled'")
-    p.add_argument("--label", nargs="+", help="a short name per model (default: folder names)")
+    add_models(p, "REFERENCE then candidates: model folders")
     p.add_argument("--reviews", type=int, default=4000, help="IMDB test reviews per writing style")
     p.add_argument("--skip", type=int, default=2000, help="shuffled test rows skipped (what the cards read)")
     p.add_argument("--neutral", type=int, default=2000, help="held-out neutral paragraphs (0: none)")
