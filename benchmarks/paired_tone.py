@@ -35,6 +35,7 @@ import functools
 import hashlib
 import json
 import sys
+import zlib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -115,6 +116,12 @@ def compare(ref: Outcome, cand: Outcome, name: str, set_name: str, rng: np.rando
     return Figure(value, diff, float(low), float(high), worse)
 
 
+def resampler(seed: int, set_name: str, figure: str) -> np.random.Generator:
+    """The bootstrap's random source for one figure of one set: every candidate is resampled with
+    the same texts, whichever other models a run compares, so adding a model moves no interval."""
+    return np.random.default_rng([seed, zlib.crc32(f"{set_name}/{figure}".encode())])
+
+
 def texts(args) -> dict[str, list[tuple[str, int]]]:
     """Every set of (text, label) the models read: the reviews in each style, then neutral paragraphs."""
     from training.data import imdb_examples
@@ -180,7 +187,6 @@ def run(args) -> dict:
     sets = texts(args)
     cache = Path(args.cache) if args.cache else None
     outcomes = [cached_read(f, sets, cache) for f in folders]
-    rng = np.random.default_rng(args.seed)
     table: dict[str, dict[str, dict[str, dict]]] = {}
     for set_name in sets:
         ref = outcomes[0][set_name]
@@ -191,6 +197,7 @@ def run(args) -> dict:
             own = "shown_precision" if fig == "precision_at_reference_share" else fig
             row = {labels[0]: asdict(Figure(float(figure_of(own, ref.correct, ref.shown))))}
             for label, outcome in zip(labels[1:], outcomes[1:]):
+                rng = resampler(args.seed, set_name, fig)  # the same resamples for every candidate
                 row[label] = asdict(compare(ref, outcome[set_name], fig, set_name, rng, args.resamples))
             per_figure[fig] = row
         table[set_name] = per_figure
@@ -242,8 +249,7 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_models(p, "REFERENCE then candidates: model folders")
     p.add_argument("--reviews", type=int, default=4000, help="IMDB test reviews per writing style")
@@ -260,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args.models) < 2:
         p.error("give a reference model and at least one candidate")
     args.argv = argv
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
     results = run(args)
     write_results(args.out, args.name, results, report(results))
     return 0

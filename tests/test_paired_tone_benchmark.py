@@ -78,3 +78,21 @@ def test_a_model_against_itself_end_to_end(tmp_path):
     first = (out / "t.json").read_text()
     assert paired_tone.main(argv) == 0  # from the cache
     assert (out / "t.json").read_text() == first
+
+
+def test_a_candidates_intervals_do_not_depend_on_the_other_candidates(tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    n, readings = 300, {}
+    for name in ("ref", "a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+        readings[name] = {"reviews, original": outcome(list(rng.random(n) < 0.8), list(rng.random(n) < 0.6))}
+    monkeypatch.setattr(paired_tone, "texts", lambda args: {"reviews, original": [("text", 1)] * n})
+    monkeypatch.setattr(paired_tone, "cached_read", lambda folder, sets, cache: readings[folder.name])
+
+    def figures_of_a(*names: str) -> dict:
+        models = [str(tmp_path / m) for m in names]
+        args = paired_tone.parse([*models, "--resamples", "200"])
+        return {fig: cells["a"] for fig, cells in paired_tone.run(args)["figures"]["reviews, original"].items()}
+
+    assert figures_of_a("ref", "b", "a") == figures_of_a("ref", "a")
