@@ -27,14 +27,13 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import add_models, data_dir, labelled_models, markdown_table, recorded_path, write_results
-from training.protocol import LENGTHS
+from training.protocol import LENGTHS, protocol_report
 
 SCENARIOS = ("one-token edit", "entire revision")
 
 
 def run(args) -> dict:
     from inference import load_model_folder
-    from training.protocol import protocol_report
 
     torch.set_num_threads(args.threads)
     models = labelled_models(args)
