@@ -170,6 +170,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         problem = check_flags(args, pretrained)
         if problem:
             sub.error(problem)
+    if args.cmd == "average":
+        if len(args.models) < 2:
+            sub.error("argument --models: give at least two model folders to average")
+        for folder in args.models:
+            if not _exists(folder):
+                sub.error(f"argument --models: {folder} does not exist")
     for dest in INPUTS.get(args.cmd, ()):
         value = getattr(args, dest)
         if value is not None and not _exists(value) and not (dest == "teacher" and value == SMOLLM2):

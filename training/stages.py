@@ -162,6 +162,12 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--model", required=True, help="model folder")
     p.add_argument("--out", required=True, help="output model folder")
 
+    p = sub.add_parser(
+        "average", help="one model whose tail is the mean of several tails fine-tuned on one trunk (a model soup)"
+    )
+    p.add_argument("--models", nargs="+", required=True, help="model folders: tails fine-tuned on one trunk")
+    p.add_argument("--out", required=True, help="output model folder")
+
     p = sub.add_parser("calibrate", help="fit a temperature on held-out reviews in every style; fold it into the head")
     common(p)
     p.add_argument("--model", required=True, help="fine-tuned model folder")
@@ -257,6 +263,10 @@ def run(args) -> int:
         from .order_only import run_order_only
 
         print(f"order-only -> {run_order_only(args)}")
+    elif args.cmd == "average":
+        from .average import run_average
+
+        print(f"averaged -> {run_average(args)}")
     elif args.cmd == "calibrate":
         from .calibrate import run_calibrate
 
