@@ -45,6 +45,7 @@ from benchmarks.common import (
     median,
     prefix_macs,
     prefix_reuse_seconds,
+    recorded_path,
     softmax_twin,
     timed,
 )
@@ -349,7 +350,8 @@ def main() -> None:
     ]
     table = markdown_table(header, summarise(results))
     lines = [
-        f"model: {model.path}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of 1536-2048 tokens, "
+        f"model: {recorded_path(model.path)}  data: {len(chosen)} of {len(pairs)} PEP revision pairs of "
+        "1536-2048 tokens, "
         f"seed {args.seed}  device: {model.device}  dtype: {args.precision}  layout: {args.state_layout}  "
         f"workers: {args.workers} "
         f"(threads each: {args.threads})",

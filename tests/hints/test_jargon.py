@@ -16,7 +16,7 @@ from vq_lsp.settings import DiagnosticSettings
 
 @pytest.fixture(scope="module")
 def model():
-    return inference.load_model(None, device="cpu")
+    return inference.load_model(None, device="cpu", context="paragraph")  # the server's default context
 
 
 def typo_hints(model, text: str, language: str = "markdown") -> list[str]:

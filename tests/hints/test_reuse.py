@@ -80,7 +80,9 @@ def test_reused_material_is_what_a_fresh_computation_gives(model, language, text
     before = (cache.reused, cache.computed)
     reused = HintMaterial.of(tt, doc, 2, language, cfg, caches=caches)
     computed = cache.computed - before[1]
-    assert 1 <= computed <= 6 and cache.reused - before[0] >= 8  # the edited paragraph (and a few whose scores moved)
+    # the edited paragraph and the few whose scores it moved past the tolerance (up to five more in the
+    # docstring case, whose prose runs on through the window); the rest, at least half, reused
+    assert 1 <= computed <= 6 and cache.reused - before[0] >= 6
     fresh = HintMaterial.of(tt, doc, 2, language, cfg, caches=HintCaches())  # everything computed again
     assert fresh.findings and reused.words
 

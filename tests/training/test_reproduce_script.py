@@ -106,6 +106,42 @@ def test_tone_recipe_needs_the_gpu_models(tmp_path):
     assert res.returncode != 0 and "GPU_MODELS" in res.stderr and calls == []
 
 
+def test_local_recipe_distils_for_locality_then_averages_two_tails_centres_evaluates_and_exports(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="local", GPU_MODELS=str(tmp_path / "gpu"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [c[0] for c in calls] == [
+        "order-only",
+        "distill",
+        "finetune",
+        "finetune",
+        "average",
+        "calibrate",
+        "evaluate",
+        "export",
+    ]
+    order_only, distill, tail_a, tail_b, average, calibrate, evaluate, export = calls
+    assert c_value(distill, "--init") == c_value(order_only, "--out")
+    assert c_value(distill, "--locality") == "8" and c_value(distill, "--dead-threshold") == "0"
+    assert c_value(distill, "--teacher").endswith("gpu/teacher") and "--resume" in distill
+    trunk = c_value(distill, "--out") + "/model"
+    assert c_value(tail_a, "--model") == trunk == c_value(tail_b, "--model")
+    assert [c_value(t, "--neutral-share") for t in (tail_a, tail_b)] == ["0.25", "0.4"]
+    assert all("post-vq" in t and "--resume" in t and c_value(t, "--seq") == "1024" for t in (tail_a, tail_b))
+    assert average[average.index("--models") + 1 : average.index("--models") + 3] == [
+        c_value(tail_a, "--out") + "/model",
+        c_value(tail_b, "--out") + "/model",
+    ]
+    assert c_value(calibrate, "--model") == c_value(average, "--out")
+    assert c_value(calibrate, "--centre-neutral") == "1000"
+    assert c_value(evaluate, "--model") == c_value(calibrate, "--out") == c_value(export, "--model")
+    assert c_value(export, "--eval") == c_value(evaluate, "--out") + "/eval.json"
+
+
+def test_local_recipe_needs_the_gpu_models(tmp_path):
+    res, calls = run_script(tmp_path, RECIPE="local")
+    assert res.returncode != 0 and "GPU_MODELS" in res.stderr and calls == []
+
+
 def c_value(call: list[str], flag: str) -> str:
     return call[call.index(flag) + 1]
 
