@@ -50,9 +50,10 @@ def commands(root) -> list[tuple[str, argparse.ArgumentParser, list[str], object
         "calibrate": ["--out", str(root / "o"), "--model", str(root / "model")],
         "export": ["--out", str(root / "o"), "--model", str(root / "model")],
         "order-only": ["--out", str(root / "o"), "--model", str(root / "model")],
+        "average": ["--out", str(root / "o"), "--models", str(root / "model"), str(root / "model")],
     }
     for name, parser in subs.items():
-        data = ["--data", str(root / "data")] if name not in ("export", "order-only") else []
+        data = ["--data", str(root / "data")] if name not in ("export", "order-only", "average") else []
         out.append((f"vq-train {name}", parser, [name, *needs[name], *data], training.cli.parse_args))
     return out
 
