@@ -25,6 +25,7 @@ INPUTS = {
     "distill": ("teacher", "tokenizer", "init", "tokens_file"),
     "finetune": ("model", "tokenizer"),
     "order-only": ("model",),
+    "average": ("models",),
     "calibrate": ("model",),
     "evaluate": ("model", "dense_model", "teacher"),
     "export": ("model", "eval", "commands"),
@@ -170,16 +171,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         problem = check_flags(args, pretrained)
         if problem:
             sub.error(problem)
-    if args.cmd == "average":
-        if len(args.models) < 2:
-            sub.error("argument --models: give at least two model folders to average")
-        for folder in args.models:
-            if not _exists(folder):
-                sub.error(f"argument --models: {folder} does not exist")
+    if args.cmd == "average" and len(args.models) < 2:
+        sub.error("argument --models: give at least two model folders to average")
     for dest in INPUTS.get(args.cmd, ()):
-        value = getattr(args, dest)
-        if value is not None and not _exists(value) and not (dest == "teacher" and value == SMOLLM2):
-            sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
+        values = getattr(args, dest)
+        for value in values if isinstance(values, list) else [values]:
+            if value is not None and not _exists(value) and not (dest == "teacher" and value == SMOLLM2):
+                sub.error(f"argument --{dest.replace('_', '-')}: {value} does not exist")
     if args.out and _exists(args.out) and not Path(args.out).expanduser().is_dir():
         sub.error(f"argument --out: {args.out} is a file, not a folder")
     no_data = (args.cmd == "teacher" and args.pretrained is not None) or (  # reads the GGUF only
