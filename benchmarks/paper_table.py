@@ -9,7 +9,10 @@ side by side in one run on the same model:
   entire revision  process the new revision given the old one's state;
   atomic           pick a random modified location, apply the changes before it to the old
                    revision's state, then one single-token edit there, and measure that edit;
-  first 5%         one single-token replacement at a random place in the first 5% of tokens.
+  first 5%         one single-token replacement at a random place in the first 5% of tokens;
+  one hunk         pick one of the revision's changes (a contiguous hunk of the diff) at random,
+                   apply the changes before it to the old revision's state, then that whole hunk,
+                   and measure it: an edit as a writer makes one, of any size.
 Against: (a) a dense pass; (b) prefix-KV reuse by a softmax OPT of the same shape, recomputing
 from the first edited token; (c) a paragraph cache: the dense model re-run only on the
 paragraphs that changed, each scored alone. (c) loses context across paragraphs; its price is
@@ -56,7 +59,7 @@ from training.protocol import paragraph_runs
 from vq_lsp.engine_flags import add_engine_flags
 
 BASELINES = ("dense", "prefix", "paragraph")
-SCENARIOS = ("atomic", "first 5%", "entire revision")
+SCENARIOS = ("atomic", "one hunk", "first 5%", "entire revision")
 
 
 @dataclass
@@ -147,23 +150,46 @@ class Bench:
         lo = min(splice.start, len(ids) - 1)
         return self.baselines(sample, ids, lo, self.paragraphs_touching(ids, lo, lo + len(splice.new_ids)))
 
-    def atomic(self, old_doc: inference.IncrementalDocument, new: list[int], rng: random.Random) -> Sample:
-        old = old_doc.token_ids
+    @staticmethod
+    def hunk_at(old: list[int], new: list[int], rng: random.Random) -> tuple[list[Splice], Splice]:
+        """A random hunk of the old-to-new diff: (the hunks before it, it in their coordinates)."""
         splices = inference.diff(old, new)
         k = rng.randrange(len(splices))
-        before = inference.apply_splices(old, splices[:k])
-        shift = len(before) - len(old)
+        shift = len(inference.apply_splices(old, splices[:k])) - len(old)
         sp = splices[k]
-        at = sp.start + shift
+        return splices[:k], Splice(sp.start + shift, sp.end + shift, sp.new_ids)
+
+    def atomic(self, old_doc: inference.IncrementalDocument, new: list[int], rng: random.Random) -> Sample:
+        old = old_doc.token_ids
+        before, sp = self.hunk_at(old, new, rng)
+        before_len = len(old) + sum(len(b.new_ids) - (b.end - b.start) for b in before)
+        at = sp.start
         if sp.new_ids:
             edit = Splice(at, at + (sp.end > sp.start), sp.new_ids[:1])
         else:
             edit = Splice(at, at + 1, [])
-        if len(before) == 1 and not edit.new_ids:
+        if before_len == 1 and not edit.new_ids:
             edit = Splice(0, 1, [new[0]])
-        if k:
-            old_doc.apply(splices[:k])
+        if before:
+            old_doc.apply(before)
         return self.single_edit(old_doc, edit)
+
+    def one_hunk(self, old_doc: inference.IncrementalDocument, new: list[int], rng: random.Random) -> Sample:
+        """One whole hunk of the revision, after the hunks before it (applied untimed)."""
+        before, sp = self.hunk_at(old_doc.token_ids, new, rng)
+        if before:
+            old_doc.apply(before)
+        n_old = len(old_doc.token_ids)
+        res, secs = timed(lambda: old_doc.apply([sp]), self.dev)
+        ids = old_doc.token_ids
+        sample = Sample(
+            res.cost.incremental_macs,
+            secs,
+            changed_fraction=max(sp.end - sp.start, len(sp.new_ids)) / max(n_old, len(ids)),
+            location=sp.start / len(ids),
+        )
+        lo = min(sp.start, len(ids) - 1)
+        return self.baselines(sample, ids, lo, self.paragraphs_touching(ids, lo, lo + len(sp.new_ids)))
 
     def first_five(self, doc: inference.IncrementalDocument, rng: random.Random) -> Sample:
         ids = doc.token_ids
@@ -266,10 +292,12 @@ def measure_pairs(job: dict) -> dict[str, list[Sample]]:
         rng = random.Random(job["seed"] * 1_000_003 + index)  # per pair: results do not depend on --workers
         bench.timing = timing
         old_doc = inference.IncrementalDocument(model, old)
+        hunk_doc = fork(old_doc)
         entire, doc = bench.entire(old_doc, new)
         results["entire revision"].append(entire)
         results["first 5%"].append(bench.first_five(doc, rng))
         results["atomic"].append(bench.atomic(old_doc, new, rng))
+        results["one hunk"].append(bench.one_hunk(hunk_doc, new, rng))
     return results
 
 
