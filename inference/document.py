@@ -57,15 +57,17 @@ class VerifyResult:
     windows: int
 
 
-def span_probs(logp_sum: torch.Tensor, n_tokens: int) -> torch.Tensor:
+def span_probs(logp_sum: torch.Tensor, n_tokens: int | torch.Tensor) -> torch.Tensor:
     """A span's class probabilities from the sum of its tokens' class log-probabilities.
 
     The span score is the mean of the token scores, a token's score being its log-probability
     vector (for two labels: its log-odds), renormalised. Log-odds add evidence up, so a span of
     mildly positive tokens reads clearly positive, where a mean of probabilities would sit near
-    0.5; and a sum updates incrementally. Training optimises this same aggregate.
+    0.5; and a sum updates incrementally. Training optimises this same aggregate. Several spans
+    at once: sums (k, labels) and token counts (k, 1).
     """
-    return torch.softmax(logp_sum / max(1, n_tokens), -1)
+    count = n_tokens.clamp(min=1) if isinstance(n_tokens, torch.Tensor) else max(1, n_tokens)
+    return torch.softmax(logp_sum / count, -1)
 
 
 class IncrementalDocument:
@@ -169,27 +171,33 @@ class IncrementalDocument:
         return self.spans_scores([(start, end)])[0]
 
     def spans_scores(self, spans: Sequence[tuple[int, int]]) -> list[dict[str, float]]:
-        """`span_scores` of each (start, end), the same values: the windows' bounds are found once and each
-        span's windows by bisection. Hints read every tone block of a document at each publish; one
-        pass over all windows per block made that quadratic in a long document's windows (one per
-        paragraph with the paragraph context)."""
+        """`span_scores` of each (start, end): the windows' bounds are found once, each span's
+        windows by bisection, and each piece's sum is two rows of its window's running sums
+        (`WindowState.cls_prefix`, float64, read once per window revision). Hints read every tone
+        block of a document at each publish, and a keystroke changes one window: the other
+        windows' sums are reused as they are."""
         bounds = self._bounds()
         ends = [b for _, b in bounds]
         n = ends[-1] if ends else 0
         labels = self.model.config.labels
-        out = []
-        for start, end in spans:
+        totals = np.zeros((len(spans), len(labels)))
+        counts = np.zeros((len(spans), 1))
+        for i, (start, end) in enumerate(spans):
             if not (0 <= start < end <= n):
                 raise ValueError(f"span [{start}, {end}) is not a non-empty range of the {n} tokens")
-            total, k = 0, bisect.bisect_right(ends, start)
+            k = bisect.bisect_right(ends, start)
             while k < len(bounds) and bounds[k][0] < end:
-                (a, b), w = bounds[k], self.windows[k]
+                a, b = bounds[k]
                 lo, hi = max(start, a), min(end, b)
                 if lo < hi:
-                    total = total + w.cls_logp[w.token_slots(lo - a, hi - a)].sum(0)
+                    prefix = self.windows[k].cls_prefix()
+                    totals[i] += prefix[hi - a] - prefix[lo - a]
                 k += 1
-            out.append(dict(zip(labels, span_probs(total, end - start).tolist())))
-        return out
+            counts[i] = end - start
+        if not spans:
+            return []
+        probs = span_probs(torch.from_numpy(totals), torch.from_numpy(counts))
+        return [dict(zip(labels, row)) for row in probs.tolist()]
 
     def surprise(self, start: int, end: int) -> list[float]:
         """-log p(token | prefix) for tokens [start, end); the first token of a window sees only BOS."""

@@ -49,7 +49,7 @@ class WindowState:
     # restore), the per-layer views (remade) and the host reads kept per revision (made again on use).
     ATTACHED = (
         *("net", "cfg", "consts", "tie_rel", "tie_growth", "tie_code_term", "layer_views"),
-        *("revision", "_rows_of", "_rows_array", "_host_reads"),
+        *("revision", "_rows_of", "_rows_array", "_host_reads", "_cls_prefix"),
     )
 
     def __init__(self, net: VQOPT, consts: LayerConstants, tie_rel: float = 1e-9, tie_growth: float = 0.0) -> None:
@@ -61,6 +61,7 @@ class WindowState:
         self._rows_of: list[int] | None = None  # the `order` list `_rows_array` was made from
         self._rows_array = np.zeros(0, dtype=np.int64)
         self._host_reads: tuple[int, np.ndarray, np.ndarray] | None = None  # (revision, token ids, surprise)
+        self._cls_prefix: tuple[int, np.ndarray] | None = None  # (revision, class log-probability running sums)
 
     @classmethod
     def restore(
@@ -216,6 +217,20 @@ class WindowState:
             surprise.setflags(write=False)
             self._host_reads = (self.revision, ids, surprise)
         return self._host_reads[1], self._host_reads[2]
+
+    def cls_prefix(self) -> np.ndarray:
+        """Running sums of the tokens' class log-probabilities in order, float64 (n_tokens + 1,
+        labels), row 0 zero, read to the host once per revision: tokens [a, b)'s sum is row b minus
+        row a. A publish reads every tone block of a document; one gather and sum on the device per
+        block cost a long document's keystroke more than its engine update."""
+        if self._cls_prefix is None or self._cls_prefix[0] != self.revision:
+            rows = torch.from_numpy(self.rows()[1:].copy()).to(self.key_pos.device)
+            logp = self.cls_logp.index_select(0, rows).cpu().numpy().astype(np.float64)
+            prefix = np.zeros((logp.shape[0] + 1, logp.shape[1]))
+            np.cumsum(logp, axis=0, out=prefix[1:])
+            prefix.setflags(write=False)
+            self._cls_prefix = (self.revision, prefix)
+        return self._cls_prefix[1]
 
     def token_ids(self) -> list[int]:
         return self._host()[0].tolist()
