@@ -70,6 +70,26 @@ def span_probs(logp_sum: torch.Tensor, n_tokens: int | torch.Tensor) -> torch.Te
     return torch.softmax(logp_sum / count, -1)
 
 
+def span_totals(
+    windows: list[WindowState], bounds: list[tuple[int, int]], spans: Sequence[tuple[int, int]], labels: int
+) -> torch.Tensor:
+    """Each span's sum of class log-probabilities (len(spans), labels), float64, over the windows
+    (with their token bounds) it covers: each span's windows found by bisection, each piece's sum
+    two rows of its window's running sums."""
+    ends = [b for _, b in bounds]
+    totals = np.zeros((len(spans), labels))
+    for i, (start, end) in enumerate(spans):
+        k = bisect.bisect_right(ends, start)
+        while k < len(bounds) and bounds[k][0] < end:
+            a, b = bounds[k]
+            lo, hi = max(start, a), min(end, b)
+            if lo < hi:
+                prefix = windows[k].cls_prefix()
+                totals[i] += prefix[hi - a] - prefix[lo - a]
+            k += 1
+    return torch.from_numpy(totals)
+
+
 class IncrementalDocument:
     """A token sequence whose model outputs stay exact under edits, at the cost of what changed."""
 
@@ -171,33 +191,18 @@ class IncrementalDocument:
         return self.spans_scores([(start, end)])[0]
 
     def spans_scores(self, spans: Sequence[tuple[int, int]]) -> list[dict[str, float]]:
-        """`span_scores` of each (start, end): the windows' bounds are found once, each span's
-        windows by bisection, and each piece's sum is two rows of its window's running sums
-        (`WindowState.cls_prefix`, float64, read once per window revision). Hints read every tone
-        block of a document at each publish, and a keystroke changes one window: the other
-        windows' sums are reused as they are."""
+        """`span_scores` of each (start, end), each piece's sum two rows of its window's running sums
+        (`WindowState.cls_prefix`): a publish reads every tone block, a keystroke changes one window."""
         bounds = self._bounds()
-        ends = [b for _, b in bounds]
-        n = ends[-1] if ends else 0
-        labels = self.model.config.labels
-        totals = np.zeros((len(spans), len(labels)))
-        counts = np.zeros((len(spans), 1))
-        for i, (start, end) in enumerate(spans):
+        n = bounds[-1][1] if bounds else 0
+        for start, end in spans:
             if not (0 <= start < end <= n):
                 raise ValueError(f"span [{start}, {end}) is not a non-empty range of the {n} tokens")
-            k = bisect.bisect_right(ends, start)
-            while k < len(bounds) and bounds[k][0] < end:
-                a, b = bounds[k]
-                lo, hi = max(start, a), min(end, b)
-                if lo < hi:
-                    prefix = self.windows[k].cls_prefix()
-                    totals[i] += prefix[hi - a] - prefix[lo - a]
-                k += 1
-            counts[i] = end - start
         if not spans:
             return []
-        probs = span_probs(torch.from_numpy(totals), torch.from_numpy(counts))
-        return [dict(zip(labels, row)) for row in probs.tolist()]
+        totals = span_totals(self.windows, bounds, spans, len(self.model.config.labels))
+        counts = torch.tensor([[end - start] for start, end in spans], dtype=torch.float64)
+        return [dict(zip(self.model.config.labels, row)) for row in span_probs(totals, counts).tolist()]
 
     def surprise(self, start: int, end: int) -> list[float]:
         """-log p(token | prefix) for tokens [start, end); the first token of a window sees only BOS."""

@@ -40,6 +40,15 @@ class LayerView:
     key_pos: torch.Tensor  # (slots,) every slot's position, FAR where not alive
 
 
+def running_sums(rows: torch.Tensor) -> np.ndarray:
+    """Rows (n, c) -> their running sums from zero, float64 (n + 1, c), read-only: rows [a, b) sum
+    to row b minus row a, two reads instead of a gather and a sum on the device per span."""
+    out = np.zeros((rows.shape[0] + 1, rows.shape[1]))
+    np.cumsum(rows.cpu().numpy(), axis=0, dtype=np.float64, out=out[1:])
+    out.setflags(write=False)
+    return out
+
+
 class WindowState:
     """BOS plus up to `window_tokens - 1` tokens, with every layer's state: a container of its
     WindowRecord's fields and the views and reads made from them. A dense pass builds and checks it
@@ -219,17 +228,11 @@ class WindowState:
         return self._host_reads[1], self._host_reads[2]
 
     def cls_prefix(self) -> np.ndarray:
-        """Running sums of the tokens' class log-probabilities in order, float64 (n_tokens + 1,
-        labels), row 0 zero, read to the host once per revision: tokens [a, b)'s sum is row b minus
-        row a. A publish reads every tone block of a document; one gather and sum on the device per
-        block cost a long document's keystroke more than its engine update."""
+        """The tokens' class log-probabilities in order as running sums (`running_sums`), read once
+        per revision: a publish reads every tone block of a document, and a keystroke changes one window."""
         if self._cls_prefix is None or self._cls_prefix[0] != self.revision:
             rows = torch.from_numpy(self.rows()[1:].copy()).to(self.key_pos.device)
-            logp = self.cls_logp.index_select(0, rows).cpu().numpy().astype(np.float64)
-            prefix = np.zeros((logp.shape[0] + 1, logp.shape[1]))
-            np.cumsum(logp, axis=0, out=prefix[1:])
-            prefix.setflags(write=False)
-            self._cls_prefix = (self.revision, prefix)
+            self._cls_prefix = (self.revision, running_sums(self.cls_logp.index_select(0, rows)))
         return self._cls_prefix[1]
 
     def token_ids(self) -> list[int]:
