@@ -117,6 +117,7 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
         "flip_rate_per_layer": flips,
         "dirty_fraction_of_later_per_layer": dirty,
         "mean_flip_rate": sum(flips) / len(flips),
+        "later_positions": int(later.sum()),  # what each rate is a share of
         "sequences": b,
         "tokens": t,
     }

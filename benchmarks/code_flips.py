@@ -1,0 +1,126 @@
+"""Code flips per layer after one replaced token, for several models side by side, over many edits.
+
+    python -m benchmarks.code_flips MODEL [MODEL ...] [--label NAME ...] [--edits 256] [--seq 1024]
+        [--seed 0] [--threads 1] [--name code_flips] [--out benchmarks/results]
+
+Why: how far an edit reaches is the model's part of the engine's speed, and a model card's flip
+rates (`vq-train evaluate --edit-docs 8`) come from eight edits, too few to hold a model to a
+limit. This measures the same figure (`training.evaluate.flip_report`: one random token replaced
+in each held-out sequence; per layer, the share of later positions whose code changed) over
+--edits sequences of --seq tokens of the held-out LM text `vq-train evaluate` reads (Gutenberg's
+valid split and IMDB test text, unlabelled; nothing from eval/), every model on the same
+sequences and the same edits, in chunks of CHUNK sequences (each chunk's edits seeded by its
+first sequence; the rates weighted by each chunk's later positions). Beside each model: the
+rates its card records. MODEL: a model folder, or `bundled` for the model in the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import add_models, data_dir, labelled_models, markdown_table, recorded_path, write_results
+
+CHUNK = 32  # sequences per forward pass: a fixed size, so the edits depend only on --edits, --seq and --seed
+
+
+def layer_rates(net, ids: torch.Tensor, seed: int) -> dict:
+    """flip_report over `ids` in chunks: per layer, flipped later positions over all later positions."""
+    from training.evaluate import flip_report
+
+    flipped, later = None, 0
+    for start in range(0, ids.shape[0], CHUNK):
+        part = flip_report(net, ids[start : start + CHUNK], seed + start)
+        n = part["later_positions"]
+        counts = [rate * n for rate in part["flip_rate_per_layer"]]
+        flipped = counts if flipped is None else [a + b for a, b in zip(flipped, counts)]
+        later += n
+    return {"flip_rate_per_layer": [f / max(1, later) for f in flipped], "later_positions": later}
+
+
+def run(args) -> dict:
+    from inference import load_model_folder
+    from training.evaluate import VALID_TOKENS, edit_sequences
+    from training.teacher import load_or_collect_tokens
+    from training.tokenizer import load_tokenizer
+
+    torch.set_num_threads(args.threads)
+    models = labelled_models(args)
+    first = next(iter(models.values()))
+    valid = load_or_collect_tokens(
+        load_tokenizer(first / "tokenizer.json"), data_dir(args.data), "valid", VALID_TOKENS, None, args.seed
+    )
+    ids = edit_sequences(valid, args.edits, args.seq, args.seed)
+    out = {}
+    for label, folder in models.items():
+        net, card = load_model_folder(folder)  # (in eval mode)
+        recorded = (card.get("evaluation") or {}).get("single_token_edits") or {}
+        out[label] = {
+            "model": recorded_path(folder),
+            **layer_rates(net, ids, args.seed),
+            "card_flip_rate_per_layer": recorded.get("flip_rate_per_layer"),
+            "card_sequences": recorded.get("sequences"),
+        }
+    return {
+        "models": out,
+        "edits": int(ids.shape[0]),
+        "tokens": int(ids.shape[1]),
+        "command": "python -m benchmarks.code_flips " + shlex.join(args.argv),
+        "hardware": f"one {platform.machine()} CPU",
+    }
+
+
+def report(results: dict) -> str:
+    def rates(values) -> str:
+        return " / ".join(f"{100 * x:.2f}%" for x in values) if values else "-"
+
+    rows = [
+        [label, rates(r["flip_rate_per_layer"]), f"{r['later_positions']:,}", rates(r["card_flip_rate_per_layer"])]
+        + [str(r["card_sequences"] or "-")]
+        for label, r in results["models"].items()
+    ]
+    header = ["model", "codes flipped per layer", "later positions", "the card's figure", "the card's edits"]
+    return "\n".join(
+        [
+            "# Code flips per layer after one replaced token, models side by side",
+            "",
+            f"`{results['command']}`",
+            "",
+            f"{results['edits']} held-out sequences of {results['tokens']} tokens, one random token replaced in "
+            f"each, the same for every model; {results['hardware']}.",
+            "",
+            markdown_table(header, rows),
+            "",
+            "Models: " + ", ".join(f"{k}: `{v['model']}`" for k, v in results["models"].items()),
+            "",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_models(p)
+    p.add_argument("--edits", type=int, default=256, help="held-out sequences, one replaced token each")
+    p.add_argument("--seq", type=int, default=1024, help="tokens per sequence, BOS included")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
+    p.add_argument("--name", default="code_flips", help="results file name (NAME.md, NAME.json)")
+    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    args = p.parse_args(argv)
+    if args.edits < 1 or args.seq < 3:
+        p.error("--edits must be positive and --seq at least 3")
+    args.argv = argv
+    results = run(args)
+    write_results(args.out, args.name, results, report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""benchmarks/code_flips.py: code flips per layer for models side by side, over many edits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks import code_flips
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_every_model_meets_the_same_edits(tmp_path, monkeypatch):
+    monkeypatch.setattr(code_flips, "CHUNK", 4)  # two chunks of the six sequences
+    out = tmp_path / "out"
+    argv = ["bundled", "bundled", "--label", "a", "b", "--edits", "6", "--seq", "64", "--data", str(DATA)]
+    assert code_flips.main([*argv, "--out", str(out), "--name", "t"]) == 0
+    results = json.loads((out / "t.json").read_text())
+    a, b = results["models"]["a"], results["models"]["b"]
+    assert a["flip_rate_per_layer"] == b["flip_rate_per_layer"]  # the same sequences and edits for every model
+    assert len(a["flip_rate_per_layer"]) == 4 and all(0 <= x <= 1 for x in a["flip_rate_per_layer"])
+    assert 0 < a["later_positions"] < 6 * 64
+    assert a["card_sequences"] == 8 and len(a["card_flip_rate_per_layer"]) == 4
+    text = (out / "t.md").read_text()
+    assert "| a |" in text and "| b |" in text and "6 held-out sequences of 64 tokens" in text
+
+
+def test_bad_counts_are_refused(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        code_flips.main(["bundled", "--edits", "0"])
+    assert e.value.code == 2 and "--edits" in capsys.readouterr().err
