@@ -16,15 +16,13 @@ rates its card records. MODEL: a model folder, or `bundled` for the model in the
 
 from __future__ import annotations
 
-import argparse
 import platform
 import shlex
 import sys
-from pathlib import Path
 
 import torch
 
-from benchmarks.common import add_models, data_dir, labelled_models, markdown_table, recorded_path, write_results
+from benchmarks import common
 
 CHUNK = 32  # sequences per forward pass: a fixed size, so the edits depend only on --edits, --seq and --seed
 
@@ -50,10 +48,10 @@ def run(args) -> dict:
     from training.tokenizer import load_tokenizer
 
     torch.set_num_threads(args.threads)
-    models = labelled_models(args)
+    models = common.labelled_models(args)
     first = next(iter(models.values()))
     valid = load_or_collect_tokens(
-        load_tokenizer(first / "tokenizer.json"), data_dir(args.data), "valid", VALID_TOKENS, None, args.seed
+        load_tokenizer(first / "tokenizer.json"), common.data_dir(args.data), "valid", VALID_TOKENS, None, args.seed
     )
     ids = edit_sequences(valid, args.edits, args.seq, args.seed)
     out = {}
@@ -61,7 +59,7 @@ def run(args) -> dict:
         net, card = load_model_folder(folder)  # (in eval mode)
         recorded = (card.get("evaluation") or {}).get("single_token_edits") or {}
         out[label] = {
-            "model": recorded_path(folder),
+            "model": common.recorded_path(folder),
             **layer_rates(net, ids, args.seed),
             "card_flip_rate_per_layer": recorded.get("flip_rate_per_layer"),
             "card_sequences": recorded.get("sequences"),
@@ -85,41 +83,25 @@ def report(results: dict) -> str:
         for label, r in results["models"].items()
     ]
     header = ["model", "codes flipped per layer", "later positions", "the card's figure", "the card's edits"]
-    return "\n".join(
-        [
-            "# Code flips per layer after one replaced token, models side by side",
-            "",
-            f"`{results['command']}`",
-            "",
-            f"{results['edits']} held-out sequences of {results['tokens']} tokens, one random token replaced in "
-            f"each, the same for every model; {results['hardware']}.",
-            "",
-            markdown_table(header, rows),
-            "",
-            "Models: " + ", ".join(f"{k}: `{v['model']}`" for k, v in results["models"].items()),
-            "",
-        ]
+    return common.side_by_side_report(
+        "Code flips per layer after one replaced token, models side by side",
+        results["command"],
+        f"{results['edits']} held-out sequences of {results['tokens']} tokens, one random token replaced in each, "
+        f"the same for every model; {results['hardware']}.",
+        common.markdown_table(header, rows),
+        {label: r["model"] for label, r in results["models"].items()},
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_models(p)
+    p = common.side_by_side_parser(__doc__, "code_flips")
     p.add_argument("--edits", type=int, default=256, help="held-out sequences, one replaced token each")
     p.add_argument("--seq", type=int, default=1024, help="tokens per sequence, BOS included")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
-    p.add_argument("--name", default="code_flips", help="results file name (NAME.md, NAME.json)")
-    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = p.parse_args(argv)
     if args.edits < 1 or args.seq < 3:
         p.error("--edits must be positive and --seq at least 3")
-    args.argv = argv
-    results = run(args)
-    write_results(args.out, args.name, results, report(results))
-    return 0
+    return common.run_side_by_side(args, argv, run, report)
 
 
 if __name__ == "__main__":

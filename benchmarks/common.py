@@ -58,6 +58,38 @@ def labelled_models(args) -> dict[str, Path]:
     return dict(zip(labels, folders))
 
 
+def side_by_side_parser(doc: str, name: str):
+    """The arguments of every benchmark that compares models side by side (`add_models`), with
+    --seed, --threads, --data, --name (the results files NAME.md, NAME.json) and --out; the
+    benchmark adds its own and hands the parser to `run_side_by_side`."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    add_models(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
+    p.add_argument("--name", default=name, help="results file name (NAME.md, NAME.json)")
+    p.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    return p
+
+
+def side_by_side_report(title: str, command: str, about: str, table: str, models: dict[str, str]) -> str:
+    """A side-by-side benchmark's Markdown report: its title, the command, what was measured, the
+    table, and each label's model folder."""
+    folders = ", ".join(f"{label}: `{folder}`" for label, folder in models.items())
+    return "\n".join([f"# {title}", "", f"`{command}`", "", about, "", table, "", f"Models: {folders}", ""])
+
+
+def run_side_by_side(args, argv: list[str], run, report) -> int:
+    """The end of a side-by-side benchmark's main: `run(args)` (argv kept on args for the report's
+    command line), then NAME.json and NAME.md written and the report printed."""
+    args.argv = argv
+    results = run(args)
+    write_results(args.out, args.name, results, report(results))
+    return 0
+
+
 def recorded_path(path: str | Path) -> str:
     """A path as a results file records it, never a machine's own: relative to the repository,
     under $VQ_LSP_DATA or beside it (the models folder), else only that it lies elsewhere."""

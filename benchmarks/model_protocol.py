@@ -18,15 +18,21 @@ Reported per model and scenario: the median over pairs of paragraph cache / engi
 
 from __future__ import annotations
 
-import argparse
 import platform
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 
-from benchmarks.common import add_models, data_dir, labelled_models, markdown_table, recorded_path, write_results
+from benchmarks.common import (
+    data_dir,
+    labelled_models,
+    markdown_table,
+    recorded_path,
+    run_side_by_side,
+    side_by_side_parser,
+    side_by_side_report,
+)
 from training.protocol import LENGTHS, protocol_report
 
 SCENARIOS = ("one-token edit", "entire revision")
@@ -70,40 +76,23 @@ def report(results: dict) -> str:
                 ]
             )
     header = ["model", "scenario", "paragraph cache / engine, wall clock, per round", "MACs", "engine ms per round"]
-    return "\n".join(
-        [
-            "# The card's paper protocol, models side by side",
-            "",
-            f"`{results['command']}`",
-            "",
-            f"{results['data']}; {results['hardware']}; models alternated within each round. Cells: medians "
-            "over pairs of the paragraph cache's cost over the engine's.",
-            "",
-            markdown_table(header, rows),
-            "",
-            "Models: " + ", ".join(f"{k}: `{v}`" for k, v in results["models"].items()),
-            "",
-        ]
+    return side_by_side_report(
+        "The card's paper protocol, models side by side",
+        results["command"],
+        f"{results['data']}; {results['hardware']}; models alternated within each round. Cells: medians "
+        "over pairs of the paragraph cache's cost over the engine's.",
+        markdown_table(header, rows),
+        results["models"],
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_models(p)
+    p = side_by_side_parser(__doc__, "model_protocol")
     p.add_argument("--pairs", type=int, default=40, help="revision pairs per model and round")
     p.add_argument("--rounds", type=int, default=2, help="times every model is measured, alternated")
     p.add_argument("--lengths", type=int, nargs=2, default=list(LENGTHS), help="tokens with BOS, both versions")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
-    p.add_argument("--name", default="model_protocol", help="results file name (NAME.md, NAME.json)")
-    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    args = p.parse_args(argv)
-    args.argv = argv
-    results = run(args)
-    write_results(args.out, args.name, results, report(results))
-    return 0
+    return run_side_by_side(p.parse_args(argv), argv, run, report)
 
 
 if __name__ == "__main__":
