@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -58,12 +59,10 @@ def labelled_models(args) -> dict[str, Path]:
     return dict(zip(labels, folders))
 
 
-def side_by_side_parser(doc: str, name: str):
+def side_by_side_parser(doc: str, name: str) -> argparse.ArgumentParser:
     """The arguments of every benchmark that compares models side by side (`add_models`), with
     --seed, --threads, --data, --name (the results files NAME.md, NAME.json) and --out; the
     benchmark adds its own and hands the parser to `run_side_by_side`."""
-    import argparse
-
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     add_models(p)
     p.add_argument("--seed", type=int, default=0)

@@ -62,6 +62,16 @@ BASELINES = ("dense", "prefix", "paragraph")
 SCENARIOS = ("atomic", "one hunk", "first 5%", "entire revision")
 
 
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk of a revision's diff: the hunks before it (old coordinates), it (in the coordinates
+    after them) and how many tokens the text has after them."""
+
+    before: list[Splice]
+    splice: Splice
+    tokens_before: int
+
+
 @dataclass
 class Sample:
     """One measured edit: the engine's cost and each baseline's, plus where and how much changed."""
@@ -142,54 +152,44 @@ class Bench:
         return self.baselines(sample, new, regions[0][0], touched), doc
 
     def single_edit(self, doc: inference.IncrementalDocument, splice: Splice) -> Sample:
+        """One splice applied to `doc` and timed, beside the baselines' cost of the same edit."""
         res, secs = timed(lambda: doc.apply([splice]), self.dev)
         ids = doc.token_ids
+        changed = max(splice.end - splice.start, len(splice.new_ids))
         sample = Sample(
-            res.cost.incremental_macs, secs, changed_fraction=1 / len(ids), location=splice.start / len(ids)
+            res.cost.incremental_macs, secs, changed_fraction=changed / len(ids), location=splice.start / len(ids)
         )
         lo = min(splice.start, len(ids) - 1)
         return self.baselines(sample, ids, lo, self.paragraphs_touching(ids, lo, lo + len(splice.new_ids)))
 
     @staticmethod
-    def hunk_at(old: list[int], new: list[int], rng: random.Random) -> tuple[list[Splice], Splice]:
-        """A random hunk of the old-to-new diff: (the hunks before it, it in their coordinates)."""
+    def hunk_at(old: list[int], new: list[int], rng: random.Random) -> Hunk:
+        """A random hunk of the old-to-new diff, after the hunks before it."""
         splices = inference.diff(old, new)
         k = rng.randrange(len(splices))
-        shift = len(inference.apply_splices(old, splices[:k])) - len(old)
-        sp = splices[k]
-        return splices[:k], Splice(sp.start + shift, sp.end + shift, sp.new_ids)
+        tokens_before = len(inference.apply_splices(old, splices[:k]))
+        shift, sp = tokens_before - len(old), splices[k]
+        return Hunk(splices[:k], Splice(sp.start + shift, sp.end + shift, sp.new_ids), tokens_before)
 
     def atomic(self, old_doc: inference.IncrementalDocument, new: list[int], rng: random.Random) -> Sample:
-        old = old_doc.token_ids
-        before, sp = self.hunk_at(old, new, rng)
-        before_len = len(old) + sum(len(b.new_ids) - (b.end - b.start) for b in before)
-        at = sp.start
+        hunk = self.hunk_at(old_doc.token_ids, new, rng)
+        at, sp = hunk.splice.start, hunk.splice
         if sp.new_ids:
             edit = Splice(at, at + (sp.end > sp.start), sp.new_ids[:1])
         else:
             edit = Splice(at, at + 1, [])
-        if before_len == 1 and not edit.new_ids:
+        if hunk.tokens_before == 1 and not edit.new_ids:
             edit = Splice(0, 1, [new[0]])
-        if before:
-            old_doc.apply(before)
+        if hunk.before:
+            old_doc.apply(hunk.before)
         return self.single_edit(old_doc, edit)
 
     def one_hunk(self, old_doc: inference.IncrementalDocument, new: list[int], rng: random.Random) -> Sample:
         """One whole hunk of the revision, after the hunks before it (applied untimed)."""
-        before, sp = self.hunk_at(old_doc.token_ids, new, rng)
-        if before:
-            old_doc.apply(before)
-        n_old = len(old_doc.token_ids)
-        res, secs = timed(lambda: old_doc.apply([sp]), self.dev)
-        ids = old_doc.token_ids
-        sample = Sample(
-            res.cost.incremental_macs,
-            secs,
-            changed_fraction=max(sp.end - sp.start, len(sp.new_ids)) / max(n_old, len(ids)),
-            location=sp.start / len(ids),
-        )
-        lo = min(sp.start, len(ids) - 1)
-        return self.baselines(sample, ids, lo, self.paragraphs_touching(ids, lo, lo + len(sp.new_ids)))
+        hunk = self.hunk_at(old_doc.token_ids, new, rng)
+        if hunk.before:
+            old_doc.apply(hunk.before)
+        return self.single_edit(old_doc, hunk.splice)
 
     def first_five(self, doc: inference.IncrementalDocument, rng: random.Random) -> Sample:
         ids = doc.token_ids

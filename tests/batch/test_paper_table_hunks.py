@@ -15,10 +15,12 @@ def test_a_hunk_after_the_hunks_before_it_gives_the_revision_up_to_it():
     assert len(hunks) == 3
     seen = set()
     for seed in range(40):
-        before, hunk = Bench.hunk_at(old, new, random.Random(seed))
+        drawn = Bench.hunk_at(old, new, random.Random(seed))
+        before, hunk = drawn.before, drawn.splice
         k = len(before)
         seen.add(k)
         assert before == hunks[:k]
+        assert drawn.tokens_before == len(apply_splices(old, before))
         assert apply_splices(apply_splices(old, before), [hunk]) == apply_splices(old, hunks[: k + 1])
         assert len(hunk.new_ids) == len(hunks[k].new_ids) and hunk.end - hunk.start == hunks[k].end - hunks[k].start
     assert seen == {0, 1, 2}  # every hunk is drawn
