@@ -193,6 +193,7 @@ def distill_losses(student, teacher, quant, ids, pos, args, step: int, vq: bool 
             where,
             valid[:n_edit],
             args.margin,
+            args.locality_layers,
         )
         later = torch.arange(ids.shape[1], device=ids.device)[None] > where[:, None]  # (E, T)
         flips = [(c[:n_edit] != c[b:]).any(-1)[later].float().mean() for c in out.codes]  # per layer
@@ -322,6 +323,7 @@ def train_distill(args) -> Path:
             "vq_codes": student.config.vq_codes,
             "attention_scale": args.scale,
             "locality_weight": args.locality,
+            "locality_layers": args.locality_layers,
             "reads_order_only": student.reads_order_only(),
             "margin": args.margin,
             "pseudo_grad": args.pseudo_grad,

@@ -95,6 +95,7 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
             where,
             valid[:n_edit],
             args.margin,
+            args.locality_layers,
         )
         loss = loss + args.locality * terms["locality"]
     terms["loss"] = loss

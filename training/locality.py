@@ -61,19 +61,37 @@ def locality_loss(
     where: torch.Tensor,
     valid: torch.Tensor,
     margin: float,
+    layer_weights: list[float] | None = None,
 ) -> torch.Tensor:
     """Mean hinge over layers, VQ heads and later unedited valid positions (plus the originals).
 
     s_*: per-layer attention sums (E, T, d) of the originals and their edited copies;
     codes_orig: per-layer (E, T, h) codes of the originals; where: (E,) edited index.
+    layer_weights: each layer's share of the mean (None: equal), normalised to sum to the number
+    of layers, so the overall weight keeps its meaning: a layer whose codes flip more than the
+    others' can be held harder without retuning ``--locality``.
     """
+    shares = layer_shares(layer_weights, len(s_orig))
     t = valid.shape[1]
     later = (torch.arange(t, device=valid.device)[None, :] > where[:, None]) & valid  # (E, T)
     total = s_orig[0].new_zeros(())
-    for layer, so, co, se in zip(net.layers, s_orig, codes_orig, s_edit):
+    for layer, share, so, co, se in zip(net.layers, shares, s_orig, codes_orig, s_edit):
         book = layer.vq.codebook
         hinge_edit = margin_hinge(se, co, book, margin).mean(-1)  # (E, T)
         hinge_orig = margin_hinge(so, co, book, margin).mean(-1)  # (E, T)
-        total = total + (hinge_edit * later).sum() / later.sum().clamp(min=1)
-        total = total + (hinge_orig * valid).sum() / valid.sum().clamp(min=1)
+        term = (hinge_edit * later).sum() / later.sum().clamp(min=1)
+        term = term + (hinge_orig * valid).sum() / valid.sum().clamp(min=1)
+        total = total + share * term
     return total / len(s_orig)
+
+
+def layer_shares(weights: list[float] | None, layers: int) -> list[float]:
+    """Per-layer multipliers of the locality term: ``weights`` scaled to sum to ``layers`` (all 1
+    when None). A model with fewer or more layers than weights given is a usage error."""
+    if weights is None:
+        return [1.0] * layers
+    if len(weights) != layers or min(weights) < 0 or sum(weights) <= 0:
+        raise ValueError(
+            f"--locality-layers needs {layers} non-negative weights, one per layer, not all zero; got {weights}"
+        )
+    return [layers * w / sum(weights) for w in weights]

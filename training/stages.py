@@ -23,6 +23,18 @@ def mix_spec(value: str) -> str:
     return value
 
 
+def add_locality_layers(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--locality-layers",
+        type=T.non_negative_float,
+        nargs="+",
+        default=None,
+        metavar="W",
+        help="one weight per layer: each layer's share of the locality term (default: equal), scaled to "
+        "keep --locality's meaning; e.g. 4 1 1 1 holds layer 0's codes four times harder",
+    )
+
+
 def add_dead_threshold(p: argparse.ArgumentParser) -> None:
     """--dead-threshold, for every stage whose quantiser keeps EMA codebooks (distill, finetune --scope all)."""
     p.add_argument(
@@ -64,6 +76,7 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--w-ce", type=T.non_negative_float, default=0.5)
     p.add_argument("--locality", type=T.non_negative_float, default=1.0, help="locality weight; 0 = ablation (off)")
     p.add_argument("--margin", type=T.non_negative_float, default=0.05, help="code margin, relative to |s|^2")
+    add_locality_layers(p)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1, help="sequences per batch given an edited copy")
     p.add_argument(
         "--init",
@@ -156,6 +169,7 @@ def add_parsers(sub, common, train_loop) -> None:
     add_dead_threshold(p)
     p.add_argument("--locality", type=T.non_negative_float, default=1.0)
     p.add_argument("--margin", type=T.non_negative_float, default=0.05)
+    add_locality_layers(p)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)
 
     p = sub.add_parser("order-only", help="make a model read only the order of its tokens (constant position tables)")

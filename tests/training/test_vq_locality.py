@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from inference import VQOPT, VQOPTConfig
-from training.locality import make_edits, margin_hinge
+from training.locality import layer_shares, locality_loss, make_edits, margin_hinge
 from training.vq import TrainQuantizer, distances, kmeans
 
 
@@ -96,3 +97,40 @@ def test_edits_replace_exactly_one_non_bos_token():
     diff = edited != ids
     assert (diff.sum(1) <= 1).all() and (where >= 1).all() and where[0] < 5
     assert not diff[:, 0].any()
+
+
+def _locality_inputs(net, seed=0):
+    """Per-layer attention sums of two sequences and of edited copies, near the layers' codebooks
+    (set to unit-scale codes), with the originals' codes: what distill passes locality_loss."""
+    g = torch.Generator().manual_seed(seed)
+    s_orig, codes, s_edit = [], [], []
+    for layer in net.layers:
+        book = layer.vq.codebook
+        book.data = torch.randn(book.shape, generator=g)
+        s = torch.randn(2, 12, 16, generator=g)
+        s_orig.append(s)
+        s_edit.append(s + 0.5 * torch.randn(s.shape, generator=g))
+        codes.append(distances(s.reshape(-1, 2, 8), book).argmin(-1).reshape(2, 12, 2))
+    return s_orig, codes, s_edit, torch.tensor([3, 7]), torch.ones(2, 12, dtype=torch.bool)
+
+
+def test_layer_weights_set_each_layers_share_of_the_locality_term():
+    net = tiny_net()
+    s_orig, codes, s_edit, where, valid = _locality_inputs(net)
+    margin = 10.0  # every position inside the hinge: each layer's term is positive
+    with torch.no_grad():
+        equal = locality_loss(net, s_orig, codes, s_edit, where, valid, margin)
+        same = locality_loss(net, s_orig, codes, s_edit, where, valid, margin, [3.0, 3.0])
+        only = [locality_loss(net, s_orig, codes, s_edit, where, valid, margin, w) for w in ([1, 0], [0, 1])]
+        skewed = locality_loss(net, s_orig, codes, s_edit, where, valid, margin, [3.0, 1.0])
+    assert torch.allclose(equal, same)  # weights are shares: a common factor changes nothing
+    assert only[0] > 0 and only[1] > 0 and not torch.allclose(only[0], only[1])
+    assert torch.allclose(equal, (only[0] + only[1]) / 2)  # each alone carries the whole term
+    assert torch.allclose(skewed, 0.75 * only[0] + 0.25 * only[1])
+
+
+def test_layer_weights_must_name_every_layer():
+    assert layer_shares(None, 3) == [1.0, 1.0, 1.0]
+    for bad in ([1.0, 1.0], [1.0, -1.0, 1.0], [0.0, 0.0, 0.0]):
+        with pytest.raises(ValueError, match="one per layer"):
+            layer_shares(bad, 3)
