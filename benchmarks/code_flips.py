@@ -28,17 +28,30 @@ CHUNK = 32  # sequences per forward pass: a fixed size, so the edits depend only
 
 
 def layer_rates(net, ids: torch.Tensor, seed: int) -> dict:
-    """flip_report over `ids` in chunks: per layer, flipped later positions over all later positions."""
+    """flip_report over `ids` in chunks: per layer, flipped later positions over all later positions,
+    overall and per band of distance from the edit."""
     from training.evaluate import flip_report
 
-    flipped, later = None, 0
+    flipped, later, by_distance, later_by_distance = None, 0, None, None
     for start in range(0, ids.shape[0], CHUNK):
         part = flip_report(net, ids[start : start + CHUNK], seed + start)
         n = part["later_positions"]
         counts = [rate * n for rate in part["flip_rate_per_layer"]]
         flipped = counts if flipped is None else [a + b for a, b in zip(flipped, counts)]
         later += n
-    return {"flip_rate_per_layer": [f / max(1, later) for f in flipped], "later_positions": later}
+        by_distance = _add(by_distance, part["flips_by_distance"])
+        later_by_distance = _add(later_by_distance, [part["later_by_distance"]])
+    return {
+        "flip_rate_per_layer": [f / max(1, later) for f in flipped],
+        "later_positions": later,
+        "distance_bands": part["distance_bands"],
+        "flip_rate_by_distance": [[f / max(1, n) for f, n in zip(row, later_by_distance[0])] for row in by_distance],
+        "later_by_distance": later_by_distance[0],
+    }
+
+
+def _add(total: list[list[int]] | None, part: list[list[int]]) -> list[list[int]]:
+    return part if total is None else [[a + b for a, b in zip(x, y)] for x, y in zip(total, part)]
 
 
 def run(args) -> dict:
@@ -88,8 +101,29 @@ def report(results: dict) -> str:
         results["command"],
         f"{results['edits']} held-out sequences of {results['tokens']} tokens, one random token replaced in each, "
         f"the same for every model; {results['hardware']}.",
-        common.markdown_table(header, rows),
+        common.markdown_table(header, rows) + "\n\n" + distance_table(results),
         {label: r["model"] for label, r in results["models"].items()},
+    )
+
+
+def distance_table(results: dict) -> str:
+    """Where flips land: per model and layer, the flip rate of later positions by distance from the
+    edit. Flat rates mean a flip is a property of how near a row sits to its code's boundary, not
+    of how far it is from the edit (a GELU-attention sum gives every later row a move of the same
+    kind, however far)."""
+    first = next(iter(results["models"].values()))
+    edges = [0, *first["distance_bands"]]
+    bands = [f"{a + 1}-{b}" for a, b in zip(edges, edges[1:])] + [f"{edges[-1] + 1}+"]
+    header = ["model", "layer"] + [f"{band} tokens after" for band in bands]
+    rows = [
+        [label, str(layer)] + [f"{100 * x:.2f}%" for x in rates]
+        for label, r in results["models"].items()
+        for layer, rates in enumerate(r["flip_rate_by_distance"])
+    ]
+    counts = ", ".join(f"{band}: {n:,}" for band, n in zip(bands, first["later_by_distance"]))
+    return (
+        "Codes flipped by distance from the edit (share of the later positions in each band; positions "
+        f"per band: {counts})\n\n" + common.markdown_table(header, rows)
     )
 
 

@@ -89,6 +89,9 @@ def edit_sequences(valid: torch.Tensor, docs: int, seq: int, seed: int) -> torch
     return torch.cat([torch.full((docs, 1), BOS_ID), body], 1)
 
 
+DISTANCE_BANDS = (8, 64, 256)  # upper ends of flip_report's bands of distance from the edit (tokens)
+
+
 @torch.no_grad()
 def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
     """Replace one random token per sequence; per layer, the fraction of later positions whose
@@ -104,11 +107,16 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
     g = torch.Generator().manual_seed(seed)
     edited, where = make_edits(ids, torch.ones_like(ids, dtype=torch.bool), net.config.vocab_size, g)
     a, e = net(ids, pos, vq=True), net(edited, pos, vq=True)
-    later = torch.arange(t, device=dev)[None] > where[:, None]  # (B, T)
-    flips, dirty = [], []
+    distance = torch.arange(t, device=dev)[None] - where[:, None]  # (B, T): tokens after the edit
+    later = distance > 0
+    band = torch.bucketize(distance, torch.tensor(DISTANCE_BANDS, device=dev))  # (B, T): 0 .. len(bands)
+    bands = len(DISTANCE_BANDS) + 1
+    flips, dirty, by_distance = [], [], []
     inputs_a, inputs_e = [None] + a.layer_outputs[:-1], [None] + e.layer_outputs[:-1]
     for i, (ca, ce) in enumerate(zip(a.codes, e.codes)):
-        flips.append(float((ca != ce).any(-1)[later].float().mean()))
+        flipped = (ca != ce).any(-1) & later
+        flips.append(float(flipped[later].float().mean()))
+        by_distance.append(torch.bincount(band[flipped], minlength=bands).tolist())
         if i == 0:
             dirty.append(0.0)  # only the edited token itself is dirty at layer 0
         else:
@@ -118,6 +126,11 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
         "dirty_fraction_of_later_per_layer": dirty,
         "mean_flip_rate": sum(flips) / len(flips),
         "later_positions": int(later.sum()),  # what each rate is a share of
+        # where the flips land: per layer, flipped later positions per band of distance from the edit
+        # (1..8, 9..64, 65..256, 257.. tokens after it), and how many later positions each band has
+        "distance_bands": list(DISTANCE_BANDS),
+        "flips_by_distance": by_distance,
+        "later_by_distance": torch.bincount(band[later], minlength=bands).tolist(),
         "sequences": b,
         "tokens": t,
     }
