@@ -76,6 +76,14 @@ class LayerConstants:
         self.head_mask = (
             (dims // cfg.head_dim == torch.arange(heads, device=table.device).unsqueeze(1)).to(table.dtype).unsqueeze(1)
         )  # (H, 1, d): head h's dims
+        # Each attention head inside one VQ head (h divides H): a changed key's move of the code
+        # projections is block-diagonal, head g's part on its VQ head's K codes only (`head_maps`,
+        # per layer (H, hd, K)), and head_vq (H, 1, h) marks the VQ head of each attention head.
+        self.head_vq = None
+        self.head_maps: list[torch.Tensor] = []
+        if cfg.vq and heads % h == 0:
+            of = torch.arange(heads, device=table.device) // (heads // h)
+            self.head_vq = torch.nn.functional.one_hot(of, h).to(table.dtype).unsqueeze(1)
         for layer in net.layers:
             self._add_layer(cfg, layer, width, table)
 
@@ -94,6 +102,10 @@ class LayerConstants:
         else:
             sum_map = torch.eye(d, dtype=table.dtype, device=table.device)
         self.sum_map.append(sum_map)
+        if self.head_vq is not None:
+            hd, per = cfg.head_dim, cfg.num_attention_heads // h
+            blocks = [sum_map[g * hd : (g + 1) * hd, (g // per) * K : (g // per + 1) * K] for g in range(d // hd)]
+            self.head_maps.append(torch.stack(blocks))
         self.sum_map_scaled.append(self.sum_map[-1] * cfg.attention_scale if self.scale_exact else None)
         projs = (att.q_proj, att.k_proj, att.v_proj)
         cols = [lin.weight.detach().t() for lin in projs]
