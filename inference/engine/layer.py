@@ -246,7 +246,7 @@ def _record(
             tie_cap=work.room.ties if work.tied is not None else 0,
             next_cap=work.room.next,
             keys=0 if work.whole else work.n_keys,
-            block=state.consts.head_vq is not None or work.n_keys < state.consts.block_keys,
+            block=work.n_keys < state.consts.block_keys,
             whole=work.whole,
             with_deleted=with_deleted,
             inputs=inputs,
@@ -305,18 +305,18 @@ def _move_by_changed_keys(
     weights = torch.bmm(queries, keys)  # (H, a, m), then weighted in place: a fresh temporary per op
     kernels.gelu_(weights).mul_((key_pos <= plan.affected_pos_col) * key_sign)  # page faults on a CPU
     values = changed_kv.narrow(1, 2 * d, d)  # (m, d)
-    if consts.head_vq is not None:  # each attention head inside one VQ head: the block-diagonal move
+    if n_keys < consts.block_keys:  # few keys: each key's v per head, mapped to sums layout
         flat_weights = weights.transpose(0, 1).reshape(length, H * n_keys)
-        values_by_head = values.view(n_keys, H, -1).transpose(0, 1)  # (H, m, hd)
-        kernels.move_projections(consts, l, state.split_sums(sums)[0], flat_weights, values_by_head)
-        per_key = kernels.head_key_norms(consts, values_by_head)
-        kernels.widen_bounds(bounds, flat_weights, per_key, state.tie_growth)
-    elif n_keys < consts.block_keys:  # few keys: each key's v per head, mapped to sums layout
-        values_per_head = (values * consts.head_mask).view(H * n_keys, d)  # zeros outside the head
-        flat_weights = weights.transpose(0, 1).reshape(length, H * n_keys)
-        sums.addmm_(flat_weights, torch.mm(values_per_head, consts.sum_map[l]))  # (H m, C) in sums layout
+        if consts.head_vq is not None:  # each attention head inside one VQ head: per VQ head
+            values_by_head = values.view(n_keys, H, -1).transpose(0, 1)  # (H, m, hd)
+            kernels.move_projections(consts, l, state.split_sums(sums)[0], flat_weights, values_by_head)
+            per_key = kernels.head_key_norms(consts, values_by_head)
+        else:
+            values_per_head = (values * consts.head_mask).view(H * n_keys, d)  # zeros outside the head
+            sums.addmm_(flat_weights, torch.mm(values_per_head, consts.sum_map[l]))  # (H m, C) in sums layout
+            per_key = kernels.key_norms(cfg, values_per_head) if cfg.vq else None
         if cfg.vq:
-            kernels.widen_bounds(bounds, flat_weights, kernels.key_norms(cfg, values_per_head), state.tie_growth)
+            kernels.widen_bounds(bounds, flat_weights, per_key, state.tie_growth)
     else:  # many keys: move s per head, then map the moves to sums layout (K d per row)
         moves = torch.bmm(weights, values.view(n_keys, H, -1).transpose(0, 1)).transpose(0, 1).reshape(length, d)
         sums.addmm_(moves, consts.sum_map[l])
