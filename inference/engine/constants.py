@@ -45,8 +45,8 @@ class LayerConstants:
         width = self.sum_width = self.proj_width + h if cfg.vq else d  # C: the width of a sums row
         # the block-diagonal move (H m keys x C) costs H m C per affected row, the per-head one m d + d C.
         # With each attention head inside one VQ head the block move is H m K (move_projections), fewer
-        # than the per-head one's for any m, but it makes three passes over the (a, H m) weights; on one
-        # CPU core it stays faster up to about 200 keys at 1,800 affected rows, so the threshold holds.
+        # than the per-head one's for any m, but it makes three passes over the (a, H m) weights, which
+        # cost more than the saving when the keys are many: the same threshold picks between them.
         self.block_keys = d * width / max(1, heads * width - d)
         self.vq_heads_idx = torch.arange(h)
         self.code_sq: list[torch.Tensor] = []  # (h, K) per layer
