@@ -43,10 +43,7 @@ class LayerConstants:
         d, K = cfg.hidden_size, cfg.vq_codes
         self.proj_width = h * K if cfg.vq else 0  # where u starts in a sums row
         width = self.sum_width = self.proj_width + h if cfg.vq else d  # C: the width of a sums row
-        # the block-diagonal move (H m keys x C) costs H m C per affected row, the per-head one m d + d C.
-        # With each attention head inside one VQ head the block move is H m K (move_projections), fewer
-        # than the per-head one's for any m, but it makes three passes over the (a, H m) weights, which
-        # cost more than the saving when the keys are many: the same threshold picks between them.
+        # the block-diagonal move (H m keys x C) costs H m C per affected row, the per-head one m d + d C
         self.block_keys = d * width / max(1, heads * width - d)
         self.vq_heads_idx = torch.arange(h)
         self.code_sq: list[torch.Tensor] = []  # (h, K) per layer
@@ -79,14 +76,6 @@ class LayerConstants:
         self.head_mask = (
             (dims // cfg.head_dim == torch.arange(heads, device=table.device).unsqueeze(1)).to(table.dtype).unsqueeze(1)
         )  # (H, 1, d): head h's dims
-        # Each attention head inside one VQ head (h divides H): a changed key's move of the code
-        # projections is block-diagonal, head g's part on its VQ head's K codes only (`head_maps`,
-        # per layer (H, hd, K)), and head_vq (H, 1, h) marks the VQ head of each attention head.
-        self.head_vq = None
-        self.head_maps: list[torch.Tensor] = []
-        if cfg.vq and heads % h == 0:
-            of = torch.arange(heads, device=table.device) // (heads // h)
-            self.head_vq = torch.nn.functional.one_hot(of, h).to(table.dtype).unsqueeze(1)
         for layer in net.layers:
             self._add_layer(cfg, layer, width, table)
 
@@ -105,10 +94,6 @@ class LayerConstants:
         else:
             sum_map = torch.eye(d, dtype=table.dtype, device=table.device)
         self.sum_map.append(sum_map)
-        if self.head_vq is not None:
-            hd, per = cfg.head_dim, cfg.num_attention_heads // h
-            blocks = [sum_map[g * hd : (g + 1) * hd, (g // per) * K : (g // per + 1) * K] for g in range(d // hd)]
-            self.head_maps.append(torch.stack(blocks))
         self.sum_map_scaled.append(self.sum_map[-1] * cfg.attention_scale if self.scale_exact else None)
         projs = (att.q_proj, att.k_proj, att.v_proj)
         cols = [lin.weight.detach().t() for lin in projs]

@@ -306,17 +306,11 @@ def _move_by_changed_keys(
     kernels.gelu_(weights).mul_((key_pos <= plan.affected_pos_col) * key_sign)  # page faults on a CPU
     values = changed_kv.narrow(1, 2 * d, d)  # (m, d)
     if n_keys < consts.block_keys:  # few keys: each key's v per head, mapped to sums layout
+        values_per_head = (values * consts.head_mask).view(H * n_keys, d)  # zeros outside the head
         flat_weights = weights.transpose(0, 1).reshape(length, H * n_keys)
-        if consts.head_vq is not None:  # each attention head inside one VQ head: per VQ head
-            values_by_head = values.view(n_keys, H, -1).transpose(0, 1)  # (H, m, hd)
-            kernels.move_projections(consts, l, state.split_sums(sums)[0], flat_weights, values_by_head)
-            per_key = kernels.head_key_norms(consts, values_by_head)
-        else:
-            values_per_head = (values * consts.head_mask).view(H * n_keys, d)  # zeros outside the head
-            sums.addmm_(flat_weights, torch.mm(values_per_head, consts.sum_map[l]))  # (H m, C) in sums layout
-            per_key = kernels.key_norms(cfg, values_per_head) if cfg.vq else None
+        sums.addmm_(flat_weights, torch.mm(values_per_head, consts.sum_map[l]))  # (H m, C) in sums layout
         if cfg.vq:
-            kernels.widen_bounds(bounds, flat_weights, per_key, state.tie_growth)
+            kernels.widen_bounds(cfg, bounds, flat_weights, values_per_head, state.tie_growth)
     else:  # many keys: move s per head, then map the moves to sums layout (K d per row)
         moves = torch.bmm(weights, values.view(n_keys, H, -1).transpose(0, 1)).transpose(0, 1).reshape(length, d)
         sums.addmm_(moves, consts.sum_map[l])

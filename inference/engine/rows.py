@@ -70,41 +70,15 @@ def full_sums(
     return out
 
 
-def widen_bounds(bounds: torch.Tensor, weights: torch.Tensor, per_key: torch.Tensor, tie_growth: float) -> None:
-    """The bounds u of the affected rows after a move by weights (a, H m) over keys whose v has the
-    norms per_key (H m, h) within each attention head and VQ head: u (1 + tie_growth) + the sum over
-    keys and heads of |w| times that norm, a bound of |delta s^j| (the rounding a row accumulates
-    grows with its moves; a full recomputation resets u)."""
-    bounds.addmm_(weights.abs(), per_key, beta=1.0 + tie_growth)
-
-
-def key_norms(cfg: VQOPTConfig, values_per_head: torch.Tensor) -> torch.Tensor:
-    """|v| of each key's part in each attention head (rows of values_per_head, (H m, d), zeros
-    outside the head) and VQ head: (H m, h)."""
-    return torch.linalg.vector_norm(values_per_head.view(values_per_head.shape[0], cfg.vq_heads, -1), dim=-1)
-
-
-def head_key_norms(consts: LayerConstants, values_by_head: torch.Tensor) -> torch.Tensor:
-    """key_norms when each attention head lies inside one VQ head: |v| per attention head
-    (values_by_head (H, m, hd)), placed in its VQ head's column: (H m, h)."""
-    H, m = values_by_head.shape[:2]
-    return (torch.linalg.vector_norm(values_by_head, dim=-1).unsqueeze(-1) * consts.head_vq).view(H * m, -1)
-
-
-def move_projections(
-    consts: LayerConstants, layer: int, proj: torch.Tensor, weights: torch.Tensor, values_by_head: torch.Tensor
+def widen_bounds(
+    cfg: VQOPTConfig, bounds: torch.Tensor, weights: torch.Tensor, values_per_head: torch.Tensor, tie_growth: float
 ) -> None:
-    """Move the code projections proj (a, h, K) in place by weights (a, H m) over keys whose v per
-    attention head is values_by_head (H, m, hd), when each attention head lies inside one VQ head:
-    per VQ head, its attention heads' weights times their keys' v projected on its codes. The
-    product of the flat weights with the keys' v mapped to the whole sums layout (H m x C) less
-    its zero blocks: half the multiply-adds with two VQ heads, the same sums bar rounding."""
-    H, m = values_by_head.shape[:2]
-    h, K = proj.shape[1], proj.shape[2]
-    per = H // h  # attention heads per VQ head
-    mapped = torch.bmm(values_by_head, consts.head_maps[layer])  # (H, m, K): each key's v on its VQ head's codes
-    for j in range(h):
-        proj[:, j].addmm_(weights[:, j * per * m : (j + 1) * per * m], mapped[j * per : (j + 1) * per].view(-1, K))
+    """The bounds u of the affected rows after a move by weights (a, H m) over keys whose values per
+    attention head are values_per_head (H m, d): u (1 + tie_growth) + the sum over keys and heads of
+    |w| times the norm of v's part in the head and VQ head j, a bound of |delta s^j| (the rounding
+    a row accumulates grows with its moves; a full recomputation resets u)."""
+    per_key = torch.linalg.vector_norm(values_per_head.view(values_per_head.shape[0], cfg.vq_heads, -1), dim=-1)
+    bounds.addmm_(weights.abs(), per_key, beta=1.0 + tie_growth)
 
 
 def near_ties(
