@@ -11,7 +11,9 @@ in each held-out sequence; per layer, the share of later positions whose code ch
 valid split and IMDB test text, unlabelled; nothing from eval/), every model on the same
 sequences and the same edits, in chunks of CHUNK sequences (each chunk's edits seeded by its
 first sequence; the rates weighted by each chunk's later positions). Beside each model: the
-rates its card records. MODEL: a model folder, or `bundled` for the model in the package.
+rates its card records. Then where the flips land: each layer's rate in bands of distance from
+the edit (1-8, 9-64, 65-256 and 257+ tokens after it). MODEL: a model folder, or `bundled` for
+the model in the package.
 """
 
 from __future__ import annotations
@@ -108,9 +110,8 @@ def report(results: dict) -> str:
 
 def distance_table(results: dict) -> str:
     """Where flips land: per model and layer, the flip rate of later positions by distance from the
-    edit. Flat rates mean a flip is a property of how near a row sits to its code's boundary, not
-    of how far it is from the edit (a GELU-attention sum gives every later row a move of the same
-    kind, however far)."""
+    edit. Rows near the edit flip most often, but most later rows are far from it: the bands' sizes
+    (in the caption) say which carry the flips."""
     first = next(iter(results["models"].values()))
     edges = [0, *first["distance_bands"]]
     bands = [f"{a + 1}-{b}" for a, b in zip(edges, edges[1:])] + [f"{edges[-1] + 1}+"]
