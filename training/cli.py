@@ -13,6 +13,7 @@ from pathlib import Path
 from inference import argtypes as T
 
 from .data import resolve_data_dir
+from .locality import LocalityLayersError
 from .teacher_pretrained import SMOLLM2, TeacherNotFound, is_pretrained_source
 
 TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
@@ -208,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         return _run(args)
-    except (ModelLoadError, TeacherNotFound) as e:  # a model, teacher or tokenizer that cannot be used: say why
+    except (
+        ModelLoadError,
+        TeacherNotFound,
+        LocalityLayersError,
+    ) as e:  # a model, teacher, tokenizer or setting that cannot be used: say why
         print(f"vq-train {args.cmd}: error: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from . import common
 from .data import sample_chunks
-from .locality import locality_loss, make_edits
+from .locality import layer_shares, locality_loss, make_edits
 from .order_only import freeze_order_only
 from .soft_targets import OPTTargets, PretrainedTargets, soft_target_kl
 from .teacher import load_or_collect_tokens
@@ -215,6 +215,7 @@ def train_distill(args) -> Path:
     pretrained = is_pretrained_source(args.teacher)
     setup = setup_from_pretrained(args, device, out) if pretrained else setup_from_opt(args, device)
     student, tok = setup.student, setup.tokenizer
+    layer_shares(args.locality_layers, student.config.num_hidden_layers)  # a misfit is refused before any work
     vq_start = args.vq_start if pretrained else 0
     pool = student.config.position_pool
     if getattr(args, "tokens_file", None):

@@ -27,7 +27,7 @@ from . import common, post_vq
 from .augment import augmented_reviews, neutral_variants, parse_mix
 from .data import imdb_examples
 from .head_fit import fit_head
-from .locality import locality_loss, make_edits
+from .locality import layer_shares, locality_loss, make_edits
 from .neutral import neutral_paragraphs
 from .order_only import freeze_order_only
 from .reviews import (
@@ -107,6 +107,7 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
     from inference.positions import sample_positions, spread_positions
 
     pool = net.config.position_pool
+    layer_shares(args.locality_layers, net.config.num_hidden_layers)  # a misfit is refused before any work
     by_label, neutral = rows_by_label([ex[1] for ex in train])
     if is_vq and net.reads_order_only():
         freeze_order_only(net)  # its position tables stay constant, so the same text keeps its scores

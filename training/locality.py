@@ -85,13 +85,17 @@ def locality_loss(
     return total / len(s_orig)
 
 
+class LocalityLayersError(ValueError):
+    """--locality-layers does not fit the model: the CLI says so instead of a traceback."""
+
+
 def layer_shares(weights: list[float] | None, layers: int) -> list[float]:
     """Per-layer multipliers of the locality term: ``weights`` scaled to sum to ``layers`` (all 1
     when None). A model with fewer or more layers than weights given is a usage error."""
     if weights is None:
         return [1.0] * layers
     if len(weights) != layers or min(weights) < 0 or sum(weights) <= 0:
-        raise ValueError(
+        raise LocalityLayersError(
             f"--locality-layers needs {layers} non-negative weights, one per layer, not all zero; got {weights}"
         )
     return [layers * w / sum(weights) for w in weights]

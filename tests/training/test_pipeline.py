@@ -293,3 +293,16 @@ def test_head_fit_lowers_the_document_loss_before_fine_tuning(tmp_path, data_dir
     )
     card = json.loads((tmp_path / "b" / "model" / "card.json").read_text())
     assert card["finetune"]["head_fit"]["doc_nll_after"] == fit["doc_nll_after"]  # carried through the resume
+
+
+def test_distill_holds_chosen_layers_harder_and_refuses_a_weight_per_wrong_layer(
+    tmp_path, data_dir, random_opt, capsys
+):
+    common = ["distill", "--data", data_dir, "--teacher", random_opt, *DISTILL, "--steps", 2]
+    run_cli(*common, "--out", tmp_path / "a", "--locality-layers", 3, 1)
+    card = json.loads((tmp_path / "a" / "model" / "card.json").read_text())
+    assert card["distill"]["locality_layers"] == [3.0, 1.0]
+    assert all("locality" in r for r in read_log(tmp_path / "a", "distill"))
+    assert run_cli(*common, "--out", tmp_path / "b", "--locality-layers", 1, 1, 1) == 2  # a clear error
+    assert not (tmp_path / "b" / "model").exists()
+    assert "needs 2 non-negative weights, one per layer" in capsys.readouterr().err
