@@ -50,16 +50,66 @@ def full_sums(
 ) -> torch.Tensor:
     """Sums rows (p^j per VQ head j, then u = |s^j|) of rows with queries (H, r, hd) at positions
     query_pos (r, 1), over every key (keys (H, hd, slots), values (H, slots, hd), their positions)."""
-    r = queries.shape[1]
     mask = key_pos <= query_pos  # (r, slots): causal, alive keys only
-    weights = gelu_(torch.bmm(queries, keys_by_head))  # (H, r, slots), weighted in place
+    return _sums_rows(cfg, consts, layer, _attention_sums(cfg, consts, queries, keys_by_head, values_by_head, mask))
+
+
+def full_sums_by_blocks(
+    cfg: VQOPTConfig,
+    consts: LayerConstants,
+    layer: int,
+    keys_by_head: torch.Tensor,
+    values_by_head: torch.Tensor,
+    key_pos: torch.Tensor,
+    queries: torch.Tensor,
+    query_pos: torch.Tensor,
+    blocks: int,
+) -> torch.Tensor:
+    """full_sums of many rows, in `blocks` blocks of rows by position, each against only the keys
+    at or before its last row: full_sums multiplies every row with every key and masks the later
+    ones, which for rows spread over a window is about half the products. The keys are gathered in
+    position order once; the host reads each block's key count (one read: exact sizes only)."""
+    r = queries.shape[1]
+    key_order = torch.argsort(key_pos)
+    sorted_pos = key_pos.index_select(0, key_order)
+    row_order = torch.argsort(query_pos[:, 0])
+    row_pos = query_pos.index_select(0, row_order)  # (r, 1), ascending
+    edges = [r * b // blocks for b in range(blocks + 1)]
+    ends = torch.tensor(edges[1:], device=query_pos.device) - 1
+    counts = torch.searchsorted(sorted_pos, row_pos[ends, 0], right=True).tolist()
+    keys = keys_by_head.index_select(2, key_order[: counts[-1]])  # (H, hd, n): in position order
+    values = values_by_head.index_select(1, key_order[: counts[-1]])  # (H, n, hd)
+    rows = queries.index_select(1, row_order)
+    s = queries.new_empty(r, cfg.hidden_size)
+    for lo, hi, n in zip(edges, edges[1:], counts):
+        if hi > lo:
+            mask = sorted_pos[:n] <= row_pos[lo:hi]  # (rows, n)
+            s[lo:hi] = _attention_sums(cfg, consts, rows[:, lo:hi], keys[:, :, :n], values[:, :n], mask)
+    return _sums_rows(cfg, consts, layer, s.index_select(0, torch.argsort(row_order)))
+
+
+def _attention_sums(
+    cfg: VQOPTConfig,
+    consts: LayerConstants,
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+) -> torch.Tensor:
+    """s (r, d) of queries (H, r, hd) over keys (H, hd, n) and values (H, n, hd) where mask (r, n)
+    holds; unscaled when the scale is exact (sum_map_scaled then carries it, see _sums_rows)."""
+    r = queries.shape[1]
+    weights = gelu_(torch.bmm(queries, keys))  # (H, r, n), weighted in place
     if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the map
         weights.mul_(mask)
-        sum_map = consts.sum_map_scaled[layer]
     else:
         weights.mul_(mask * cfg.attention_scale)
-        sum_map = consts.sum_map[layer]
-    s = torch.bmm(weights, values_by_head).transpose(0, 1).reshape(r, -1)  # (r, d)
+    return torch.bmm(weights, values).transpose(0, 1).reshape(r, -1)  # (r, d)
+
+
+def _sums_rows(cfg: VQOPTConfig, consts: LayerConstants, layer: int, s: torch.Tensor) -> torch.Tensor:
+    """Sums rows of attention sums s (r, d): their code projections, then the bounds u = |s^j|."""
+    sum_map = consts.sum_map_scaled[layer] if consts.scale_exact else consts.sum_map[layer]
     out = torch.mm(s, sum_map)
     if cfg.vq:
         bounds = out[..., consts.proj_width :]

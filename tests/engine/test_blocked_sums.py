@@ -1,0 +1,55 @@
+"""Many rows recomputed at once go by blocks of positions, each against only the keys before it:
+the same sums as one product over every key, and the engine stays exact through it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from inference import Splice
+from inference.engine import layer, rows
+
+from .helpers import tiny_model
+
+
+@pytest.mark.parametrize("blocks", [1, 3, 8])
+def test_blocks_give_the_sums_of_one_product_over_every_key(blocks):
+    model = tiny_model(dtype=torch.float64)
+    cfg, consts = model.config, model.consts
+    H, hd, slots, r = cfg.num_attention_heads, cfg.head_dim, 90, 70
+    g = torch.Generator().manual_seed(blocks)
+    keys = torch.randn(H, hd, slots, generator=g, dtype=torch.float64)
+    values = torch.randn(H, slots, hd, generator=g, dtype=torch.float64)
+    key_pos = torch.randperm(slots, generator=g).to(torch.float64) * 7  # slots in no position order
+    key_pos[torch.randperm(slots, generator=g)[:10]] = 1e30  # free slots: never a key
+    pick = torch.randperm(slots, generator=g)[:r]
+    query_pos = key_pos[pick].clamp(max=700).unsqueeze(1)  # rows at keys' positions, in no order
+    queries = torch.randn(H, r, hd, generator=g, dtype=torch.float64)
+    args = (cfg, consts, 1, keys, values, key_pos, queries, query_pos)
+    whole, blocked = rows.full_sums(*args), rows.full_sums_by_blocks(*args, blocks=blocks)
+    assert torch.allclose(blocked, whole, rtol=1e-12, atol=1e-12)
+
+
+def test_a_large_revision_recomputes_by_blocks_and_stays_exact(monkeypatch):
+    calls = []
+    monkeypatch.setattr(rows, "full_sums_by_blocks", _counting(rows.full_sums_by_blocks, calls))
+    model = tiny_model(3, dtype=torch.float32)
+    rng = random.Random(3)
+    ids = [rng.randrange(4, model.config.vocab_size) for _ in range(110)]
+    from inference import IncrementalDocument
+
+    doc = IncrementalDocument(model, ids)
+    new = [rng.randrange(4, model.config.vocab_size) for _ in range(90)]
+    doc.apply([Splice(5, 100, new)])  # almost every row changes
+    assert calls and max(calls) >= layer.BLOCKED_ROWS
+    assert doc.verify().codes_equal
+
+
+def _counting(fn, calls):
+    def counted(*args, **kwargs):
+        calls.append(args[6].shape[1])
+        return fn(*args, **kwargs)
+
+    return counted
