@@ -397,9 +397,17 @@ def read_sets(
 
 def _full_sums(state: WindowState, view, l: int, queries: torch.Tensor, query_pos: torch.Tensor) -> torch.Tensor:
     """Sums rows of queries (H, r, hd) at positions (r, 1) over every key of the layer. Exact sizes,
-    many rows: by blocks of rows, each against the keys before it only (rows.full_sums_by_blocks)."""
-    args = (state.cfg, state.consts, l, view.keys_by_head, view.values_by_head, view.key_pos, queries, query_pos)
+    many rows: by blocks of positions, each against the keys before it only (rows.full_sums)."""
     rows = queries.shape[1]
-    if rows >= BLOCKED_ROWS and state.consts.sizing.reads_each_layer:
-        return kernels.full_sums_by_blocks(*args, blocks=min(MAX_BLOCKS, rows // BLOCKED_ROWS + 1))
-    return kernels.full_sums(*args)
+    by_blocks = rows >= BLOCKED_ROWS and state.consts.sizing.reads_each_layer
+    return kernels.full_sums(
+        state.cfg,
+        state.consts,
+        l,
+        view.keys_by_head,
+        view.values_by_head,
+        view.key_pos,
+        queries,
+        query_pos,
+        blocks=min(MAX_BLOCKS, rows // BLOCKED_ROWS + 1) if by_blocks else 1,
+    )

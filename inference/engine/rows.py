@@ -47,28 +47,19 @@ def full_sums(
     key_pos: torch.Tensor,
     queries: torch.Tensor,
     query_pos: torch.Tensor,
+    blocks: int = 1,
 ) -> torch.Tensor:
     """Sums rows (p^j per VQ head j, then u = |s^j|) of rows with queries (H, r, hd) at positions
-    query_pos (r, 1), over every key (keys (H, hd, slots), values (H, slots, hd), their positions)."""
-    mask = key_pos <= query_pos  # (r, slots): causal, alive keys only
-    return _sums_rows(cfg, consts, layer, _attention_sums(cfg, consts, queries, keys_by_head, values_by_head, mask))
+    query_pos (r, 1), over every key (keys (H, hd, slots), values (H, slots, hd), their positions).
 
-
-def full_sums_by_blocks(
-    cfg: VQOPTConfig,
-    consts: LayerConstants,
-    layer: int,
-    keys_by_head: torch.Tensor,
-    values_by_head: torch.Tensor,
-    key_pos: torch.Tensor,
-    queries: torch.Tensor,
-    query_pos: torch.Tensor,
-    blocks: int,
-) -> torch.Tensor:
-    """full_sums of many rows, in `blocks` blocks of rows by position, each against only the keys
-    at or before its last row: full_sums multiplies every row with every key and masks the later
-    ones, which for rows spread over a window is about half the products. The keys are gathered in
-    position order once; the host reads each block's key count (one read: exact sizes only)."""
+    blocks > 1: the rows go in that many blocks by position, each against only the keys at or
+    before its last row. One product with every key, the later ones masked, spends about half its
+    work on nothing when the rows spread over a window; the keys are gathered in position order
+    once, and the host reads each block's key count (one read: for exact sizes only)."""
+    if blocks == 1:
+        mask = key_pos <= query_pos  # (r, slots): causal, alive keys only
+        s = _attention_sums(cfg, consts, queries, keys_by_head, values_by_head, mask)
+        return _sums_rows(cfg, consts, layer, s)
     r = queries.shape[1]
     key_order = torch.argsort(key_pos)
     sorted_pos = key_pos.index_select(0, key_order)
