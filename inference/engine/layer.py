@@ -32,10 +32,6 @@ if TYPE_CHECKING:
     from .state import LayerView, WindowState
 
 
-BLOCKED_ROWS = 64  # rows recomputed at once from which they go by blocks of positions
-MAX_BLOCKS = 8
-
-
 @dataclass
 class LayerWork:
     """What the steps of one layer's update share as they go (rows: local indices into A)."""
@@ -396,18 +392,8 @@ def read_sets(
 
 
 def _full_sums(state: WindowState, view, l: int, queries: torch.Tensor, query_pos: torch.Tensor) -> torch.Tensor:
-    """Sums rows of queries (H, r, hd) at positions (r, 1) over every key of the layer. Exact sizes,
-    many rows: by blocks of positions, each against the keys before it only (rows.full_sums)."""
-    rows = queries.shape[1]
-    by_blocks = rows >= BLOCKED_ROWS and state.consts.sizing.reads_each_layer
-    return kernels.full_sums(
-        state.cfg,
-        state.consts,
-        l,
-        view.keys_by_head,
-        view.values_by_head,
-        view.key_pos,
-        queries,
-        query_pos,
-        blocks=min(MAX_BLOCKS, rows // BLOCKED_ROWS + 1) if by_blocks else 1,
-    )
+    """Sums rows of queries (H, r, hd) at positions (r, 1) over every key of the layer (many rows, exact
+    sizes: by blocks of positions, rows.full_sums)."""
+    blocks = kernels.blocks_for(queries.shape[1], state.consts.sizing.reads_each_layer)
+    args = (state.cfg, state.consts, l, view.keys_by_head, view.values_by_head, view.key_pos, queries, query_pos)
+    return kernels.full_sums(*args, blocks=blocks)

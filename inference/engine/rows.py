@@ -38,6 +38,16 @@ def code_distances(consts: LayerConstants, layer: int, proj: torch.Tensor) -> to
     return kernels.code_distances(proj, consts.code_sq[layer])
 
 
+BLOCKED_ROWS = 64  # rows recomputed at once from which full_sums goes by blocks of positions
+MAX_BLOCKS = 8
+
+
+def blocks_for(rows: int, exact: bool) -> int:
+    """The blocks of positions full_sums takes for `rows` rows: 1 (one product) below BLOCKED_ROWS
+    or without exact sizes (a padded pass reads no block sizes), then one more per BLOCKED_ROWS."""
+    return min(MAX_BLOCKS, rows // BLOCKED_ROWS + 1) if exact and rows >= BLOCKED_ROWS else 1
+
+
 def full_sums(
     cfg: VQOPTConfig,
     consts: LayerConstants,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from inference import Splice
-from inference.engine import layer, rows
+from inference.engine import rows
 
 from .helpers import tiny_model
 
@@ -43,7 +43,7 @@ def test_a_large_revision_recomputes_by_blocks_and_stays_exact(monkeypatch):
     doc = IncrementalDocument(model, ids)
     new = [rng.randrange(4, model.config.vocab_size) for _ in range(90)]
     doc.apply([Splice(5, 100, new)])  # almost every row changes
-    assert calls and max(calls) >= layer.BLOCKED_ROWS
+    assert calls and max(calls) >= rows.BLOCKED_ROWS
     assert doc.verify().codes_equal
 
 
