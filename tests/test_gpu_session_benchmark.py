@@ -5,6 +5,13 @@ dtype, and a section that fails is reported without losing the others."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
 
 from benchmarks import gpu_session as gs
 
@@ -56,3 +63,28 @@ def test_a_failing_section_is_reported_and_the_rest_kept(tmp_path):
     saved = json.loads((tmp_path / "gpu_session.json").read_text())
     assert "ZeroDivisionError" in saved["counts"]["error"] and saved["exactness"]["all_equal"]
     assert gs._failed(saved["counts"]).startswith("failed: ZeroDivisionError")
+
+
+def test_the_gpu_pack_runs_the_session_from_its_own_data(full_data_dir, tmp_path):
+    """benchmarks/gpu_pack_run.sh, as the pack's run.sh, reads the pack's data (not $VQ_LSP_DATA) and
+    writes the session's results and a log naming the machine into OUT."""
+    repo = Path(__file__).resolve().parents[1]
+    pack = tmp_path / "pack"
+    for name in ("eval/python_peps.jsonl.gz",):
+        (pack / "data" / name).parent.mkdir(parents=True, exist_ok=True)
+        (pack / "data" / name).symlink_to(full_data_dir / name)
+    shutil.copy(repo / "benchmarks" / "gpu_pack_run.sh", pack / "run.sh")
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "VQ_LSP_DATA"}
+    env.update(REPO=str(repo), PYTHON=sys.executable)
+    done = subprocess.run(
+        ["bash", str(pack / "run.sh"), str(out), "--quick", "--device", "cpu", "--sections", "one_token"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((out / "gpu_session.json").read_text())
+    assert results["facts"]["device"] == "cpu" and all(r["codes_equal"] for r in results["one_token"])
+    assert torch.__version__ in (out / "run.log").read_text()

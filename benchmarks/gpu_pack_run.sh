@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every section of benchmarks.gpu_session on a GPU machine, from a pack made by
+# benchmarks/make_gpu_pack.sh (which copies this script into it as run.sh), in a checkout of the
+# repository:
+#
+#   bash PACK/run.sh OUT [more benchmarks.gpu_session flags]      # e.g. bash .gpu/run.sh "$OUT"
+#   bash PACK/run.sh OUT --quick --device cpu                    # a dry run on a CPU, in seconds
+#
+# The pack's wheels are unpacked (not installed) into a folder on PYTHONPATH beside the checkout, so
+# the machine's own torch, numpy, safetensors, tokenizers and transformers are used; `python -m vq_lsp`
+# stands for the vq-lsp command. OUT gets gpu_session.json, gpu_session.md and profile_ops.txt, and
+# run.log with the machine's GPU, Python and torch.
+set -euo pipefail
+PACK="$(cd "$(dirname "$0")" && pwd)"
+REPO="${REPO:-$(cd "$PACK/.." && pwd)}"
+OUT="${1:?usage: run.sh OUT [more benchmarks.gpu_session flags]}"
+shift
+PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
+SITE="${SITE:-$(mktemp -d)}"
+mkdir -p "$OUT"
+# (where they import already, as on a development machine's dry run, the wheels are not needed)
+if ! "$PYTHON" -c "import msgpack, pygls, lsprotocol, cattrs, mdit_py_plugins, spellchecker, harper, platformdirs" 2>/dev/null \
+  && compgen -G "$PACK/wheels/*.whl" >/dev/null; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --target "$SITE" "$PACK"/wheels/*.whl
+fi
+{
+  nvidia-smi --query-gpu=name,memory.total --format=csv 2>/dev/null || echo "no nvidia-smi"
+  "$PYTHON" -c "import sys, torch; print(sys.version.split()[0], torch.__version__)"
+} > "$OUT/run.log" 2>&1
+cd "$REPO"
+PYTHONPATH="$SITE:$REPO${PYTHONPATH:+:$PYTHONPATH}" VQ_LSP_DATA="$PACK/data" \
+  "$PYTHON" -m benchmarks.gpu_session --out "$OUT" "$@" 2>&1 | tee -a "$OUT/run.log"
