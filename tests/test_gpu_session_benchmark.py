@@ -38,10 +38,12 @@ def test_quick_run_on_the_cpu(full_data_dir, tmp_path):
     assert results["facts"]["device"] == "cpu" and results["facts"]["dtype"] == "float32"
     rows = results["one_token"]
     assert {(r["sizing"], r["kind"]) for r in rows} == {
-        (s, k) for s in ("bucketed", "exact") for k in ("replace", "insert", "delete", "append")
+        (s, k) for s in gs.SIZED for k in ("replace", "insert", "delete", "append")
     }
+    graphed = next(r for r in rows if r["sizing"] == "graphed" and r["kind"] == "replace")
+    assert graphed["first_passes"]["replays"] > 0  # after the warm-up rounds the timed edits replay
     assert all(r["codes_equal"] and 0 < r["p50_ms"] <= r["p95_ms"] and r["dense_ms"] > 0 for r in rows)
-    assert {r["sizing"] for r in results["counts"]} == {"bucketed", "exact"}
+    assert {r["sizing"] for r in results["counts"]} == set(gs.SIZED)
     assert all(r["launches"] > 0 for r in results["counts"])
     assert results["exactness"]["all_equal"] and len(results["exactness"]["checks"]) == 2
     scenarios = {r["scenario"]: r for r in results["revisions"]["rows"]}

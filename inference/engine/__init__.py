@@ -27,13 +27,15 @@ The engine knows nothing about text: token ids and positions only.
 Modules, one job each:
   constants  LayerConstants: the per-model tables (fused weights, codebook maps, embedding table)
   lm_head    LMHead: the LM head's weights in the device's fastest form (one of the constants)
-  policy     the two sizings (ExactSizing, BucketedSizing), layouts, slack, the room a padded pass reserves
+  policy     the three sizings (ExactSizing, BucketedSizing, GraphedSizing), layouts, slack, the room a
+             padded pass reserves
   record     WindowRecord: the closed, versioned (STATE_FORMAT) list of what a window is made of
   state      WindowState, a container: slots, layout, alloc/grow, per-layer views, reading
   dense      the dense pass over a window: build (open, rebuild) and verify
   plan       the typed plan of one update, built on the host
   layer      the update of one layer (update_layer, its steps), over the pure kernels of rows.py
   passes     an update (apply, settle): its passes, overflow resumption and near-tie fixes
+  graphs     PassGraphs: a window's first passes captured per shape and replayed (graphed sizing)
   heads      the LM head and the classification head of a window's rows
 The cost accounting of a pass lives beside the counting rules, in inference/pass_costs.py.
 """

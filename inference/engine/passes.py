@@ -29,6 +29,7 @@ from ..positions import spread_array
 from . import dense
 from . import layer as layer_update
 from . import rows as kernels
+from .graphs import PassGraphs
 from .heads import update_heads
 from .plan import EditPlan, PassState, Riders, plan_edit, reorder, stale_predecessors
 from .policy import Room, bucket, growth, tie_rows
@@ -117,16 +118,19 @@ def run_pass(
 ) -> None:
     """Layers first..L-1 of an update, layer l with room rooms[l - first]. Exact sizes: each layer
     reads its next set on the host. Padded: fixed room and one host sync at the end, then a
-    resumed pass on overflow. `riders` ride the first pass only."""
+    resumed pass on overflow. `riders` ride the first pass only. Graphed sizing: a first pass is
+    replayed from a capture of its shape (graphs.PassGraphs) where one exists."""
     cfg = state.cfg
     layers = cfg.num_hidden_layers
     exact = plan.sizing.reads_each_layer
-    run = PassState(first=first, host_dirty=plan.host.edited_rows if exact else None, riders=riders)
-    for l in range(first, layers):
-        extra_full, extra_next = extras.get(l, (None, None))
-        dirty = layer_update.update_layer(
-            state, plan, run, l, dirty, rooms[l - first], with_deleted, extra_full, extra_next
+    if plan.sizing.captures and first == 0 and not extras:
+        if state.graphs is None:
+            state.graphs = PassGraphs(state.key_pos.device)
+        run = state.graphs.run(
+            plan, rooms, riders, lambda p, r: layer_pass(state, p, 0, p.edited_rows, rooms, True, {}, r)
         )
+    else:
+        run = layer_pass(state, plan, first, dirty, rooms, with_deleted, extras, riders)
     if riders is not None:  # they rode this pass (the first) through every layer
         cost.incremental_macs += len(riders.slots) * layers * finish_row_macs(cfg)
     if exact:  # the host read every set already
@@ -155,6 +159,28 @@ def run_pass(
     finals.append((plan.host.affected[sets[-1][2]], run.carry[1]))
     if overflow is not None:
         resume(state, plan, run, first + overflow, cost, finals)
+
+
+def layer_pass(
+    state: WindowState,
+    plan: EditPlan,
+    first: int,
+    dirty: torch.Tensor,
+    rooms: list[Room],
+    with_deleted: bool,
+    extras: dict[int, tuple],
+    riders: Riders | None,
+) -> PassState:
+    """The device work of a pass, layers first..L-1 (padded sizes: no host read; a function of the
+    plan's shapes, which is what lets graphed sizing capture it)."""
+    exact = plan.sizing.reads_each_layer
+    run = PassState(first=first, host_dirty=plan.host.edited_rows if exact else None, riders=riders)
+    for l in range(first, state.cfg.num_hidden_layers):
+        extra_full, extra_next = extras.get(l, (None, None))
+        dirty = layer_update.update_layer(
+            state, plan, run, l, dirty, rooms[l - first], with_deleted, extra_full, extra_next
+        )
+    return run
 
 
 def _account(state: WindowState, plan: EditPlan, run: PassState, sets: list, cost: Cost) -> None:

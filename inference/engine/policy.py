@@ -1,6 +1,6 @@
 """How an update sizes its row sets, and the layout and slack of a window's state.
 
-Two sizings, one strategy object each (SIZINGS); LayerConstants.to picks exact on every device:
+Three sizings, one strategy object each (SIZINGS); LayerConstants.to picks exact on every device:
   exact     (ExactSizing) the host reads each layer's next row set (one read per layer) and
             nothing is padded; on a CPU that read costs microseconds while padded rows cost their
             full arithmetic, and on a GPU an edit is bound by the host's kernel launches, which
@@ -77,6 +77,7 @@ class Sizing:
 
     name: ClassVar[str]
     reads_each_layer: ClassVar[bool]
+    captures: ClassVar[bool] = False  # first passes captured and replayed (graphs.PassGraphs)
 
     def set_length(self, n: int) -> int:
         """Entries of an index list holding n rows (padding included)."""
@@ -157,5 +158,12 @@ class BucketedSizing(Sizing):
         return out
 
 
-EXACT, BUCKETED = ExactSizing(), BucketedSizing()
-SIZINGS: dict[str, Sizing] = {EXACT.name: EXACT, BUCKETED.name: BUCKETED}
+class GraphedSizing(BucketedSizing):
+    """Bucketed shapes, and the first pass of each update replayed from a capture of its shape."""
+
+    name = "graphed"
+    captures = True
+
+
+EXACT, BUCKETED, GRAPHED = ExactSizing(), BucketedSizing(), GraphedSizing()
+SIZINGS: dict[str, Sizing] = {s.name: s for s in (EXACT, BUCKETED, GRAPHED)}

@@ -54,11 +54,10 @@ class WindowState:
     WindowRecord's fields and the views and reads made from them. A dense pass builds and checks it
     (dense.py), an update keeps it exact (passes.py)."""
 
-    # What a state holds besides its WindowRecord's fields: the model's objects (re-attached on
-    # restore), the per-layer views (remade) and the host reads kept per revision (made again on use).
+    # Held besides the WindowRecord's fields: model objects (re-attached), views, reads, captures (remade).
     ATTACHED = (
         *("net", "cfg", "consts", "tie_rel", "tie_growth", "tie_code_term", "layer_views"),
-        *("revision", "_rows_of", "_rows_array", "_host_reads", "_cls_prefix"),
+        *("revision", "_rows_of", "_rows_array", "_host_reads", "_cls_prefix", "graphs"),
     )
 
     def __init__(self, net: VQOPT, consts: LayerConstants, tie_rel: float = 1e-9, tie_growth: float = 0.0) -> None:
@@ -147,6 +146,7 @@ class WindowState:
 
     def make_views(self) -> None:
         """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
+        self.graphs = None  # graphed sizing's captured passes (graphs.PassGraphs) read the old tensors
         d, H, L = self.cfg.hidden_size, self.cfg.num_attention_heads, self.cfg.num_hidden_layers
         n = self.cap + 1
         self.layer_views = []
