@@ -8,8 +8,9 @@
 #
 # The pack's wheels are unpacked (not installed) into a folder on PYTHONPATH beside the checkout, so
 # the machine's own torch, numpy, safetensors, tokenizers and transformers are used; `python -m vq_lsp`
-# stands for the vq-lsp command. OUT gets gpu_session.json, gpu_session.md and profile_ops.txt, and
-# run.log with the machine's GPU, Python and torch.
+# stands for the vq-lsp command. First the engine's tests that need CUDA (real CUDA graphs; skipped on
+# a CPU), then the session. OUT gets gpu_session.json, gpu_session.md and profile_ops.txt, and run.log
+# with the machine's GPU, Python and torch and the tests' outcome.
 set -euo pipefail
 PACK="$(cd "$(dirname "$0")" && pwd)"
 REPO="${REPO:-$(cd "$PACK/.." && pwd)}"
@@ -28,5 +29,8 @@ fi
   "$PYTHON" -c "import sys, torch; print(sys.version.split()[0], torch.__version__)"
 } > "$OUT/run.log" 2>&1
 cd "$REPO"
-PYTHONPATH="$SITE:$REPO${PYTHONPATH:+:$PYTHONPATH}" VQ_LSP_DATA="$PACK/data" \
-  "$PYTHON" -m benchmarks.gpu_session --out "$OUT" "$@" 2>&1 | tee -a "$OUT/run.log"
+export PYTHONPATH="$SITE:$REPO${PYTHONPATH:+:$PYTHONPATH}" VQ_LSP_DATA="$PACK/data"
+if [ -z "${SKIP_TESTS:-}" ]; then
+  "$PYTHON" -m pytest -q -p no:cacheprovider tests/engine/test_pass_graphs.py 2>&1 | tail -5 | tee -a "$OUT/run.log" || true
+fi
+"$PYTHON" -m benchmarks.gpu_session --out "$OUT" "$@" 2>&1 | tee -a "$OUT/run.log"
