@@ -154,13 +154,15 @@ def timed_edits(
         keep = 1 + min(sp.start, doc.n_tokens - 1)
         prefix.setdefault(kind, []).append(prefix_reuse_seconds(twin, cfg, doc.token_ids, keep, dev) * 1e3)
     after = _graph_counts(doc)
-    return engine, prefix, doc.verify().codes_equal, {k: after[k] - before[k] for k in after}
+    runs = {k: after[k] - before[k] for k in ("eager", "captures", "replays")}
+    return engine, prefix, doc.verify().codes_equal, runs | {"failed_windows": after["failed_windows"]}
 
 
 def _graph_counts(doc) -> dict[str, int]:
     """First passes run eagerly, captured and replayed so far over the document's windows."""
     found = [w.graphs for w in doc.windows if w.graphs is not None]
-    return {k: sum(getattr(g, k) for g in found) for k in ("eager", "captures", "replays")}
+    counts = {k: sum(getattr(g, k) for g in found) for k in ("eager", "captures", "replays")}
+    return counts | {"failed_windows": sum(g.failure is not None for g in found)}
 
 
 def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> list[dict]:
@@ -449,13 +451,20 @@ def one_token_table(rows: list[dict]) -> str:
             + ["yes" if r["codes_equal"] else "NO"]
             for r in rows
         ],
-    ) + "".join(
-        f"\n\n{r['sizing']} sizing, after two untimed rounds of the same edits with other tokens (captures "
-        "are per document): "
-        f"the timed in-place edits' first passes ran {g['replays']} replayed, {g['captures']} captured, "
-        f"{g['eager']} eager (a shape seen for the first time)."
-        for r in rows
-        if r["kind"] == KINDS[0] and sum((g := r.get("first_passes", {})).values())
+    ) + "".join(_first_passes_note(r) for r in rows if r["kind"] == KINDS[0])
+
+
+def _first_passes_note(row: dict) -> str:
+    """How graphed sizing's timed in-place edits ran their first passes (nothing for other sizings)."""
+    g = row.get("first_passes", {})
+    if not sum(g.values()):
+        return ""
+    failed = g["failed_windows"]
+    return (
+        f"\n\n{row['sizing']} sizing, after two untimed rounds of the same edits with other tokens (captures "
+        f"are per document): the timed in-place edits' first passes ran {g['replays']} replayed, "
+        f"{g['captures']} captured, {g['eager']} eager (a shape seen for the first time)"
+        + (f"; a capture failed in {failed} window(s), which ran eagerly after it." if failed else ".")
     )
 
 

@@ -23,6 +23,7 @@ check, without a GPU, that replay on captured inputs gives a dense pass's codes.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -73,6 +74,7 @@ class PassGraphs:
         self.seen: set[tuple] = set()
         self.captured: OrderedDict[tuple, Captured] = OrderedDict()
         self.replays = self.captures = self.eager = 0
+        self.failure: str | None = None  # why a capture failed, after which every pass runs eagerly
 
     def run(self, plan: EditPlan, rooms: list[Room], riders: Riders | None, device_pass: DevicePass) -> PassState:
         """The pass of `plan`, eager, captured or replayed; riders.outputs is set either way."""
@@ -83,13 +85,19 @@ class PassGraphs:
             self.replays += 1
             _stage(plan, riders, entry)
             run = self._replay(entry)
-        elif key not in self.seen:
+        elif key not in self.seen or self.failure is not None:
             self.seen.add(key)
             self.eager += 1
             return device_pass(plan, riders)
         else:
+            try:
+                entry = self._capture(plan, riders, device_pass)
+            except Exception as e:  # a capture the device refuses: this window runs its passes eagerly
+                self.failure = f"{type(e).__name__}: {e}"
+                warnings.warn(f"graphed sizing: capture failed, passes run eagerly ({self.failure})", stacklevel=2)
+                self.eager += 1
+                return device_pass(plan, riders)  # (capturing ran nothing, so the state is as it was)
             self.captures += 1
-            entry = self._capture(plan, riders, device_pass)
             self.captured[key] = entry
             if len(self.captured) > self.limit:
                 self.captured.popitem(last=False)
@@ -102,7 +110,7 @@ class PassGraphs:
         if not self.cuda:  # emulated: running it is capturing and replaying it once
             return Captured(plan, riders, device_pass(plan, riders), device_pass, None)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # other threads may read the device
             run = device_pass(plan, riders)
         graph.replay()  # capturing ran nothing
         return Captured(plan, riders, run, device_pass, graph)

@@ -164,6 +164,29 @@ def test_a_pass_that_depends_on_more_than_its_shapes_is_refused():
         g.run(plan, rooms, None, depends_on_data)
 
 
+def test_a_window_whose_capture_fails_runs_its_passes_eagerly():
+    from inference.engine.plan import plan_edit, reorder
+
+    model = tiny_model(11, window_tokens=256, sizing="graphed")
+    window = inference.IncrementalDocument(model, list(range(4, 100))).windows[0]
+    _, plan = plan_edit(window, reorder(window, [Splice(50, 51, [7])]))
+    calls = []
+
+    def refused_at_capture(plan, riders):
+        calls.append(1)
+        if len(calls) == 2:  # the second sighting is the capture
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return PassState(first=0, counts=[plan.zero], records=[], carry=(plan.affected, plan.valid))
+
+    g = graphs.PassGraphs(torch.device("cpu"))
+    rooms = [inference.engine.policy.Room(0, 1)]
+    assert g.run(plan, rooms, None, refused_at_capture).carry[0] is plan.affected
+    with pytest.warns(UserWarning, match="capture failed"):
+        g.run(plan, rooms, None, refused_at_capture)
+    g.run(plan, rooms, None, refused_at_capture)
+    assert "not permitted" in g.failure and (g.eager, g.captures, g.replays) == (3, 0, 0) and len(calls) == 4
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
 def test_real_cuda_graphs_keep_a_dense_pass_codes():
     model = tiny_model(11, window_tokens=256, sizing="graphed", dtype=torch.float32)
