@@ -115,6 +115,11 @@ def warm_rounds(edits: list[tuple[str, inference.Splice]], vocab: int) -> list[t
     ]
 
 
+def _appends(at: int, typed_ids: list[list[int]]) -> list[tuple[str, inference.Splice]]:
+    """A writer typing on at `at`: one append per entry of typed_ids."""
+    return [("append", inference.Splice(at + i, at + i, new_ids)) for i, new_ids in enumerate(typed_ids)]
+
+
 def random_splices(n_tokens: int, count: int, vocab: int, seed: int) -> list[inference.Splice]:
     """Splices of up to 6 tokens out and 6 in at random places, none empty."""
     rng, n, out = random.Random(seed), n_tokens, []
@@ -175,11 +180,8 @@ def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> l
     edits = one_token_edits(len(ids), sizes.edits, cfg.vocab_size, seed)
     in_place = [e for e in edits if e[0] != "append"]
     typed_ids = [sp.new_ids for kind, sp in edits if kind == "append"]
-    shorter = ids[: len(ids) - 2 * len(typed_ids)]  # room for a warm-up round of appends, then the timed one
-    appends = [
-        ("append", inference.Splice(len(shorter) + i, len(shorter) + i, new_ids))
-        for i, new_ids in enumerate(typed_ids + typed_ids)
-    ]
+    n = len(typed_ids)
+    appends = _appends(len(ids) - n, typed_ids)  # typed up to the document's length
     rows = []
     for sizing in SIZED:
         set_sizing(model, sizing)
@@ -187,20 +189,16 @@ def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> l
         for _, sp in one_token_edits(len(ids), 1, cfg.vocab_size, seed + 1):
             warm.apply([sp])  # untimed: the first call of each kind of edit at this sizing
         prefix_reuse_seconds(twin, cfg, ids, len(ids) // 2, dev)
-        # graphed sizing captures per document: warm-up rounds of the same edits first, as a document
-        # being written has met its edits' shapes before (the other sizings: none)
-        warm_round = sizing == "graphed"
-        engine, prefix, equal, graphs = timed_edits(
-            model, twin, ids, in_place, warm_rounds(in_place, cfg.vocab_size) if warm_round else ()
-        )
-        typed_warm, typed_timed = appends[: len(typed_ids)], appends[len(typed_ids) :]
-        typed, typed_prefix, typed_equal, _ = timed_edits(
-            model,
-            twin,
-            shorter if warm_round else shorter + [t for _, sp in typed_warm for t in sp.new_ids],
-            typed_timed,
-            typed_warm if warm_round else (),
-        )
+        if sizing == "graphed":  # captures are per document: it has met its edits' shapes before, untimed
+            in_place_warm, typed_start, typed_warm = (
+                warm_rounds(in_place, cfg.vocab_size),
+                len(ids) - 2 * n,
+                _appends(len(ids) - 2 * n, typed_ids),
+            )
+        else:
+            in_place_warm, typed_start, typed_warm = (), len(ids) - n, ()
+        engine, prefix, equal, graphs = timed_edits(model, twin, ids, in_place, in_place_warm)
+        typed, typed_prefix, typed_equal, _ = timed_edits(model, twin, ids[:typed_start], appends, typed_warm)
         engine, prefix, exact = engine | typed, prefix | typed_prefix, equal and typed_equal
         for kind in (*KINDS, "append"):
             e, p = engine[kind], prefix[kind]

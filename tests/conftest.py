@@ -81,7 +81,7 @@ SLOW = (
     "tests/typing/test_full_recompute.py",
     "tests/test_dependencies.py",
     "tests/test_dependencies_used.py",
-    "tests/test_gpu_session_benchmark.py::test_the_gpu_pack_runs_the_session_from_its_own_data",
+    "tests/test_gpu_session_benchmark.py::test_the_gpu_pack_runs_the_benchmark_from_its_own_data",
     "tests/batch/test_git_text.py",
     "tests/engine/test_paragraph_context.py::test_random_edits_with_paragraph_breaks_keep_paragraph_windows_and_exact_codes",
     "tests/server/test_settings.py::test_model_from_the_command_line",

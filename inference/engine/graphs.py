@@ -26,7 +26,7 @@ from __future__ import annotations
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import torch
 
@@ -53,6 +53,10 @@ class Captured:
     run: PassState
     device_pass: DevicePass
     graph: torch.cuda.CUDAGraph | None  # None: emulated (CPU)
+    inputs: dict[str, torch.Tensor] = field(init=False)  # the plan's tensors, by field name
+
+    def __post_init__(self) -> None:
+        self.inputs = _plan_tensors(self.plan)
 
 
 def pass_key(plan: EditPlan, rooms: list[Room], riders: Riders | None) -> tuple:
@@ -129,10 +133,9 @@ class PassGraphs:
 
 def _stage(plan: EditPlan, riders: Riders | None, entry: Captured) -> None:
     """Copy an edit's plan (and riders) into the captured plan's tensors, which the graph reads."""
-    captured = _plan_tensors(entry.plan)
     for name, t in _plan_tensors(plan).items():
-        if captured[name] is not t:
-            captured[name].copy_(t)
+        if entry.inputs[name] is not t:
+            entry.inputs[name].copy_(t)
     if riders is not None:
         entry.riders.slots.copy_(riders.slots)
 

@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import inference
 from inference import Splice
 from inference.engine import graphs, passes
-from inference.engine.plan import PassState
+from inference.engine.plan import LayerRecord, PassState, plan_edit, reorder
 
 from .helpers import tiny_model
 
@@ -144,8 +144,6 @@ def test_a_window_that_grows_drops_its_captures():
 
 def test_a_pass_that_depends_on_more_than_its_shapes_is_refused():
     """Emulated replay compares what the pass decided on the host with the capture's."""
-    from inference.engine.plan import LayerRecord, plan_edit, reorder
-
     model = tiny_model(11, window_tokens=256, sizing="graphed")
     window = inference.IncrementalDocument(model, list(range(4, 100))).windows[0]
     _, plan = plan_edit(window, reorder(window, [Splice(50, 51, [7])]))
@@ -165,8 +163,6 @@ def test_a_pass_that_depends_on_more_than_its_shapes_is_refused():
 
 
 def test_a_window_whose_capture_fails_runs_its_passes_eagerly():
-    from inference.engine.plan import plan_edit, reorder
-
     model = tiny_model(11, window_tokens=256, sizing="graphed")
     window = inference.IncrementalDocument(model, list(range(4, 100))).windows[0]
     _, plan = plan_edit(window, reorder(window, [Splice(50, 51, [7])]))
