@@ -184,17 +184,35 @@ class LongSession:
         return max(c.max_abs_diff for c in self.checks)
 
 
+def has_published(client, uri: str, version: int) -> bool:
+    """The last diagnostics published for `uri` are for `version` or a newer one."""
+    got = client.published.get(uri)
+    return bool(got) and got[-1].version is not None and got[-1].version >= version
+
+
 async def published_version(client, uri: str, version: int, trim: bool = False, timeout: float = TIMEOUT) -> None:
     """Wait until diagnostics for `version` (or a newer one) of `uri` are published; `trim` forgets
     all but the last publish (a 5,000-edit session would otherwise keep every one)."""
 
-    def done():
-        got = client.published.get(uri)
-        return bool(got) and got[-1].version is not None and got[-1].version >= version
-
-    await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, done, timeout)
+    await wait_until(
+        client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lambda: has_published(client, uri, version), timeout
+    )
     if trim:
         del client.published[uri][:-1]
+
+
+async def all_published(client, uris: list[str], version: int, timeout: float = TIMEOUT) -> None:
+    """Wait until every one of `uris` has diagnostics for `version` or newer. Documents opened
+    together are built one after another, in an order the server chooses, so `timeout` bounds
+    the wait for each next document to publish, not for all of them: fifty builds on a slow
+    machine take longer than any one wait should, and a server that stops making progress still
+    fails within `timeout`."""
+
+    def published() -> int:
+        return sum(has_published(client, uri, version) for uri in uris)
+
+    while (before := published()) < len(uris):
+        await wait_until(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lambda: published() > before, timeout)
 
 
 async def check_drift(client, mirror: Mirror, edits: int, tolerance: float) -> DriftCheck:
@@ -485,8 +503,7 @@ async def many_documents(
     peaks.start("open all")
     for uri, text in zip(uris, docs):
         open_doc(client, uri, text, language="markdown")
-    for uri in uris:
-        await published_version(client, uri, 1)
+    await all_published(client, uris, 1)
     peaks.start("scores of the latest")
     per_doc = []
     for uri in uris[-revisit:]:
