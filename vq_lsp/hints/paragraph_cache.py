@@ -106,12 +106,20 @@ class ParagraphCache:
                 self._entries.popitem(last=False)
 
 
+@dataclass(frozen=True, eq=False)
+class KeptParagraphs:
+    """One document's paragraphs (key and material by start offset) as a publish found them;
+    never changed once kept, so the memory budget takes its size once (HintCaches.bytes)."""
+
+    by_start: dict[int, tuple[ParagraphKey, ParagraphMaterial]]
+
+
 class LastMaterial:
-    """Each document's paragraphs (key and material by start offset) as its last publish found
-    them: an edited paragraph's new text has no cache entry, but the words before the edit read
-    as they did in the version before it (`reusable_prefix`). Weakly keyed by the engine state,
-    so a dropped state takes its entry with it; two threads publish (the engine thread and the
-    build worker's first hints), hence the lock."""
+    """Each document's paragraphs as its last publish found them (KeptParagraphs): an edited
+    paragraph's new text has no cache entry, but the words before the edit read as they did in
+    the version before it (`reusable_prefix`). Weakly keyed by the engine state, so a dropped
+    state takes its entry with it; two threads publish (the engine thread and the build worker's
+    first hints), hence the lock."""
 
     def __init__(self) -> None:
         self._by_doc: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -119,11 +127,12 @@ class LastMaterial:
 
     def get(self, doc: inference.IncrementalDocument) -> dict[int, tuple[ParagraphKey, ParagraphMaterial]]:
         with self._lock:
-            return self._by_doc.get(doc, {})
+            kept = self._by_doc.get(doc)
+        return kept.by_start if kept is not None else {}
 
     def put(self, doc: inference.IncrementalDocument, parts: dict[int, tuple[ParagraphKey, ParagraphMaterial]]) -> None:
         with self._lock:
-            self._by_doc[doc] = parts
+            self._by_doc[doc] = KeptParagraphs(parts)
 
     def drop(self, doc: inference.IncrementalDocument) -> None:
         with self._lock:
