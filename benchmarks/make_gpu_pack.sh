@@ -10,10 +10,10 @@
 #   then, on the GPU machine: bash PACK/run.sh OUT [more benchmarks.gpu_session flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source training/pack_wheels.sh
 : "${VQ_LSP_DATA:?set VQ_LSP_DATA to the data folder}"
 PACK="${1:-.gpu}"
 PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
-PY_VERSION="${PY_VERSION:-3.12}"
 # what the server imports beyond torch, numpy, safetensors, tokenizers and tqdm (tests/test_dependencies.py
 # keeps pyproject's list honest), with their own dependencies
 WHEELS=(msgpack platformdirs pygls lsprotocol cattrs attrs markdown-it-py mdurl mdit-py-plugins pyspellchecker harper-py)
@@ -23,12 +23,6 @@ mkdir -p "$PACK/data/eval" "$PACK/data/revisions" "$PACK/wheels"
 install -m 644 "$VQ_LSP_DATA/eval/python_peps.jsonl.gz" "$PACK/data/eval/"
 install -m 644 "$VQ_LSP_DATA/revisions/art_of_command_line_README_en.jsonl.gz" \
   "$VQ_LSP_DATA/revisions/rust_book_chapters.jsonl.gz" "$PACK/data/revisions/"
-pins=()
-for name in "${WHEELS[@]}"; do
-  pins+=("$name==$("$PYTHON" -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$name")")
-done
-"$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version "$PY_VERSION" \
-  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  -d "$PACK/wheels" "${pins[@]}"
+pack_wheels "$PACK/wheels" "${WHEELS[@]}"
 cp benchmarks/gpu_pack_run.sh "$PACK/run.sh"
 du -sb "$PACK" | awk '{printf "%s: %.1f MiB\n", $2, $1 / 1048576}'

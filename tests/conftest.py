@@ -73,6 +73,7 @@ SLOW = (
     "tests/server/test_snapshots_e2e.py",
     "tests/training/test_pretrained_teacher.py",
     "tests/training/test_smollm2_slot.py",
+    "tests/training/test_tone_locality_pack.py::test_the_pack_fine_tunes_from_its_own_data_and_sends_the_model_back",
     "tests/training/test_reproduce_script.py",
     "tests/training/test_context_scoring.py",
     "tests/training/test_module_structure.py",

@@ -241,14 +241,24 @@ def train_finetune(args) -> Path:
     train, mix_report = training_examples(tok, rows, args)
     probe_set = encode_reviews(tok, held[-args.eval_reviews :], args.seq - 1) if args.eval_every else []
     probe = (lambda m: accuracy(m, probe_set, lambda n: spread_positions(n, pool))) if probe_set else None
+    loop_start = time.monotonic()
     if args.scope == "post-vq":
         step, t_used, extra = _finetune_post_vq(net, train, probe, args, out, device)
         head_report = None
     else:
         step, t_used, head_report = _finetune_all(net, train, probe, args, out, device, is_vq)
         extra = {}
-    if step < args.steps:  # stopped early (--stop-after): the checkpoint is the result
+    # stopped early by --stop-after: the checkpoint is the result; by --max-seconds: finish with what it has
+    # (without --stop-after the budget is the only other reason to stop early)
+    timed_out = (
+        step < args.steps
+        and getattr(args, "max_seconds", None) is not None
+        and (args.stop_after is None or common.out_of_time(args, step, loop_start))
+    )
+    if step < args.steps and not timed_out:
         return out / "checkpoint.pt"
+    if timed_out:
+        extra["stopped_by_max_seconds"] = {"max_seconds": args.max_seconds, "scheduled_steps": args.steps}
 
     net = net.cpu()
     val = encode_reviews(tok, held[:500], args.seq - 1)
