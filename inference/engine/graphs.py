@@ -35,6 +35,7 @@ from .policy import Room
 
 READ_AFTER = ("sets", "n_tied", "n_next")  # LayerRecord fields filled from the pass's results
 MAX_GRAPHS = 48  # captured passes a window keeps (least recently used dropped first)
+MAX_SEEN = 16 * MAX_GRAPHS  # shape keys a window remembers having run once (least recently seen forgotten first)
 DevicePass = Callable[[EditPlan, "Riders | None"], PassState]
 
 
@@ -75,7 +76,7 @@ class PassGraphs:
     def __init__(self, device: torch.device, limit: int = MAX_GRAPHS) -> None:
         self.cuda = torch.device(device).type == "cuda"
         self.limit = limit
-        self.seen: set[tuple] = set()
+        self.seen: OrderedDict[tuple, None] = OrderedDict()  # keys run once, eagerly: captured if seen again
         self.captured: OrderedDict[tuple, Captured] = OrderedDict()
         self.replays = self.captures = self.eager = 0
         self.failure: str | None = None  # why a capture failed, after which every pass runs eagerly
@@ -90,7 +91,7 @@ class PassGraphs:
             _stage(plan, riders, entry)
             run = self._replay(entry)
         elif key not in self.seen or self.failure is not None:
-            self.seen.add(key)
+            self._saw(key)
             self.eager += 1
             return device_pass(plan, riders)
         else:
@@ -109,6 +110,13 @@ class PassGraphs:
         if riders is not None and entry.riders is not None:
             riders.outputs = entry.riders.outputs
         return run
+
+    def _saw(self, key: tuple) -> None:
+        """Remember a key run once; a long session's many one-off shapes forget the oldest."""
+        self.seen[key] = None
+        self.seen.move_to_end(key)
+        if len(self.seen) > MAX_SEEN:
+            self.seen.popitem(last=False)
 
     def _capture(self, plan: EditPlan, riders: Riders | None, device_pass: DevicePass) -> Captured:
         if not self.cuda:  # emulated: running it is capturing and replaying it once

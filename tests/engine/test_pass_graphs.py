@@ -142,6 +142,19 @@ def test_a_window_that_grows_drops_its_captures():
     assert window.graphs.replays and doc.verify().codes_equal
 
 
+def test_a_window_remembers_a_bounded_number_of_shapes(monkeypatch):
+    """Shapes run once are remembered so that a second sight captures them; a long session's
+    one-off shapes must not pile up, so the least recently seen are forgotten."""
+    monkeypatch.setattr(graphs, "MAX_SEEN", 3)
+    model = tiny_model(11, window_tokens=256, sizing="graphed")
+    doc = inference.IncrementalDocument(model, [random.Random(0).randrange(4, 101) for _ in range(200)])
+    for sp in _random_edits(200, 80, seed=5):
+        doc.apply([sp])
+    windows = [w.graphs for w in doc.windows if w.graphs is not None]
+    assert windows and all(len(g.seen) <= 3 for g in windows)
+    assert sum(g.eager for g in windows) > 3 and doc.verify().codes_equal
+
+
 def test_a_pass_that_depends_on_more_than_its_shapes_is_refused():
     """Emulated replay compares what the pass decided on the host with the capture's."""
     model = tiny_model(11, window_tokens=256, sizing="graphed")
