@@ -62,7 +62,11 @@ class Captured:
 
 def pass_key(plan: EditPlan, rooms: list[Room], riders: Riders | None) -> tuple:
     """What a captured pass depends on: the shapes of every plan tensor, the rooms, the riders."""
-    shapes = tuple(tuple(t.shape) for t in _plan_tensors(plan).values())
+    return _key(_plan_tensors(plan), rooms, riders)
+
+
+def _key(tensors: dict[str, torch.Tensor], rooms: list[Room], riders: Riders | None) -> tuple:
+    shapes = tuple(tuple(t.shape) for t in tensors.values())
     return shapes, tuple(rooms), None if riders is None else tuple(riders.slots.shape)
 
 
@@ -83,12 +87,13 @@ class PassGraphs:
 
     def run(self, plan: EditPlan, rooms: list[Room], riders: Riders | None, device_pass: DevicePass) -> PassState:
         """The pass of `plan`, eager, captured or replayed; riders.outputs is set either way."""
-        key = pass_key(plan, rooms, riders)
+        tensors = _plan_tensors(plan)  # read once per edit: the key and the staging both need them
+        key = _key(tensors, rooms, riders)
         entry = self.captured.get(key)
         if entry is not None:
             self.captured.move_to_end(key)
             self.replays += 1
-            _stage(plan, riders, entry)
+            _stage(tensors, riders, entry)
             run = self._replay(entry)
         elif key not in self.seen or self.failure is not None:
             self._saw(key)
@@ -112,7 +117,7 @@ class PassGraphs:
         return run
 
     def _saw(self, key: tuple) -> None:
-        """Remember a key run once; a long session's many one-off shapes forget the oldest."""
+        """Remember a key run once; among many one-off shapes, the least recently seen are forgotten."""
         self.seen[key] = None
         self.seen.move_to_end(key)
         if len(self.seen) > MAX_SEEN:
@@ -139,9 +144,9 @@ class PassGraphs:
         return entry.run
 
 
-def _stage(plan: EditPlan, riders: Riders | None, entry: Captured) -> None:
-    """Copy an edit's plan (and riders) into the captured plan's tensors, which the graph reads."""
-    for name, t in _plan_tensors(plan).items():
+def _stage(tensors: dict[str, torch.Tensor], riders: Riders | None, entry: Captured) -> None:
+    """Copy an edit's plan tensors (and riders) into the captured plan's, which the graph reads."""
+    for name, t in tensors.items():
         if entry.inputs[name] is not t:
             entry.inputs[name].copy_(t)
     if riders is not None:

@@ -143,7 +143,7 @@ def test_a_window_that_grows_drops_its_captures():
 
 
 def test_a_window_remembers_a_bounded_number_of_shapes(monkeypatch):
-    """Shapes run once are remembered so that a second sight captures them; a long session's
+    """Shapes run once are remembered so that a second sight captures them; a long document's
     one-off shapes must not pile up, so the least recently seen are forgotten."""
     monkeypatch.setattr(graphs, "MAX_SEEN", 3)
     model = tiny_model(11, window_tokens=256, sizing="graphed")

@@ -87,11 +87,16 @@ class HintCaches:
         new build, so it must stay short however much is kept: a paragraph's material, a layout
         and paragraph spans never change once made, so their sizes are taken once and remembered
         (`_sizes`) instead of walking their objects at every count (with fifty open documents,
-        17 ms against 253 ms: benchmarks/hint_cache_size.py)."""
+        17 ms against 254 ms: benchmarks/hint_cache_size.py)."""
         with self._size_lock:
-            walk = SizeWalk(sizes=self._sizes)
-            walk.seen.update({id(self), id(self._sizes), id(self._sizes.by_id), id(self._size_lock)})
-            return int(sum(walk.size(v) for v in vars(self).values()))
+            return self.bytes_with(self._sizes)
+
+    def bytes_with(self, sizes: KnownSizes) -> int:
+        """The count of `bytes` with the UNCHANGING sizes known in `sizes` (an empty KnownSizes:
+        every object walked, what benchmarks/hint_cache_size.py compares against)."""
+        walk = SizeWalk(sizes=sizes)
+        walk.seen.update({id(self), id(self._sizes), id(self._size_lock)})
+        return int(sum(walk.size(v) for v in vars(self).values()))
 
     def forget(self, doc: inference.IncrementalDocument | None) -> None:
         """Drop what is kept for one document's engine state (the document closed)."""
