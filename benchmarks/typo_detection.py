@@ -29,7 +29,11 @@ not. The column "source errors not counted" leaves the listed words out of both 
 and the correct words; every other column counts them as false alarms, as results before the
 list did.
 
-    python -m benchmarks.typo_detection [--model DIR] [--texts 12] [--chars 5000]
+    python -m benchmarks.typo_detection [--model DIR] [--texts 12] [--chars 5000] [--context paragraph]
+        [--precision float32]
+
+The model reads the texts as the server does (`context: paragraph`, float32) unless --context and
+--precision say otherwise; results before these flags were read with `context: window` in float64.
 
 The same file runs against another checkout for a before/after comparison
 (`PYTHONPATH=OTHER python benchmarks/typo_detection.py --out STEM`): it only uses the detector's
@@ -61,10 +65,11 @@ import torch
 import inference
 from benchmarks import optional
 from benchmarks.common import REPO, data_dir
+from inference.loading import CONTEXTS, PRECISIONS
 from vq_lsp.hints import markup, typos
 from vq_lsp.hints import material as hints
 from vq_lsp.hints.caches import HintCaches
-from vq_lsp.settings import DiagnosticSettings
+from vq_lsp.settings import DiagnosticSettings, Settings
 
 NON_WORD = ("swap", "drop", "double", "neighbour", "two-edit", "repeated")
 REAL_WORD = ("confusable", "real-edit")
@@ -72,6 +77,7 @@ CLASSES = NON_WORD + REAL_WORD
 ONE_EDIT = ("swap", "drop", "double", "neighbour")
 KINDS = ("fiction", "technical", "reviews")
 KEYS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
+SERVER = Settings()  # the model is read as the server reads it unless --context / --precision say otherwise
 
 # Misspellings in the source texts themselves (see the module's docstring), as written: what was meant.
 SOURCE_MISSPELLINGS = {
@@ -571,12 +577,18 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--context", choices=CONTEXTS, default=SERVER.context, help="what a token sees (default: the server's)"
+    )
+    ap.add_argument(
+        "--precision", choices=PRECISIONS, default=SERVER.precision, help="engine dtype (default: the server's)"
+    )
     ap.add_argument("--label", default="this checkout")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "typo_detection"))
     args = ap.parse_args(argv)
     plot = optional.can_plot("typo_detection.py")
     torch.set_num_threads(args.threads)
-    model = inference.load_model(args.model, device="cpu")
+    model = inference.load_model(args.model, device="cpu", dtype=args.precision, context=args.context)
     rng = random.Random(args.seed)
     t0 = time.perf_counter()
     split = {k: {"tune": [], "report": []} for k in KINDS}
@@ -623,6 +635,8 @@ def main(argv=None) -> int:
         "command": shlex.join(["python", "-m", "benchmarks.typo_detection", *(sys.argv[1:] if argv is None else argv)]),
         "hardware": "one CPU core" if args.threads == 1 else f"{args.threads} CPU threads",
         "model": str(model.path.relative_to(REPO) if model.path.is_relative_to(REPO) else model.path),
+        "context": args.context,
+        "precision": args.precision,
         "data": "fiction: gutenberg valid split; technical: revisions/ Markdown; reviews: imdb train (texts alternate "
         "tune/report)",
         "texts": {k: {n: len(v) for n, v in split[k].items()} for k in KINDS},
@@ -657,6 +671,13 @@ def main(argv=None) -> int:
     return 0
 
 
+def _settings_said(context: str, precision: str) -> str:
+    """Whether a run's context and dtype are the server's defaults, in words."""
+    if (context, precision) == (SERVER.context, SERVER.precision):
+        return "the server's defaults"
+    return f"the server reads with `context: {SERVER.context}` in {SERVER.precision}"
+
+
 def _shown(path: Path) -> str:
     """A path as the results show it: relative to the repository when inside it."""
     path = path.resolve()
@@ -683,9 +704,9 @@ def table(r: dict) -> str:
         ("pyspellchecker", "pyspellchecker (every unknown word)"),
     ]
     lines = [
-        f"{r.get('label', '')}: report split, model {Path(r['model']).name}, scored with `context: window` in "
-        "float64 (the engine's defaults; the server reads each paragraph alone in float32: "
-        "`python -m benchmarks.quiet_prose` measures there).",
+        f"{r.get('label', '')}: report split, model {Path(r['model']).name}, scored with "
+        f"`context: {r.get('context', 'window')}` in {r.get('precision', 'float64')} "
+        f"({_settings_said(r.get('context', 'window'), r.get('precision', 'float64'))}).",
         "",
     ]
     if "command" in r:

@@ -132,3 +132,16 @@ def test_the_real_word_threshold_leaves_hints_on_source_errors_out_of_its_precis
     # it is one of the text's own errors (a right hint where no error was put): neither right nor wrong
     threshold, res = td.precise_threshold([(errors, preds, 100, [(10, 14)])], 0.8)
     assert threshold == 2.0 and res == td.prf(1, 0, 0)
+
+
+def test_the_model_reads_the_texts_as_the_server_does_unless_told_otherwise():
+    """The benchmark's context and dtype default to the server's settings, and its report says
+    which were used: a figure measured elsewhere than a writer meets it says so."""
+    from vq_lsp.settings import Settings
+
+    server = Settings()
+    assert (td.SERVER.context, td.SERVER.precision) == (server.context, server.precision)
+    assert td._settings_said(server.context, server.precision) == "the server's defaults"
+    other = "window" if server.context == "paragraph" else "paragraph"
+    said = td._settings_said(other, "float64")
+    assert f"context: {server.context}" in said and server.precision in said
