@@ -290,9 +290,10 @@ def train_finetune(args) -> Path:
         from inference import load_model_folder
 
         source_card = load_model_folder(args.model)[1]
-        source_card.pop("finetune", None)
-        source_card.pop("evaluation", None)
-        source_card.pop("summary", None)
+        # what described the source's weights and no longer holds: a fine-tuned model is calibrated
+        # afresh (`vq-train calibrate` refuses a card that says it is calibrated)
+        for stale in ("finetune", "evaluation", "summary", "calibration"):
+            source_card.pop(stale, None)
         card = {**source_card, **card}
     save_model_folder(net, Tokenizer.from_file(tok_path), out / "model", card)
     return out / "model"
