@@ -70,7 +70,7 @@ def test_a_failing_section_is_reported_and_the_rest_kept(tmp_path):
 
 def test_the_gpu_pack_runs_the_benchmark_from_its_own_data(full_data_dir, tmp_path):
     """benchmarks/gpu_pack_run.sh, as the pack's run.sh, runs the engine's CUDA tests, reads the pack's
-    data (not $VQ_LSP_DATA) and writes benchmarks.gpu_session's results and a log naming the GPU,
+    data (not $VQ_LSP_DATA) and writes the engine's GPU benchmark results and a log naming the GPU,
     Python and torch into OUT."""
     repo = Path(__file__).resolve().parents[1]
     pack = tmp_path / "pack"
