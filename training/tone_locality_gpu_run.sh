@@ -12,13 +12,17 @@
 # The settings are those of "W" in benchmarks/README.md ("Locality against accuracy": the whole model
 # fine-tuned with the writing-style variants, the neutral paragraphs and the locality term), from the
 # bundled model, on every training review but the 1,000 held out, with the margin the GPU locality
-# study chose. The wheels are unpacked (not installed) into a folder on PYTHONPATH. The run itself
-# stays on the machine (RUN, with its checkpoint: re-running with the same RUN resumes); OUT gets
-# what comes back: the model as bfloat16 parts under 16 MiB (`python -m training.bf16_parts join OUT/parts
-# --out MODEL` makes the folder again), log.jsonl, report.json (steps, throughput, held-out accuracy)
-# and run.log. The LR schedule follows STEPS; the budget ends the run after the step that spends it.
-# After it, on a CPU: `vq-train calibrate --centre-neutral 1000`, `evaluate` and `benchmarks.code_flips`
-# with the bundled model's flags, as the same section does.
+# study chose, at the locality weight and language-model weight that one CPU core's runs of 538 steps
+# chose (benchmarks/README.md, "W-CPU"): locality 4 lost 1-4 points of tone on whole reviews where 8
+# lost 6-8, with layers 1-3 still under 0.25% and layer 0 at 1.2% in both; LM weight 1 lost 0.13-0.19
+# nats of the language model where the default 0.2 lost 0.86. The wheels are unpacked (not installed)
+# into a folder on PYTHONPATH. The run itself stays on the machine (RUN, with its checkpoint:
+# re-running with the same RUN resumes); OUT gets what comes back: the model as bfloat16 parts under
+# 16 MiB (`python -m training.bf16_parts join OUT/parts --out MODEL` makes the folder again),
+# log.jsonl, report.json (steps, throughput, held-out accuracy) and run.log. The LR schedule follows
+# STEPS; the budget ends the run after the step that spends it. After it, on a CPU: `vq-train
+# calibrate --centre-neutral 1000`, `evaluate` and `benchmarks.code_flips` with the bundled model's
+# flags, as the same section does.
 set -euo pipefail
 PACK="$(cd "$(dirname "$0")" && pwd)"
 REPO="${REPO:-$(cd "$PACK/.." && pwd)}"
@@ -26,8 +30,9 @@ OUT="${1:?usage: run.sh OUT [more vq-train finetune flags]}"
 shift
 MAX_SECONDS="${MAX_SECONDS:-300}"
 STEPS="${STEPS:-3000}"
-LOCALITY="${LOCALITY:-8}"
+LOCALITY="${LOCALITY:-4}"
 MARGIN="${MARGIN:-0.1}"
+W_LM="${W_LM:-1}"
 RUN="${RUN:-$REPO/runs/tone_locality_gpu}"
 PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
 SITE="${SITE:-$(mktemp -d)}"
@@ -52,7 +57,7 @@ for flag in "$@"; do case "$flag" in --device | --device=*) DEVICE=() ;; esac; d
     --seq 512 --holdout 1000 --limit 24000 \
     --augment original=2,lowercase=1.5,respaced=1,lower_respaced=1.5,sentence=1.5,truncated=1,after_context=1.5 \
     --neutral 3000 --neutral-share 0.25 --batch 16 --lr 3e-5 --w-token 0 --head-lr-mult 10 --warmup 50 \
-    --locality "$LOCALITY" --margin "$MARGIN" --edit-batch 2 --dead-threshold 0 \
+    --locality "$LOCALITY" --margin "$MARGIN" --w-lm "$W_LM" --edit-batch 2 --dead-threshold 0 \
     --steps "$STEPS" --max-seconds "$MAX_SECONDS" --ckpt-every 500 --log-every 25 "${DEVICE[@]}" --resume --quiet "$@"
   { set +x; } 2>/dev/null
   "$PYTHON" -m training.gpu_run_report "$RUN" --stage finetune --json "$OUT/report.json"
