@@ -279,7 +279,7 @@ def train_finetune(args) -> Path:
             "holdout_accuracy": val_acc,
             "loss_weights": {"lm": args.w_lm, "token": args.w_token},
             "locality_weight": args.locality if is_vq and args.scope == "all" else None,
-            "locality_margin": args.margin if is_vq and args.scope == "all" else None,
+            "margin": args.margin if is_vq and args.scope == "all" else None,
             "dead_threshold": args.dead_threshold if is_vq and args.scope == "all" else None,
             "head_fit": head_report,
             "augment": {k: v for k, v in (mix_report or {}).items() if k != "neutral"} or None,

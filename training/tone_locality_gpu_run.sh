@@ -12,17 +12,15 @@
 # The settings are those of "W" in benchmarks/README.md ("Locality against accuracy": the whole model
 # fine-tuned with the writing-style variants, the neutral paragraphs and the locality term), from the
 # bundled model, on every training review but the 1,000 held out, with the margin the GPU locality
-# study chose, at the locality weight and language-model weight that one CPU core's runs of 538 steps
-# chose (benchmarks/README.md, "W-CPU"): locality 4 lost 1-4 points of tone on whole reviews where 8
-# lost 6-8, with layers 1-3 still under 0.25% and layer 0 at 1.2% in both; LM weight 1 lost 0.13-0.19
-# nats of the language model where the default 0.2 lost 0.86. The wheels are unpacked (not installed)
-# into a folder on PYTHONPATH. The run itself stays on the machine (RUN, with its checkpoint:
-# re-running with the same RUN resumes); OUT gets what comes back: the model as bfloat16 parts under
-# 16 MiB (`python -m training.bf16_parts join OUT/parts --out MODEL` makes the folder again),
-# log.jsonl, report.json (steps, throughput, held-out accuracy) and run.log. The LR schedule follows
-# STEPS; the budget ends the run after the step that spends it. After it, on a CPU: `vq-train
-# calibrate --centre-neutral 1000`, `evaluate` and `benchmarks.code_flips` with the bundled model's
-# flags, as the same section does.
+# study chose, at the locality and language-model weights that runs on one CPU core chose
+# (benchmarks/README.md, "W-CPU": locality 4 kept more tone than 8, LM weight 1 kept the language
+# model that 0.2 lost). The wheels are unpacked (not installed) into a folder on PYTHONPATH. The run
+# itself stays on the machine (RUN, with its checkpoint: re-running with the same RUN resumes); OUT
+# gets what comes back: the model as bfloat16 parts under 16 MiB (`python -m training.bf16_parts join
+# OUT/parts --out MODEL` makes the folder again), log.jsonl, report.json (steps, throughput, held-out
+# accuracy) and run.log. The LR schedule follows STEPS; the budget ends the run after the step that
+# spends it. After it, on a CPU: `vq-train calibrate --centre-neutral 1000`, `evaluate` and
+# `benchmarks.code_flips` with the bundled model's flags, as the same section does.
 set -euo pipefail
 PACK="$(cd "$(dirname "$0")" && pwd)"
 REPO="${REPO:-$(cd "$PACK/.." && pwd)}"

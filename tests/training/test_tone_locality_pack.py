@@ -74,7 +74,7 @@ def test_the_pack_fine_tunes_from_its_own_data_and_sends_the_model_back(full_dat
     )
     net, card = load_model_folder(joined)[:2]
     assert card["finetune"]["scope"] == "all" and card["finetune"]["locality_weight"] == 4.0
-    assert card["finetune"]["locality_margin"] == 0.1 and card["finetune"]["loss_weights"]["lm"] == 1.0
+    assert card["finetune"]["margin"] == 0.1 and card["finetune"]["loss_weights"]["lm"] == 1.0
     assert card["finetune"]["stopped_by_max_seconds"]["scheduled_steps"] == 1000
     assert "calibration" not in card  # the bundled model's calibration described its weights, not these
     assert net.config.vq and torch.isfinite(next(net.parameters())).all()
