@@ -12,7 +12,8 @@ valid split and IMDB test text, unlabelled; nothing from eval/), every model on 
 sequences and the same edits, in chunks of CHUNK sequences (each chunk's edits seeded by its
 first sequence; the rates weighted by each chunk's later positions). Beside each model: the
 rates its card records. Then where the flips land: each layer's rate in bands of distance from
-the edit (1-8, 9-64, 65-256 and 257+ tokens after it). MODEL: a model folder, or `bundled` for
+the edit (1-8, 9-64, 65-256 and 257+ tokens after it) and of depth in the window (1-64, 65-256,
+257-512 and 513+ tokens before the row). MODEL: a model folder, or `bundled` for
 the model in the package.
 """
 
@@ -29,27 +30,30 @@ from benchmarks import common
 CHUNK = 32  # sequences per forward pass: a fixed size, so the edits depend only on --edits, --seq and --seed
 
 
+AXES = ("distance", "depth")  # flip_report's bands: tokens after the edit, tokens before the row
+
+
 def layer_rates(net, ids: torch.Tensor, seed: int) -> dict:
     """flip_report over `ids` in chunks: per layer, flipped later positions over all later positions,
-    overall and per band of distance from the edit."""
+    overall and per band of distance from the edit and of depth in the window."""
     from training.evaluate import flip_report
 
-    flipped, later, by_distance, later_by_distance = None, 0, None, None
+    flipped, later = None, 0
+    banded = {axis: (None, None) for axis in AXES}  # axis -> (flips per layer and band, later per band)
     for start in range(0, ids.shape[0], CHUNK):
         part = flip_report(net, ids[start : start + CHUNK], seed + start)
         n = part["later_positions"]
         counts = [rate * n for rate in part["flip_rate_per_layer"]]
         flipped = counts if flipped is None else [a + b for a, b in zip(flipped, counts)]
         later += n
-        by_distance = _add(by_distance, part["flips_by_distance"])
-        later_by_distance = _add(later_by_distance, [part["later_by_distance"]])
-    return {
-        "flip_rate_per_layer": [f / max(1, later) for f in flipped],
-        "later_positions": later,
-        "distance_bands": part["distance_bands"],
-        "flip_rate_by_distance": [[f / max(1, n) for f, n in zip(row, later_by_distance[0])] for row in by_distance],
-        "later_by_distance": later_by_distance[0],
-    }
+        for axis, (flips, positions) in banded.items():
+            banded[axis] = (_add(flips, part[f"flips_by_{axis}"]), _add(positions, [part[f"later_by_{axis}"]]))
+    out = {"flip_rate_per_layer": [f / max(1, later) for f in flipped], "later_positions": later}
+    for axis, (flips, positions) in banded.items():
+        out[f"{axis}_bands"] = part[f"{axis}_bands"]
+        out[f"flip_rate_by_{axis}"] = [[f / max(1, n) for f, n in zip(row, positions[0])] for row in flips]
+        out[f"later_by_{axis}"] = positions[0]
+    return out
 
 
 def _add(total: list[list[int]] | None, part: list[list[int]]) -> list[list[int]]:
@@ -103,27 +107,29 @@ def report(results: dict) -> str:
         results["command"],
         f"{results['edits']} held-out sequences of {results['tokens']} tokens, one random token replaced in each, "
         f"the same for every model; {results['hardware']}.",
-        common.markdown_table(header, rows) + "\n\n" + distance_table(results),
+        "\n\n".join([common.markdown_table(header, rows), *(band_table(results, axis) for axis in AXES)]),
         {label: r["model"] for label, r in results["models"].items()},
     )
 
 
-def distance_table(results: dict) -> str:
-    """Where flips land: per model and layer, the flip rate of later positions by distance from the
-    edit. Rows near the edit flip most often, but most later rows are far from it: the bands' sizes
-    (in the caption) say which carry the flips."""
+def band_table(results: dict, axis: str) -> str:
+    """Where flips land: per model and layer, the flip rate of later positions in each band of
+    distance from the edit (rows near the edit flip most often, but most later rows are far from
+    it) or of depth in the window (an unnormalised attention sum grows with its depth while an
+    edit's change to it does not, so early rows flip most). The bands' sizes are in the caption."""
     first = next(iter(results["models"].values()))
-    edges = [0, *first["distance_bands"]]
+    edges = [0, *first[f"{axis}_bands"]]
+    what = {"distance": ("tokens after", "from the edit"), "depth": ("tokens deep", "into the window")}[axis]
     bands = [f"{a + 1}-{b}" for a, b in zip(edges, edges[1:])] + [f"{edges[-1] + 1}+"]
-    header = ["model", "layer"] + [f"{band} tokens after" for band in bands]
+    header = ["model", "layer"] + [f"{band} {what[0]}" for band in bands]
     rows = [
         [label, str(layer)] + [f"{100 * x:.2f}%" for x in rates]
         for label, r in results["models"].items()
-        for layer, rates in enumerate(r["flip_rate_by_distance"])
+        for layer, rates in enumerate(r[f"flip_rate_by_{axis}"])
     ]
-    counts = ", ".join(f"{band}: {n:,}" for band, n in zip(bands, first["later_by_distance"]))
+    counts = ", ".join(f"{band}: {n:,}" for band, n in zip(bands, first[f"later_by_{axis}"]))
     return (
-        "Codes flipped by distance from the edit (share of the later positions in each band; positions "
+        f"Codes flipped by {axis} {what[1]} (share of the later positions in each band; positions "
         f"per band: {counts})\n\n" + common.markdown_table(header, rows)
     )
 

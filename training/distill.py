@@ -194,6 +194,7 @@ def distill_losses(student, teacher, quant, ids, pos, args, step: int, vq: bool 
             valid[:n_edit],
             args.margin,
             args.locality_layers,
+            args.margin_unit,
         )
         later = torch.arange(ids.shape[1], device=ids.device)[None] > where[:, None]  # (E, T)
         flips = [(c[:n_edit] != c[b:]).any(-1)[later].float().mean() for c in out.codes]  # per layer
@@ -327,6 +328,7 @@ def train_distill(args) -> Path:
             "locality_layers": args.locality_layers,
             "reads_order_only": student.reads_order_only(),
             "margin": args.margin,
+            "margin_unit": args.margin_unit,
             "pseudo_grad": args.pseudo_grad,
             "kmeans_init": kmeans_report,
             "codes_reseeded": quant.reseeded,

@@ -90,6 +90,10 @@ def edit_sequences(valid: torch.Tensor, docs: int, seq: int, seed: int) -> torch
 
 
 DISTANCE_BANDS = (8, 64, 256)  # upper ends of flip_report's bands of distance from the edit (tokens)
+# Upper ends of its bands of depth: the tokens before a row in its window. Attention sums are
+# unnormalised, so a row's size grows with its depth while an edit's change to it does not: early
+# rows flip far more often than late ones.
+DEPTH_BANDS = (64, 256, 512)
 
 
 @torch.no_grad()
@@ -107,16 +111,18 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
     g = torch.Generator().manual_seed(seed)
     edited, where = make_edits(ids, torch.ones_like(ids, dtype=torch.bool), net.config.vocab_size, g)
     a, e = net(ids, pos, vq=True), net(edited, pos, vq=True)
-    distance = torch.arange(t, device=dev)[None] - where[:, None]  # (B, T): tokens after the edit
+    depth = torch.arange(t, device=dev)[None].expand(b, t)  # (B, T): tokens before the row
+    distance = depth - where[:, None]  # (B, T): tokens after the edit
     later = distance > 0
     band = torch.bucketize(distance, torch.tensor(DISTANCE_BANDS, device=dev))  # (B, T): 0 .. len(bands)
-    bands = len(DISTANCE_BANDS) + 1
-    flips, dirty, by_distance = [], [], []
+    depth_band = torch.bucketize(depth, torch.tensor(DEPTH_BANDS, device=dev))  # (B, T)
+    flips, dirty, by_distance, by_depth = [], [], [], []
     inputs_a, inputs_e = [None] + a.layer_outputs[:-1], [None] + e.layer_outputs[:-1]
     for i, (ca, ce) in enumerate(zip(a.codes, e.codes)):
         flipped = (ca != ce).any(-1) & later
         flips.append(float(flipped[later].float().mean()))
-        by_distance.append(torch.bincount(band[flipped], minlength=bands).tolist())
+        by_distance.append(torch.bincount(band[flipped], minlength=len(DISTANCE_BANDS) + 1).tolist())
+        by_depth.append(torch.bincount(depth_band[flipped], minlength=len(DEPTH_BANDS) + 1).tolist())
         if i == 0:
             dirty.append(0.0)  # only the edited token itself is dirty at layer 0
         else:
@@ -130,7 +136,11 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
         # (1..8, 9..64, 65..256, 257.. tokens after it), and how many later positions each band has
         "distance_bands": list(DISTANCE_BANDS),
         "flips_by_distance": by_distance,
-        "later_by_distance": torch.bincount(band[later], minlength=bands).tolist(),
+        "later_by_distance": torch.bincount(band[later], minlength=len(DISTANCE_BANDS) + 1).tolist(),
+        # and by depth: flipped later positions per band of tokens before them in the window
+        "depth_bands": list(DEPTH_BANDS),
+        "flips_by_depth": by_depth,
+        "later_by_depth": torch.bincount(depth_band[later], minlength=len(DEPTH_BANDS) + 1).tolist(),
         "sequences": b,
         "tokens": t,
     }

@@ -96,6 +96,7 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
             valid[:n_edit],
             args.margin,
             args.locality_layers,
+            args.margin_unit,
         )
         loss = loss + args.locality * terms["locality"]
     terms["loss"] = loss
@@ -280,6 +281,7 @@ def train_finetune(args) -> Path:
             "loss_weights": {"lm": args.w_lm, "token": args.w_token},
             "locality_weight": args.locality if is_vq and args.scope == "all" else None,
             "margin": args.margin if is_vq and args.scope == "all" else None,
+            "margin_unit": args.margin_unit if is_vq and args.scope == "all" else None,
             "dead_threshold": args.dead_threshold if is_vq and args.scope == "all" else None,
             "head_fit": head_report,
             "augment": {k: v for k, v in (mix_report or {}).items() if k != "neutral"} or None,

@@ -10,6 +10,14 @@ a margin:
 
 The same hinge on the unedited sequence keeps attention sums away from code boundaries. The
 ablation flag is simply a weight of 0 (no edited copies are then made).
+
+The margin has two units (``--margin-unit``). ``norm`` (above) measures it against the batch's
+typical |s|^2. But attention sums are unnormalised (``s_n = c * sum_i gelu(q_n.k_i) v_i``), so |s|
+grows with the number of tokens before a row while an edit's change to a later row does not: rows
+early in a window, small beside that typical size, get a margin that is no room at all, and a
+margin large enough for them holds most late rows at once. ``edit`` measures a row's room as its
+Euclidean distance to its cell's nearest boundary plane, in units of the mean change this batch's
+edits made to a later row's chunk: exactly what an edit must cross to flip a code, at every depth.
 """
 
 from __future__ import annotations
@@ -53,6 +61,37 @@ def margin_hinge(s_new: torch.Tensor, codes_ref: torch.Tensor, codebook: torch.T
     return torch.relu((d_ref - d_alt) / scale + margin).reshape(b, t, h)
 
 
+def plane_distance(x: torch.Tensor, ref: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
+    """Distance (N, h) from chunks x (N, h, w) to the nearest boundary plane of code ``ref`` (N, h)'s
+    cell; negative when x lies in another code's cell. The boundary with code j is the plane
+    bisecting c_ref and c_j, at (d_j - d_ref) / (2 |c_j - c_ref|) from x."""
+    h = codebook.shape[0]
+    dist = distances(x, codebook)  # (N, h, K)
+    gaps = torch.cdist(codebook, codebook)  # (h, K, K)
+    gap = gaps[torch.arange(h, device=x.device)[None], ref]  # (N, h, K): |c_j - c_ref|
+    d_ref = dist.gather(-1, ref[..., None])  # (N, h, 1)
+    planes = (dist - d_ref) / (2 * gap.clamp(min=1e-12))  # (N, h, K)
+    return planes.scatter(-1, ref[..., None], float("inf")).min(-1).values
+
+
+def edit_hinge(
+    s_new: torch.Tensor, codes_ref: torch.Tensor, codebook: torch.Tensor, unit: torch.Tensor, margin: float
+) -> torch.Tensor:
+    """Per-row hinge (B, T, h) in units of an edit's typical change ``unit`` (h,): how far s_new is
+    from lying ``margin`` such changes inside code ``codes_ref``'s cell."""
+    b, t, _ = s_new.shape
+    h = codebook.shape[0]
+    room = plane_distance(chunks(s_new, h), codes_ref.reshape(-1, h), codebook.detach())  # (B*T, h)
+    return torch.relu(margin - room / unit).reshape(b, t, h)
+
+
+def edit_change(s_orig: torch.Tensor, s_edit: torch.Tensor, later: torch.Tensor, heads: int) -> torch.Tensor:
+    """The mean Euclidean change (h,) the edits made to a later row's VQ-head chunk (no gradient)."""
+    delta = (chunks(s_edit.detach(), heads) - chunks(s_orig.detach(), heads)).norm(dim=-1)  # (E*T, h)
+    rows = later.reshape(-1)
+    return delta[rows].mean(0).clamp(min=1e-6) if rows.any() else delta.new_ones(heads)
+
+
 def locality_loss(
     net,
     s_orig: list[torch.Tensor],
@@ -62,6 +101,7 @@ def locality_loss(
     valid: torch.Tensor,
     margin: float,
     layer_weights: list[float] | None = None,
+    unit: str = "norm",
 ) -> torch.Tensor:
     """Mean hinge over layers, VQ heads and later unedited valid positions (plus the originals).
 
@@ -69,7 +109,8 @@ def locality_loss(
     codes_orig: per-layer (E, T, h) codes of the originals; where: (E,) edited index.
     layer_weights: each layer's share of the mean (None: equal), normalised to sum to the number
     of layers, so the overall weight keeps its meaning: a layer whose codes flip more than the
-    others' can be held harder without retuning ``--locality``.
+    others' can be held harder without retuning ``--locality``. unit: the margin's unit, ``norm``
+    (``margin_hinge``) or ``edit`` (``edit_hinge``; see the module's docstring).
     """
     shares = layer_shares(layer_weights, len(s_orig))
     t = valid.shape[1]
@@ -77,12 +118,20 @@ def locality_loss(
     total = s_orig[0].new_zeros(())
     for layer, share, so, co, se in zip(net.layers, shares, s_orig, codes_orig, s_edit):
         book = layer.vq.codebook
-        hinge_edit = margin_hinge(se, co, book, margin).mean(-1)  # (E, T)
-        hinge_orig = margin_hinge(so, co, book, margin).mean(-1)  # (E, T)
+        if unit == "edit":
+            change = edit_change(so, se, later, book.shape[0])  # (h,)
+            hinge_edit = edit_hinge(se, co, book, change, margin).mean(-1)  # (E, T)
+            hinge_orig = edit_hinge(so, co, book, change, margin).mean(-1)  # (E, T)
+        else:
+            hinge_edit = margin_hinge(se, co, book, margin).mean(-1)  # (E, T)
+            hinge_orig = margin_hinge(so, co, book, margin).mean(-1)  # (E, T)
         term = (hinge_edit * later).sum() / later.sum().clamp(min=1)
         term = term + (hinge_orig * valid).sum() / valid.sum().clamp(min=1)
         total = total + share * term
     return total / len(s_orig)
+
+
+MARGIN_UNITS = ("norm", "edit")
 
 
 class LocalityLayersError(ValueError):

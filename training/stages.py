@@ -11,6 +11,8 @@ import argparse
 
 from inference import argtypes as T
 
+from .locality import MARGIN_UNITS
+
 
 def mix_spec(value: str) -> str:
     """An ``--augment`` value, checked while parsing (argparse reports the ValueError's message)."""
@@ -32,6 +34,23 @@ def add_locality_layers(p: argparse.ArgumentParser) -> None:
         metavar="W",
         help="one weight per layer: each layer's share of the locality term (default: equal), scaled to "
         "keep --locality's meaning; e.g. 4 1 1 1 holds layer 0's codes four times harder",
+    )
+
+
+def add_margin(p: argparse.ArgumentParser, default: float) -> None:
+    """--margin and its unit, for every stage with the locality term (distill, finetune --scope all)."""
+    p.add_argument(
+        "--margin",
+        type=T.non_negative_float,
+        default=default,
+        help="how far from a code's boundary the locality term holds attention sums, in --margin-unit",
+    )
+    p.add_argument(
+        "--margin-unit",
+        choices=MARGIN_UNITS,
+        default="norm",
+        help="norm: a share of the batch's typical |s|^2; edit: the mean change an edit makes to a later "
+        "row, measured as distance to the cell's nearest boundary (the same room early and late in a window)",
     )
 
 
@@ -75,7 +94,7 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--w-hidden", type=T.non_negative_float, default=1.0)
     p.add_argument("--w-ce", type=T.non_negative_float, default=0.5)
     p.add_argument("--locality", type=T.non_negative_float, default=1.0, help="locality weight; 0 = ablation (off)")
-    p.add_argument("--margin", type=T.non_negative_float, default=0.05, help="code margin, relative to |s|^2")
+    add_margin(p, 0.05)
     add_locality_layers(p)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1, help="sequences per batch given an edited copy")
     p.add_argument(
@@ -168,7 +187,7 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
     add_dead_threshold(p)
     p.add_argument("--locality", type=T.non_negative_float, default=1.0)
-    p.add_argument("--margin", type=T.non_negative_float, default=0.05)
+    add_margin(p, 0.05)
     add_locality_layers(p)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from inference import VQOPT, VQOPTConfig
-from training.locality import layer_shares, locality_loss, make_edits, margin_hinge
+from training.locality import edit_hinge, layer_shares, locality_loss, make_edits, margin_hinge, plane_distance
 from training.vq import TrainQuantizer, distances, kmeans
 
 
@@ -87,6 +87,45 @@ def test_margin_hinge_is_zero_deep_inside_a_cell_and_positive_at_a_boundary():
     ref = torch.zeros(1, 1, 1, dtype=torch.long)
     assert margin_hinge(inside, ref, book, 0.05).item() == 0.0
     assert margin_hinge(boundary, ref, book, 0.05).item() > 0.0
+
+
+def test_plane_distance_is_the_euclidean_distance_to_the_cells_nearest_boundary():
+    book = torch.tensor([[[1.0, 0.0], [-1.0, 0.0], [0.0, 4.0]]])  # (h=1, K=3, w=2)
+    x = torch.tensor([[[0.5, 0.0]], [[0.9, 1.8]], [[-0.2, 0.0]]])  # (N=3, h=1, w=2)
+    ref = torch.zeros(3, 1, dtype=torch.long)  # every x measured against code 0's cell
+    # code 0 against code 1: the plane x = 0; against code 2: the plane bisecting (1,0) and (0,4)
+    normal = torch.tensor([-1.0, 4.0]) / 17**0.5
+    to_third = lambda p: float((torch.tensor([0.5, 2.0]) - p) @ normal)  # noqa: E731
+    expected = [min(0.5, to_third(torch.tensor([0.5, 0.0]))), min(0.9, to_third(torch.tensor([0.9, 1.8]))), -0.2]
+    assert torch.allclose(plane_distance(x, ref, book).squeeze(-1), torch.tensor(expected), atol=1e-6)
+
+
+def test_edit_hinge_counts_room_in_units_of_an_edits_change_whatever_the_rows_size():
+    """Rows early in a window are small and late ones large; the same room, in units of the change
+    an edit makes, gets the same hinge at both sizes (the norm unit would not)."""
+    book = torch.tensor([[[1.0, 0.0], [-1.0, 0.0]]])  # cells split by the plane x = 0
+    ref = torch.zeros(1, 2, 1, dtype=torch.long)
+    unit = torch.tensor([0.1])
+    rows = torch.tensor([[[0.05, 0.0], [0.05, 30.0]]])  # both 0.05 from the plane, one 600 times larger
+    hinge = edit_hinge(rows, ref, book, unit, margin=2.0).squeeze(-1)
+    assert torch.allclose(hinge, torch.tensor([[1.5, 1.5]]), atol=1e-3)  # (float32 distances near 900)
+    assert edit_hinge(torch.tensor([[[0.3, 0.0]]]), ref[:, :1], book, unit, margin=2.0).item() == 0.0
+    norm = margin_hinge(rows, ref, book, 0.05).squeeze(-1)
+    assert norm[0, 0] != norm[0, 1]
+
+
+def test_the_edit_unit_reaches_every_layer_and_falls_as_rows_leave_boundaries():
+    net = tiny_net()
+    s_orig, codes, s_edit, where, valid = _locality_inputs(net)
+    with torch.no_grad():
+        near = locality_loss(net, s_orig, codes, s_edit, where, valid, 3.0, None, "edit")
+        only = [locality_loss(net, s_orig, codes, s_edit, where, valid, 3.0, w, "edit") for w in ([1, 0], [0, 1])]
+        # every row moved onto its own code, as far inside its cell as it gets; the same edits' changes
+        s_moved = [net.layers[i].vq.codebook[torch.arange(2), c].reshape(2, 12, 16) for i, c in enumerate(codes)]
+        e_moved = [m + (e - o) for m, e, o in zip(s_moved, s_edit, s_orig)]
+        centred = locality_loss(net, s_moved, codes, e_moved, where, valid, 3.0, None, "edit")
+    assert near > 0 and only[0] > 0 and only[1] > 0
+    assert centred < near
 
 
 def test_edits_replace_exactly_one_non_bos_token():
