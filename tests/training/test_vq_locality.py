@@ -128,6 +128,33 @@ def test_the_edit_unit_reaches_every_layer_and_falls_as_rows_leave_boundaries():
     assert centred < near
 
 
+def test_the_edit_unit_counts_each_rows_room_in_edits_where_the_norm_unit_sees_none():
+    """Cells split by the plane x0 = 0, the other codes far away; rows 0.5 (first sequence) and 1.0
+    (second) inside code 0's cell; the edits move every row 0.25 along x1, which keeps its room.
+    In edits, the first sequence's rows have 2 edits of room (hinge 3 - 2 = 1), the second's 4
+    (hinge 0). Against the batch's |s|^2 the same margin of 3 means another room: the unit is
+    the one asked for."""
+    net = tiny_net(heads=1)
+    book = torch.zeros(1, 8, 16)
+    book[0, 0, 0], book[0, 1, 0] = 1.0, -1.0
+    for j in range(2, 8):
+        book[0, j, j] = 50.0
+    s = torch.zeros(2, 12, 16)
+    s[0, :, 0], s[1, :, 0] = 0.5, 1.0
+    moved = s.clone()
+    moved[..., 1] = 0.25
+    codes = torch.zeros(2, 12, 1, dtype=torch.long)
+    where, valid = torch.tensor([3, 7]), torch.ones(2, 12, dtype=torch.bool)
+    for layer in net.layers:
+        layer.vq.codebook.data = book.clone()
+    args = ([s, s], [codes, codes], [moved, moved], where, valid, 3.0, None)
+    with torch.no_grad():
+        edit, norm = locality_loss(net, *args, "edit"), locality_loss(net, *args, "norm")
+    # per layer: later rows (8 of the first sequence at hinge 1, 4 of the second at 0) plus all rows
+    assert torch.allclose(edit, torch.tensor(8 / 12 + 12 / 24))
+    assert not torch.allclose(norm, edit)
+
+
 def test_edits_replace_exactly_one_non_bos_token():
     ids = torch.arange(40).reshape(4, 10) + 4
     valid = torch.ones_like(ids, dtype=torch.bool)
