@@ -111,11 +111,11 @@ def flip_report(net, ids: torch.Tensor, seed: int) -> dict:
     g = torch.Generator().manual_seed(seed)
     edited, where = make_edits(ids, torch.ones_like(ids, dtype=torch.bool), net.config.vocab_size, g)
     a, e = net(ids, pos, vq=True), net(edited, pos, vq=True)
-    depth = torch.arange(t, device=dev)[None].expand(b, t)  # (B, T): tokens before the row
-    distance = depth - where[:, None]  # (B, T): tokens after the edit
+    depth = torch.arange(t, device=dev)  # (T,): tokens before each row
+    distance = depth[None] - where[:, None]  # (B, T): tokens after the edit
     later = distance > 0
     band = torch.bucketize(distance, torch.tensor(DISTANCE_BANDS, device=dev))  # (B, T): 0 .. len(bands)
-    depth_band = torch.bucketize(depth[0], torch.tensor(DEPTH_BANDS, device=dev)).expand(b, t)  # (B, T)
+    depth_band = torch.bucketize(depth, torch.tensor(DEPTH_BANDS, device=dev)).expand(b, t)  # (B, T)
     flips, dirty, by_distance, by_depth = [], [], [], []
     inputs_a, inputs_e = [None] + a.layer_outputs[:-1], [None] + e.layer_outputs[:-1]
     for i, (ca, ce) in enumerate(zip(a.codes, e.codes)):

@@ -28,6 +28,8 @@ import torch
 
 from .vq import chunks, distances
 
+MARGIN_UNITS = ("norm", "edit")  # margin_hinge's unit, edit_hinge's
+
 
 def make_edits(
     ids: torch.Tensor, valid: torch.Tensor, vocab: int, generator: torch.Generator, low_id: int = 4
@@ -131,9 +133,6 @@ def locality_loss(
         term = term + (hinge_orig * valid).sum() / valid.sum().clamp(min=1)
         total = total + share * term
     return total / len(s_orig)
-
-
-MARGIN_UNITS = ("norm", "edit")
 
 
 class LocalityLayersError(ValueError):

@@ -37,12 +37,12 @@ def add_locality_layers(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_margin(p: argparse.ArgumentParser, default: float) -> None:
+def add_margin(p: argparse.ArgumentParser) -> None:
     """--margin and its unit, for every stage with the locality term (distill, finetune --scope all)."""
     p.add_argument(
         "--margin",
         type=T.non_negative_float,
-        default=default,
+        default=0.05,
         help="how far from a code's boundary the locality term holds attention sums, in --margin-unit",
     )
     p.add_argument(
@@ -94,7 +94,7 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--w-hidden", type=T.non_negative_float, default=1.0)
     p.add_argument("--w-ce", type=T.non_negative_float, default=0.5)
     p.add_argument("--locality", type=T.non_negative_float, default=1.0, help="locality weight; 0 = ablation (off)")
-    add_margin(p, 0.05)
+    add_margin(p)
     add_locality_layers(p)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1, help="sequences per batch given an edited copy")
     p.add_argument(
@@ -187,7 +187,7 @@ def add_parsers(sub, common, train_loop) -> None:
     p.add_argument("--ema-decay", type=T.float_range(0.0, 1.0, hi_open=True), default=0.99)
     add_dead_threshold(p)
     p.add_argument("--locality", type=T.non_negative_float, default=1.0)
-    add_margin(p, 0.05)
+    add_margin(p)
     add_locality_layers(p)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)
 
