@@ -15,6 +15,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+PARKED_CODE = 1e4  # every coordinate of a parked code: far outside any attention sum, so never the nearest
+
+
+def parked_codes(codebook: torch.Tensor) -> torch.Tensor:
+    """(h, K) True for parked codes (every coordinate ``PARKED_CODE``): a layer trained with fewer
+    codes than the config's K keeps the rest there (``vq-train finetune --refit-codes``). Argmin
+    never picks them, and the engine's tie guard leaves them out of its largest-code term."""
+    return (codebook == PARKED_CODE).all(-1)
+
 
 def position_rows(positions, repeat: int):
     """Rows of the coarse and the fine position tables for pool positions (tensors or arrays):

@@ -15,6 +15,7 @@ from inference import argtypes as T
 from .data import resolve_data_dir
 from .locality import LocalityLayersError
 from .teacher_pretrained import SMOLLM2, TeacherNotFound, is_pretrained_source
+from .vq import RefitCodesError
 
 TRAIN_EXTRA = ("transformers",)  # pyproject's [train] extra, by import name
 NEEDS_EXTRA = {"teacher": ("transformers",)}  # checked before any work, not after the data is tokenised
@@ -213,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         ModelLoadError,
         TeacherNotFound,
         LocalityLayersError,
+        RefitCodesError,
     ) as e:  # a model, teacher, tokenizer or setting that cannot be used: say why
         print(f"vq-train {args.cmd}: error: {e}", file=sys.stderr)
         return 2

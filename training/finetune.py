@@ -46,7 +46,7 @@ from .reviews import (
     token_cross_entropy,
 )
 from .tokenizer import load_tokenizer
-from .vq import TrainQuantizer
+from .vq import TrainQuantizer, check_live_codes, kmeans_init
 
 
 def load_for_finetune(args):
@@ -103,12 +103,35 @@ def finetune_losses(net, quant, batch, args, step: int) -> dict[str, torch.Tenso
     return terms
 
 
-def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tuple[int, float, dict | None]:
+REFIT_BATCHES = 8  # batches of the training mix whose attention sums the --refit-codes k-means reads
+
+
+def refit_codebooks(net, train, by_label, neutral, args, device) -> list[dict]:
+    """``--refit-codes``: k-means on batches the training loop never draws (negative step numbers),
+    a few codes live in each named layer and the rest parked (``vq.kmeans_init``)."""
+    from inference.positions import sample_positions
+
+    cfg = net.config
+    batches = []
+    for i in range(REFIT_BATCHES):
+        g = torch.Generator().manual_seed(args.seed * 104_729 - 1 - i)
+        chosen = [train[j] for j in pick_batch(by_label, neutral, args.batch, args.neutral_share, g)]
+        ids, pos, valid, _ = pad_batch(chosen, lambda n, g=g: sample_positions(n, cfg.position_pool, g))
+        batches.append((ids.to(device), pos.to(device), valid.to(device)))
+    was_training = net.training
+    net.eval()
+    report = kmeans_init(net, batches, generator=torch.Generator().manual_seed(args.seed), live=args.refit_codes)
+    net.train(was_training)
+    return [{**r, "live_codes": args.refit_codes[r["layer"]]} for r in report]
+
+
+def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tuple[int, float, dict | None, dict]:
     """Scope "all": every parameter trains (EMA codebooks, Gumbel pseudo-gradient, locality term)."""
     from inference.positions import sample_positions, spread_positions
 
     pool = net.config.position_pool
     layer_shares(args.locality_layers, net.config.num_hidden_layers)  # a misfit is refused before any work
+    check_live_codes(args.refit_codes if is_vq else None, net.config)
     by_label, neutral = rows_by_label([ex[1] for ex in train])
     if is_vq and net.reads_order_only():
         freeze_order_only(net)  # its position tables stay constant, so the same text keeps its scores
@@ -121,7 +144,7 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
     )
     opt = torch.optim.AdamW(param_groups(net, args.head_lr_mult), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     ckpt = out / "checkpoint.pt"
-    step, t_used, head_report = 0, 0.0, None
+    step, t_used, head_report, refit_report = 0, 0.0, None, None
     if args.resume and ckpt.is_file():
         state = common.load_checkpoint(ckpt)
         net.load_state_dict(state["model"])
@@ -131,10 +154,15 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
         torch.set_rng_state(state["rng"])
         step, t_used = state["step"], state["seconds"]
         head_report = state.get("head_fit")
-    elif args.head_fit:  # a fresh run: start from the convex optimum of the head on frozen features
-        head_report = fit_head(net, train[: args.head_fit], lambda n: spread_positions(n, pool))
-        t_used = head_report["seconds"]
-        net.train()
+        refit_report = state.get("refit_codes")
+    else:  # a fresh run
+        if quant is not None and args.refit_codes:
+            refit_report = refit_codebooks(net, train, by_label, neutral, args, device)
+            quant.reset_ema()
+        if args.head_fit:  # start from the convex optimum of the head on frozen features
+            head_report = fit_head(net, train[: args.head_fit], lambda n: spread_positions(n, pool))
+            t_used = head_report["seconds"]
+            net.train()
 
     bar = common.Progress(out, args.steps, step, "finetune-dense" if args.dense else "finetune", disable=args.quiet)
     if head_report and step == 0:
@@ -170,11 +198,12 @@ def _finetune_all(net, train, probe, args, out: Path, device, is_vq: bool) -> tu
             quant=quant.state_dict() if quant is not None else None,
             step=step,
             head_fit=head_report,
+            refit_codes=refit_report,
             seconds=t_used + time.time() - t0,
         ),
     )
     bar.close()
-    return step, t_used + time.time() - t0, head_report
+    return step, t_used + time.time() - t0, head_report, {"refit_codes": refit_report} if refit_report else {}
 
 
 def _finetune_post_vq(net, train, probe, args, out: Path, device) -> tuple[int, float, dict | None]:
@@ -247,8 +276,7 @@ def train_finetune(args) -> Path:
         step, t_used, extra = _finetune_post_vq(net, train, probe, args, out, device)
         head_report = None
     else:
-        step, t_used, head_report = _finetune_all(net, train, probe, args, out, device, is_vq)
-        extra = {}
+        step, t_used, head_report, extra = _finetune_all(net, train, probe, args, out, device, is_vq)
     # stopped early by --stop-after: the checkpoint is the result; by --max-seconds: finish with what it has
     # (without --stop-after the budget is the only other reason to stop early)
     timed_out = (

@@ -25,6 +25,17 @@ def mix_spec(value: str) -> str:
     return value
 
 
+def live_codes(value: str) -> dict[int, int]:
+    """A ``--refit-codes`` value, LAYER=CODES[,LAYER=CODES...], e.g. ``0=8``: {layer: live codes}."""
+    live: dict[int, int] = {}
+    for part in value.split(","):
+        layer, sep, codes = part.partition("=")
+        if not (sep and layer.strip().isdigit() and codes.strip().isdigit() and int(codes) >= 2):
+            raise argparse.ArgumentTypeError(f"expected LAYER=CODES with CODES >= 2 (e.g. 0=8), got {part!r}")
+        live[int(layer)] = int(codes)
+    return live
+
+
 def add_locality_layers(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--locality-layers",
@@ -190,6 +201,14 @@ def add_parsers(sub, common, train_loop) -> None:
     add_margin(p)
     add_locality_layers(p)
     p.add_argument("--edit-batch", type=T.non_negative_int, default=1)
+    p.add_argument(
+        "--refit-codes",
+        type=live_codes,
+        default=None,
+        metavar="LAYER=CODES",
+        help="before the first step, refit these layers' codebooks by k-means with this many codes in use and "
+        "park the rest (e.g. 0=8: fewer, wider cells where one-token edits flip codes most)",
+    )
 
     p = sub.add_parser("order-only", help="make a model read only the order of its tokens (constant position tables)")
     p.add_argument("--model", required=True, help="model folder")

@@ -114,9 +114,11 @@ class TrainQuantizer:
             onehot = F.one_hot(distances(x, book).argmin(-1), k).to(x.dtype)  # (N, h, K)
             self.count[i].mul_(self.decay).add_(onehot.sum(0), alpha=1 - self.decay)
             self.sums[i].mul_(self.decay).add_(torch.einsum("nhk,nhw->hkw", onehot, x), alpha=1 - self.decay)
+            parked = kernels.parked_codes(book)  # (h, K): stay parked, neither averaged nor re-seeded
             book.copy_(self.sums[i] / self.count[i].clamp(min=1e-5)[..., None])
+            book[parked] = kernels.PARKED_CODE
             mean_count = self.count[i].mean(-1, keepdim=True)  # (h, 1)
-            dead = self.count[i] < self.dead_threshold * mean_count  # (h, K)
+            dead = (self.count[i] < self.dead_threshold * mean_count) & ~parked  # (h, K)
             if dead.any():
                 heads = dead.nonzero()[:, 0]
                 pick = torch.randint(0, x.shape[0], (len(heads),), generator=self.generator).to(x.device)
@@ -137,21 +139,47 @@ class TrainQuantizer:
         self.reseeded = state["reseeded"]
 
 
+class RefitCodesError(ValueError):
+    """--refit-codes names a layer or a code count the model does not have: the CLI says so."""
+
+
+def check_live_codes(live: dict[int, int] | None, cfg) -> None:
+    """Refuse a ``--refit-codes`` setting that does not fit the model, before any work."""
+    for layer, codes in (live or {}).items():
+        if layer >= cfg.num_hidden_layers or codes > cfg.vq_codes:
+            raise RefitCodesError(
+                f"--refit-codes {layer}={codes}: the model has layers 0-{cfg.num_hidden_layers - 1} "
+                f"and {cfg.vq_codes} codes per VQ head"
+            )
+
+
 @torch.no_grad()
-def kmeans_init(net, batches, k_iters: int = 20, generator: torch.Generator | None = None) -> list[dict]:
+def kmeans_init(
+    net, batches, k_iters: int = 20, generator: torch.Generator | None = None, live: dict[int, int] | None = None
+) -> list[dict]:
     """Initialise codebooks one layer at a time, earlier layers already quantised.
 
-    ``batches``: list of (ids, positions) used to collect each layer's attention sums.
-    Returns per-layer usage after init (codes used per head).
+    ``batches``: list of (ids, positions) or (ids, positions, valid) used to collect each layer's
+    attention sums (with ``valid``, only its rows: padding is not text).
+    ``live``: refit only these layers, each with that many codes; the rest of its K are parked
+    (``kernels.PARKED_CODE``), so no sum ever picks them. Why fewer codes: a one-token edit moves a shallow row's
+    sum by a large share of it, and the fewer and wider a layer's cells, the fewer of those moves
+    cross a boundary (layer 0 of the bundled model flips most; see training/README.md).
+    Default: every layer, every code. Returns per-layer usage after init (codes used per head).
     """
     cfg = net.config
     report = []
-    for i in range(cfg.num_hidden_layers):
+    for i, k in sorted((live or dict.fromkeys(range(cfg.num_hidden_layers), cfg.vq_codes)).items()):
         use = [j < i for j in range(cfg.num_hidden_layers)]  # layers before i quantised
-        s = torch.cat([net(ids, pos, vq=use).pre_vq[i].reshape(-1, cfg.hidden_size) for ids, pos in batches])
-        x = chunks(s, cfg.vq_heads)  # (N, h, w)
-        net.layers[i].vq.codebook.copy_(kmeans(x, cfg.vq_codes, k_iters, generator))
-        used = distances(x, net.layers[i].vq.codebook).argmin(-1)  # (N, h)
+        rows = []
+        for ids, pos, *valid in batches:
+            s = net(ids, pos, *valid, vq=use).pre_vq[i]  # (B, T, d)
+            rows.append(s[valid[0]] if valid else s.reshape(-1, cfg.hidden_size))
+        x = chunks(torch.cat(rows), cfg.vq_heads)  # (N, h, w)
+        book = net.layers[i].vq.codebook
+        book.fill_(kernels.PARKED_CODE)
+        book[:, :k] = kmeans(x, k, k_iters, generator)
+        used = distances(x, book).argmin(-1)  # (N, h)
         report.append({"layer": i, "codes_used": [int(used[:, j].unique().numel()) for j in range(cfg.vq_heads)]})
     return report
 

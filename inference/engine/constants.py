@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..config import VQOPTConfig
-from ..kernels import position_rows
+from ..kernels import parked_codes, position_rows
 from ..model import VQOPT
 from .lm_head import LMHead
 from .policy import EXACT, Sizing
@@ -86,7 +86,8 @@ class LayerConstants:
         att = layer.self_attn
         cb = layer.vq.codebook.detach()  # (h, K, d/h)
         self.code_sq.append(cb.pow(2).sum(-1))
-        self.code_sq_max.append(self.code_sq[-1].max(-1).values)
+        # over the codes a sum can pick: a parked code, 1e8 per coordinate squared, would make every row a tie
+        self.code_sq_max.append(self.code_sq[-1].masked_fill(parked_codes(cb), 0).max(-1).values)
         if cfg.vq:
             sum_map = torch.zeros(d, width, dtype=table.dtype, device=table.device)
             for j in range(h):

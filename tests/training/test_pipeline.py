@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
 import inference
+from inference import kernels
 from tests.training.conftest import DISTILL, FINETUNE, TINY_OPT, read_log, run_cli
 
 TEACHER = [
@@ -306,3 +308,29 @@ def test_distill_holds_chosen_layers_harder_and_refuses_a_weight_per_wrong_layer
     assert run_cli(*common, "--out", tmp_path / "b", "--locality-layers", 1, 1, 1) == 2  # a clear error
     assert not (tmp_path / "b" / "model").exists()
     assert "needs 2 non-negative weights, one per layer" in capsys.readouterr().err
+
+
+def test_finetune_refits_a_layer_to_fewer_codes_keeps_them_through_a_resume_and_refuses_a_misfit(
+    tmp_path, data_dir, distilled, capsys
+):
+    """--refit-codes 0=3: layer 0 starts from a k-means of 3 codes per head on the training mix; the
+    other codes stay parked through training (and a resume), and the card says so."""
+    ft = ["finetune", "--data", data_dir, "--model", distilled, *FINETUNE, "--steps", 4, "--dead-threshold", 0.5]
+    run_cli(*ft, "--out", tmp_path / "a", "--refit-codes", "0=3")
+    run_cli(*ft, "--out", tmp_path / "b", "--refit-codes", "0=3", "--stop-after", 2)
+    run_cli(*ft, "--out", tmp_path / "b", "--refit-codes", "0=3", "--resume")
+    for run in ("a", "b"):
+        net, card = inference.load_model_folder(tmp_path / run / "model")
+        parked = kernels.parked_codes(net.layers[0].vq.codebook)
+        assert parked[:, 3:].all() and not parked[:, :3].any()
+        assert not kernels.parked_codes(net.layers[1].vq.codebook).any()
+        assert [(r["layer"], r["live_codes"]) for r in card["finetune"]["refit_codes"]] == [(0, 3)]
+    assert same_weights(
+        load_file(tmp_path / "a" / "model" / "model.safetensors"),
+        load_file(tmp_path / "b" / "model" / "model.safetensors"),
+    )
+    assert run_cli(*ft, "--out", tmp_path / "c", "--refit-codes", "5=3") == 2
+    assert "--refit-codes 5=3: the model has layers 0-1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        run_cli(*ft, "--out", tmp_path / "d", "--refit-codes", "0")
+    assert e.value.code == 2 and "expected LAYER=CODES" in capsys.readouterr().err

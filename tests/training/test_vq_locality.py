@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference import VQOPT, VQOPTConfig
+from inference import VQOPT, VQOPTConfig, kernels
+from inference.positions import spread_positions
 from training.locality import edit_hinge, layer_shares, locality_loss, make_edits, margin_hinge, plane_distance
-from training.vq import TrainQuantizer, distances, kmeans
+from training.vq import TrainQuantizer, distances, kmeans, kmeans_init
 
 
 def tiny_net(heads=2) -> VQOPT:
@@ -78,6 +79,39 @@ def test_a_dead_threshold_of_zero_never_reseeds_so_unused_codes_stay_where_they_
     unused = [k for k in range(book.shape[0]) if k not in used.tolist()]
     assert quant.reseeded == 0 and unused
     assert torch.allclose(book[unused], before[unused])
+
+
+def refit_net(live: int) -> tuple[VQOPT, list]:
+    """tiny_net with layer 0 refitted to `live` codes per head on random text; the batches it read."""
+    net = tiny_net()
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randint(0, 50, (2, 24), generator=g), spread_positions(24, 3200).expand(2, 24))]
+    with torch.no_grad():
+        kmeans_init(net, batches, generator=g, live={0: live})
+    return net, batches
+
+
+def test_a_refit_keeps_that_many_codes_live_parks_the_rest_and_leaves_other_layers_alone():
+    before = tiny_net().layers[1].vq.codebook.detach().clone()
+    net, batches = refit_net(live=3)
+    parked = kernels.parked_codes(net.layers[0].vq.codebook)  # (h, K)
+    assert parked.tolist() == [[False] * 3 + [True] * 5] * 2
+    with torch.no_grad():
+        codes = net(*batches[0], vq=True).codes[0]
+    assert codes.max() < 3 and len(codes.unique()) == 3  # every live code used, no parked one
+    assert torch.equal(net.layers[1].vq.codebook, before)
+
+
+def test_parked_codes_stay_parked_through_the_ema_and_dead_code_reseeding():
+    """A parked code is never assigned, so its EMA count falls: it must not be averaged towards
+    nothing nor re-seeded, or the layer would get its codes back."""
+    net, batches = refit_net(live=3)
+    quant = TrainQuantizer(net, decay=0.5, dead_threshold=0.5)
+    for _ in range(30):
+        net(*batches[0], quantizer=quant)
+        quant.update()
+    parked = kernels.parked_codes(net.layers[0].vq.codebook)
+    assert parked[:, 3:].all() and not parked[:, :3].any()
 
 
 def test_margin_hinge_is_zero_deep_inside_a_cell_and_positive_at_a_boundary():
