@@ -8,6 +8,8 @@ a Gumbel-softmax over code distances (the paper's pseudo-gradient), or plain str
 Codebooks are not trained by gradient: they follow an exponential moving average of the
 vectors assigned to them, and codes that fall out of use are re-seeded from recent vectors.
 A collapsed codebook fakes locality (few codes in use, so few flips), so usage is tracked and reported.
+A layer refitted to fewer codes on purpose (``kmeans_init`` with ``live``) keeps the rest parked,
+neither averaged nor re-seeded; whether its fewer codes still carry the tone is for the evaluation.
 """
 
 from __future__ import annotations
