@@ -46,7 +46,7 @@ from .reviews import (
     token_cross_entropy,
 )
 from .tokenizer import load_tokenizer
-from .vq import TrainQuantizer, check_live_codes, kmeans_init
+from .vq import RefitCodesError, TrainQuantizer, check_live_codes, kmeans_init
 
 
 def load_for_finetune(args):
@@ -264,6 +264,8 @@ def train_finetune(args) -> Path:
     out = common.start_run(args)
     device = common.pick_device(args.device)
     net, tok_path, is_vq = load_for_finetune(args)
+    if args.refit_codes and not (is_vq and args.scope == "all"):  # post-vq and dense runs change no code
+        raise RefitCodesError("--refit-codes needs a VQ model and --scope all: no other run changes a code")
     net = net.to(device)  # fp32 (codes must match the engine); see distill.py
     pool = net.config.position_pool
     tok = load_tokenizer(tok_path)

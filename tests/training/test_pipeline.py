@@ -331,6 +331,8 @@ def test_finetune_refits_a_layer_to_fewer_codes_keeps_them_through_a_resume_and_
     )
     assert run_cli(*ft, "--out", tmp_path / "c", "--refit-codes", "5=3") == 2
     assert "--refit-codes 5=3: the model has layers 0-1" in capsys.readouterr().err
+    assert run_cli(*ft, "--out", tmp_path / "e", "--refit-codes", "0=3", "--scope", "post-vq") == 2
+    assert "--refit-codes needs a VQ model and --scope all" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         run_cli(*ft, "--out", tmp_path / "d", "--refit-codes", "0")
     assert e.value.code == 2 and "expected LAYER=CODES" in capsys.readouterr().err
