@@ -257,6 +257,25 @@ def training_examples(tok, rows: list[tuple[str, int]], args) -> tuple[list[tupl
     return examples, report or None
 
 
+STALE_SECTIONS = ("evaluation", "summary", "calibration")
+EARLIER_STAGES = ("finetune", "average")
+
+
+def card_after_finetune(source_card: dict) -> dict:
+    """The source's card as a fine-tune of it inherits it.
+
+    Why: its evaluation, summary and calibration described the source's weights and no longer hold
+    (a fine-tuned model is calibrated afresh; `vq-train calibrate` refuses a card that says it is
+    calibrated). Its own fine-tune and average records still say how the weights it starts from
+    were made (a trunk refitted with ``--refit-codes``, then a tail on it), so they move, in order,
+    to ``earlier_stages`` instead of being lost under the new run's record."""
+    card = {k: v for k, v in source_card.items() if k not in STALE_SECTIONS}
+    earlier = {k: card.pop(k) for k in EARLIER_STAGES if k in card}
+    if earlier:
+        card["earlier_stages"] = [*card.get("earlier_stages", []), earlier]
+    return card
+
+
 def train_finetune(args) -> Path:
     from inference import Tokenizer, save_model_folder
     from inference.positions import spread_positions
@@ -323,11 +342,6 @@ def train_finetune(args) -> Path:
     if not args.dense:
         from inference import load_model_folder
 
-        source_card = load_model_folder(args.model)[1]
-        # what described the source's weights and no longer holds: a fine-tuned model is calibrated
-        # afresh (`vq-train calibrate` refuses a card that says it is calibrated)
-        for stale in ("finetune", "evaluation", "summary", "calibration"):
-            source_card.pop(stale, None)
-        card = {**source_card, **card}
+        card = {**card_after_finetune(load_model_folder(args.model)[1]), **card}
     save_model_folder(net, Tokenizer.from_file(tok_path), out / "model", card)
     return out / "model"

@@ -67,3 +67,21 @@ def test_average_needs_two_existing_models(tmp_path, capsys, distilled):
         with pytest.raises(SystemExit) as e:
             run_cli("average", "--models", *models, "--out", tmp_path / "soup")
         assert e.value.code == 2 and "--models" in capsys.readouterr().err
+
+
+def test_a_fine_tune_of_a_soup_keeps_the_soup_and_its_tails_in_its_card(tmp_path, data_dir, two_tails):
+    """The card of a model fine-tuned from another lists how the weights it started from were made:
+    the soup's average and its first tail's record move, in order, to ``earlier_stages``; the new
+    run's record is ``finetune``, and nothing of the source's calibration or evaluation survives."""
+    assert run_cli("average", "--models", *two_tails, "--out", tmp_path / "soup") == 0
+    args = ["--data", data_dir, "--model", tmp_path / "soup", "--out", tmp_path / "next", *FT, "--lr", 2e-2]
+    assert run_cli("finetune", *args) == 0
+    again = ["--data", data_dir, "--model", tmp_path / "next" / "model", "--out", tmp_path / "third", *FT]
+    assert run_cli("finetune", *again) == 0
+    card = json.loads((tmp_path / "third" / "model" / "card.json").read_text())
+    first, second = card["earlier_stages"]
+    assert first["average"]["models"] == [str(m) for m in two_tails]
+    assert first["finetune"]["lr"] == 1e-2  # the first tail's record, as the soup's card carried it
+    assert set(second) == {"finetune"} and second["finetune"]["source"] == str(tmp_path / "soup")
+    assert card["finetune"]["source"] == str(tmp_path / "next" / "model") and "average" not in card
+    assert not {"calibration", "evaluation", "summary"} & set(card)
