@@ -1,9 +1,10 @@
 """Which tone rule and `context` to serve: the candidates side by side, on data no tuning run reads as eval.
 
     python -m benchmarks.tone_candidates [--part calibration|test] [--docs 12] [--reviews 300] [--threads 1]
-        [--dump FILE]
+        [--dump FILE] [--model DIR --name NAME]
 
-Every document is scored twice with the bundled model, at the server's default precision: once with
+Every document is scored twice with the bundled model (or `--model`: a candidate model measured on the
+same documents, the report named `--name`), at the server's default precision: once with
 `context: window` (a paragraph's tokens see the text before it in their window) and once with
 `context: paragraph` (each paragraph alone). The tone blocks are the server's (`vq_lsp.hints.markup`),
 their scores the server's (`material.tone_blocks`); each candidate rule then decides which blocks show
@@ -22,7 +23,7 @@ a tone. Sets (none from `$VQ_LSP_DATA/eval/`):
 
 Figures: tone shown per eligible paragraph (neutral sets: all wrong), and for reviews the accuracy of the
 document score, the share of reviews with a shown tone and the share of shown hints that are right.
-Results: benchmarks/results/tone_candidates.{md,json}.
+Results: benchmarks/results/tone_candidates_{part}.{md,json} (`--name` for another name).
 """
 
 from __future__ import annotations
@@ -338,7 +339,7 @@ def run(args) -> dict:
     base = DiagnosticSettings()
     out, timing, costs, dumped, by_set = [], {}, {}, [], {}
     for context in ("window", "paragraph"):
-        model = inference.load_model(None, device="cpu", dtype=PRECISION, context=context, layout=LAYOUT)
+        model = inference.load_model(args.model, device="cpu", dtype=PRECISION, context=context, layout=LAYOUT)
         t0 = time.perf_counter()
         for name, docs in sets.items():
             scored = [s for s in (score_doc(model, d) for d in docs) if s is not None]
@@ -367,6 +368,7 @@ def run(args) -> dict:
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
         f"({platform.machine()}, shared with other jobs), {PRECISION}",
         "part": args.part,
+        "model": args.model or "inference/default_model (the bundled model)",
         "seconds": timing,
         "costs": costs,
         "figures": [asdict(f) for f in out],
@@ -413,6 +415,7 @@ def report(results: dict) -> str:
             "",
             f"Command: `{results['command']}`.",
             "",
+            f"Model: `{results.get('model', 'inference/default_model (the bundled model)')}`. "
             f"Hardware: {results['hardware']}.",
             "",
             markdown_table(header, rows),
@@ -477,6 +480,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--dump", help="also write every document's block scores to this JSON file")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    p.add_argument("--model", help="model folder to measure (default: the bundled model)")
+    p.add_argument("--name", help="results file name (default: tone_candidates_PART)")
     args = p.parse_args(argv)
     args.argv = argv
     return args
@@ -485,7 +490,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     results = run(args)
-    write_results(args.out, f"{NAME}_{args.part}", results, report(results))
+    write_results(args.out, args.name or f"{NAME}_{args.part}", results, report(results))
     return 0
 
 

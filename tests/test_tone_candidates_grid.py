@@ -32,3 +32,19 @@ def test_the_grid_ranks_the_most_reviews_within_the_limits_first():
     assert low.technical == 1.0 and not low.meets_limits
     assert points.index(low) > points.index(best)
     assert all(p.gate <= p.threshold for p in points)
+
+
+def test_a_candidate_model_is_named_in_its_report_and_results_file():
+    args = tc.parse(["--part", "test", "--model", "runs/candidate", "--name", "tone_candidates_test_candidate"])
+    assert args.model == "runs/candidate" and args.name == "tone_candidates_test_candidate"
+    results = {
+        "command": "c",
+        "hardware": "h",
+        "part": "test",
+        "model": args.model,
+        "figures": [],
+        "grid": [],
+        "costs": {},
+    }
+    assert "Model: `runs/candidate`." in tc.report(results)
+    assert tc.parse(["--part", "test"]).model is None  # the bundled model
