@@ -131,31 +131,48 @@ tone_recipe() {
   echo "[$(date +%T)] done: $EXPORT_TO"
 }
 
-# The local recipe (the bundled model; one CPU core per stage, about three hours): the tone recipe's
+# The local recipe (the bundled model; one CPU core per stage, about four hours): the tone recipe's
 # order-only trunk distilled further with a stronger locality term (codes flip 0.3-1.1% per layer
-# after a one-token edit instead of 1.8-4.0%, over 256 held-out edits), two tails fine-tuned on it (a quarter and 40% of
-# neutral paragraphs; the second reuses the first's cached features, which do not depend on the
-# share) and averaged, then calibrated with the neutral centring, evaluated, exported.
+# after a one-token edit instead of 1.8-4.0%, over 256 held-out edits), two tails fine-tuned on it (a
+# quarter and 40% of neutral paragraphs; the second reuses the first's cached features, which do not
+# depend on the share), averaged and calibrated with the neutral centring. That model is then
+# fine-tuned whole with the locality term after layer 0's codebook is refitted to 8 codes per head
+# (every layer then flips under 0.8%), and one tail with 55% neutral paragraphs on the new trunk is
+# calibrated the same way, evaluated and exported.
 LOCAL_DISTILL="${LOCAL_DISTILL:---steps 420 --batch 4 --seq 1024 --vq-heads 2 --scale 0.0009765625 --window 2048 --tokens 3000000 --locality 8 --edit-batch 2 --lr 1e-4 --warmup 10 --dead-threshold 0 --ckpt-every 20 --log-every 5}"
 LOCAL_TAIL="${LOCAL_TAIL:---scope post-vq --seq 1024 --holdout 1000 --limit 24000 --neutral 3000 --steps 3600 --batch 32 --crop 192 --lr 5e-3 --w-token 0 --head-lr-mult 1 --warmup 30 --ckpt-every 50 --log-every 20}"
+LOCAL_REFIT="${LOCAL_REFIT:---scope all --seq 512 --holdout 1000 --limit 24000 --neutral 3000 --neutral-share 0.25 --batch 16 --lr 3e-5 --w-token 0 --head-lr-mult 10 --warmup 50 --locality 4 --margin 0.1 --margin-unit norm --edit-batch 2 --dead-threshold 0 --w-lm 1 --refit-codes 0=8 --steps 200 --ckpt-every 50 --log-every 25}"
+
+# tone_tail NAME TRUNK SHARE [FEATURES_FROM]: one post-vq tail on TRUNK with SHARE of neutral paragraphs,
+# reusing the cached features of the tail FEATURES_FROM (they depend on the trunk, not on the share).
+tone_tail() {
+  local name="$1" trunk="$2" share="$3" from="${4:-}"
+  if [ -n "$from" ]; then
+    mkdir -p "$RUN/$name/features"
+    cp -n "$RUN/$from/features/"* "$RUN/$name/features/" 2>/dev/null || true
+  fi
+  stage "$name" finetune --model "$trunk" --out "$RUN/$name" $LOCAL_TAIL \
+    --neutral-share "$share" --augment "$TONE_AUGMENT" --resume $T
+}
 
 local_recipe() {
   : "${GPU_MODELS:?set GPU_MODELS to a folder with finetuned/ and teacher/ (models of the GPU recipe)}"
   stage local_order_only order-only --model "$GPU_MODELS/finetuned" --out "$RUN/local_order_only"
   stage local_distill distill --teacher "$GPU_MODELS/teacher" --init "$RUN/local_order_only" \
     --out "$RUN/local_distill" $LOCAL_DISTILL --resume $T
-  stage local_tail_a finetune --model "$RUN/local_distill/model" --out "$RUN/local_tail_a" $LOCAL_TAIL \
-    --neutral-share 0.25 --augment "$TONE_AUGMENT" --resume $T
-  mkdir -p "$RUN/local_tail_b/features"
-  cp -n "$RUN/local_tail_a/features/"* "$RUN/local_tail_b/features/" 2>/dev/null || true
-  stage local_tail_b finetune --model "$RUN/local_distill/model" --out "$RUN/local_tail_b" $LOCAL_TAIL \
-    --neutral-share 0.4 --augment "$TONE_AUGMENT" --resume $T
+  tone_tail local_tail_a "$RUN/local_distill/model" 0.25
+  tone_tail local_tail_b "$RUN/local_distill/model" 0.4 local_tail_a
   stage local_average average --models "$RUN/local_tail_a/model" "$RUN/local_tail_b/model" --out "$RUN/local_average"
   stage local_calibrate calibrate --model "$RUN/local_average" --out "$RUN/local_calibrated" $TONE_CALIBRATE \
     --centre-neutral 1000 $T
-  stage local_evaluate evaluate --model "$RUN/local_calibrated" --teacher "$GPU_MODELS/teacher" \
-    --out "$RUN/local_evaluate" $TONE_EVAL_ARGS $T
-  stage export export --model "$RUN/local_calibrated" --eval "$RUN/local_evaluate/eval.json" --out "$EXPORT_TO"
+  stage refit finetune --model "$RUN/local_calibrated" --out "$RUN/refit" $LOCAL_REFIT \
+    --augment "$TONE_AUGMENT" --resume $T
+  tone_tail refit_tail "$RUN/refit/model" 0.55
+  stage refit_calibrate calibrate --model "$RUN/refit_tail/model" --out "$RUN/refit_calibrated" $TONE_CALIBRATE \
+    --centre-neutral 1000 $T
+  stage refit_evaluate evaluate --model "$RUN/refit_calibrated" --teacher "$GPU_MODELS/teacher" \
+    --out "$RUN/refit_evaluate" $TONE_EVAL_ARGS $T
+  stage export export --model "$RUN/refit_calibrated" --eval "$RUN/refit_evaluate/eval.json" --out "$EXPORT_TO"
   echo "[$(date +%T)] done: $EXPORT_TO"
 }
 

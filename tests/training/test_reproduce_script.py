@@ -106,34 +106,38 @@ def test_tone_recipe_needs_the_gpu_models(tmp_path):
     assert res.returncode != 0 and "GPU_MODELS" in res.stderr and calls == []
 
 
-def test_local_recipe_distils_for_locality_then_averages_two_tails_centres_evaluates_and_exports(tmp_path):
+def test_local_recipe_distils_averages_two_tails_refits_layer_0_then_one_quiet_tail_evaluates_exports(tmp_path):
     res, calls = run_script(tmp_path, RECIPE="local", GPU_MODELS=str(tmp_path / "gpu"))
     assert res.returncode == 0, res.stdout + res.stderr
     assert [c[0] for c in calls] == [
         "order-only",
         "distill",
+        *("finetune", "finetune", "average", "calibrate"),
         "finetune",
-        "finetune",
-        "average",
-        "calibrate",
+        *("finetune", "calibrate"),
         "evaluate",
         "export",
     ]
-    order_only, distill, tail_a, tail_b, average, calibrate, evaluate, export = calls
+    order_only, distill, tail_a, tail_b, average, calibrate, refit, tail, recalibrate, evaluate, export = calls
     assert c_value(distill, "--init") == c_value(order_only, "--out")
     assert c_value(distill, "--locality") == "8" and c_value(distill, "--dead-threshold") == "0"
     assert c_value(distill, "--teacher").endswith("gpu/teacher") and "--resume" in distill
     trunk = c_value(distill, "--out") + "/model"
     assert c_value(tail_a, "--model") == trunk == c_value(tail_b, "--model")
-    assert [c_value(t, "--neutral-share") for t in (tail_a, tail_b)] == ["0.25", "0.4"]
-    assert all("post-vq" in t and "--resume" in t and c_value(t, "--seq") == "1024" for t in (tail_a, tail_b))
+    assert [c_value(t, "--neutral-share") for t in (tail_a, tail_b, tail)] == ["0.25", "0.4", "0.55"]
+    assert all("post-vq" in t and "--resume" in t and c_value(t, "--seq") == "1024" for t in (tail_a, tail_b, tail))
     assert average[average.index("--models") + 1 : average.index("--models") + 3] == [
         c_value(tail_a, "--out") + "/model",
         c_value(tail_b, "--out") + "/model",
     ]
     assert c_value(calibrate, "--model") == c_value(average, "--out")
-    assert c_value(calibrate, "--centre-neutral") == "1000"
-    assert c_value(evaluate, "--model") == c_value(calibrate, "--out") == c_value(export, "--model")
+    assert c_value(refit, "--model") == c_value(calibrate, "--out")  # the first soup, calibrated
+    assert c_value(refit, "--scope") == "all" and c_value(refit, "--refit-codes") == "0=8"
+    assert c_value(refit, "--locality") == "4" and "--resume" in refit
+    assert c_value(tail, "--model") == c_value(refit, "--out") + "/model"
+    assert c_value(recalibrate, "--model") == c_value(tail, "--out") + "/model"
+    assert c_value(calibrate, "--centre-neutral") == "1000" == c_value(recalibrate, "--centre-neutral")
+    assert c_value(evaluate, "--model") == c_value(recalibrate, "--out") == c_value(export, "--model")
     assert c_value(export, "--eval") == c_value(evaluate, "--out") + "/eval.json"
 
 
