@@ -52,6 +52,7 @@ from vq_lsp.hints.material import tone_blocks
 from vq_lsp.settings import DiagnosticSettings
 
 NAME = "tone_candidates"
+BUNDLED = "inference/default_model (the bundled model)"  # what `--model` left out measures
 PRECISION = "float32"  # the server's default precision and state layout
 LAYOUT = "lean"
 REPO_DOCS = ("docs/server.md", "docs/engine.md", "docs/cli.md", "docs/configuration.md", "training/README.md")
@@ -368,7 +369,7 @@ def run(args) -> dict:
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
         f"({platform.machine()}, shared with other jobs), {PRECISION}",
         "part": args.part,
-        "model": args.model or "inference/default_model (the bundled model)",
+        "model": args.model or BUNDLED,
         "seconds": timing,
         "costs": costs,
         "figures": [asdict(f) for f in out],
@@ -415,8 +416,7 @@ def report(results: dict) -> str:
             "",
             f"Command: `{results['command']}`.",
             "",
-            f"Model: `{results.get('model', 'inference/default_model (the bundled model)')}`. "
-            f"Hardware: {results['hardware']}.",
+            f"Model: `{results.get('model', BUNDLED)}`. Hardware: {results['hardware']}.",
             "",
             markdown_table(header, rows),
             "",
