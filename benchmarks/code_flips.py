@@ -87,7 +87,7 @@ def run(args) -> dict:
         "models": out,
         "edits": int(ids.shape[0]),
         "tokens": int(ids.shape[1]),
-        "command": "python -m benchmarks.code_flips " + shlex.join(args.argv),
+        "command": "python -m benchmarks.code_flips " + shlex.join(common.recorded_command(args.argv)),
         "hardware": f"one {platform.machine()} CPU",
     }
 

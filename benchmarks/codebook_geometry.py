@@ -126,7 +126,7 @@ def run(args) -> dict:
         "fit_sequences": args.sequences // 2,
         "test_sequences": args.sequences - args.sequences // 2,
         "tokens": args.seq,
-        "command": "python -m benchmarks.codebook_geometry " + shlex.join(args.argv),
+        "command": "python -m benchmarks.codebook_geometry " + shlex.join(common.recorded_command(args.argv)),
         "hardware": f"one {platform.machine()} CPU",
     }
 

@@ -144,7 +144,7 @@ def run(args) -> dict:
     return {
         "model": common.recorded_path(model.path),
         "setting": f"window of 2,048 tokens, {args.precision}, {args.state_layout} state, {args.threads} thread(s)",
-        "command": "python -m benchmarks.edit_breakdown " + shlex.join(args.argv),
+        "command": "python -m benchmarks.edit_breakdown " + shlex.join(common.recorded_command(args.argv)),
         "hardware": f"one {platform.machine()} CPU" if model.device.type == "cpu" else torch.cuda.get_device_name(),
         "edits": [asdict(r) for r in records],
         "fit": fit(records),

@@ -405,7 +405,7 @@ def write_results(results: dict[str, list[Sample]], lines: list[str], out: Path,
     (out / "paper_table.json").write_text(json.dumps(raw) + "\n")
     (out / "paper_table.md").write_text("\n".join(lines) + "\n")
     if plots:
-        lines = lines + [f"plot: {path}" for path in plot(results, out)]
+        lines = lines + [f"plot: {recorded_path(path)}" for path in plot(results, out)]
         (out / "paper_table.md").write_text("\n".join(lines) + "\n")
     return "\n".join(lines)
 
