@@ -20,7 +20,6 @@ the model in the package.
 from __future__ import annotations
 
 import platform
-import shlex
 import sys
 
 import torch
@@ -87,7 +86,7 @@ def run(args) -> dict:
         "models": out,
         "edits": int(ids.shape[0]),
         "tokens": int(ids.shape[1]),
-        "command": "python -m benchmarks.code_flips " + shlex.join(common.recorded_command(args.argv)),
+        "command": common.command_line("code_flips", args.argv),
         "hardware": f"one {platform.machine()} CPU",
     }
 

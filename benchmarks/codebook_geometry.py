@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import shlex
 import sys
 
 import torch
@@ -126,7 +125,7 @@ def run(args) -> dict:
         "fit_sequences": args.sequences // 2,
         "test_sequences": args.sequences - args.sequences // 2,
         "tokens": args.seq,
-        "command": "python -m benchmarks.codebook_geometry " + shlex.join(common.recorded_command(args.argv)),
+        "command": common.command_line("codebook_geometry", args.argv),
         "hardware": f"one {platform.machine()} CPU",
     }
 

@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import re
+import shlex
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -106,6 +107,11 @@ def recorded_path(path: str | Path) -> str:
 def recorded_command(argv: list[str]) -> list[str]:
     """A command line as a results file records it: absolute paths as `recorded_path` gives them."""
     return [recorded_path(a) if a.startswith("/") else a for a in argv]
+
+
+def command_line(benchmark: str, argv: list[str]) -> str:
+    """`python -m benchmarks.BENCHMARK ARGS` as a results file records it (paths as `recorded_command`)."""
+    return shlex.join(["python", "-m", f"benchmarks.{benchmark}", *recorded_command(argv)])
 
 
 def revision_histories(path: Path) -> Iterator[tuple[str, list[str]]]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import platform
 import random
-import shlex
 import sys
 import time
 from collections import defaultdict
@@ -144,7 +143,7 @@ def run(args) -> dict:
     return {
         "model": common.recorded_path(model.path),
         "setting": f"window of 2,048 tokens, {args.precision}, {args.state_layout} state, {args.threads} thread(s)",
-        "command": "python -m benchmarks.edit_breakdown " + shlex.join(common.recorded_command(args.argv)),
+        "command": common.command_line("edit_breakdown", args.argv),
         "hardware": f"one {platform.machine()} CPU" if model.device.type == "cpu" else torch.cuda.get_device_name(),
         "edits": [asdict(r) for r in records],
         "fit": fit(records),

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks import optional
-from benchmarks.common import markdown_table, recorded_command, recorded_path, write_results
+from benchmarks.common import command_line, markdown_table, recorded_path, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 FLIP_TARGET = 0.008  # the locality target: at most 0.8% of codes per layer
@@ -202,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     can_plot = optional.can_plot("flips_accuracy.py")
     points = [p for study in args.study for p in from_study(study)]
     points += [from_source(label, s) for label, s in zip(labels, args.sources)]
-    command = shlex.join(["python", "-m", "benchmarks.flips_accuracy", *recorded_command(argv)])
+    command = command_line("flips_accuracy", argv)
     text = "\n".join(
         [
             "# Code flips against accuracy",

@@ -50,7 +50,6 @@ import json
 import platform
 import random
 import re
-import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -60,10 +59,10 @@ import torch
 
 from benchmarks.common import (
     REPO,
+    command_line,
     data_dir,
     is_narration,
     markdown_table,
-    recorded_command,
     recorded_path,
     write_results,
 )
@@ -319,7 +318,7 @@ def run(args) -> dict:
         print(f"{kind}: {figures[-1].texts} texts, {figures[-1].seconds} s", file=sys.stderr)
     d = settings.diagnostics
     return {
-        "command": "python -m benchmarks.quiet_prose " + shlex.join(recorded_command(args.argv)),
+        "command": command_line("quiet_prose", args.argv),
         "model": recorded_path(args.model or inference.DEFAULT_MODEL_DIR),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
         f"({platform.machine()}, shared with other jobs), {settings.precision}",
@@ -456,7 +455,7 @@ def fit(args) -> dict:
     pairs = fit_pairs(gains, base)
     flat = max(base, FLAT_TECHNICAL_GAIN)
     return {
-        "command": "python -m benchmarks.quiet_prose " + shlex.join(recorded_command(args.argv)),
+        "command": command_line("quiet_prose", args.argv),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} ({platform.machine()})",
         "default": base,
         "clean_words": words,

@@ -34,7 +34,6 @@ import json
 import math
 import platform
 import random
-import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -44,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.common import REPO, data_dir, is_narration, markdown_table, recorded_command, write_results
+from benchmarks.common import REPO, command_line, data_dir, is_narration, markdown_table, write_results
 from training.data import clean_imdb, imdb_examples, read_jsonl_gz
 from training.neutral import part_of
 from vq_lsp.hints import markup, tone
@@ -365,7 +364,7 @@ def run(args) -> dict:
     if args.dump:
         Path(args.dump).write_text(json.dumps(dumped))
     return {
-        "command": "python -m benchmarks.tone_candidates " + shlex.join(recorded_command(args.argv)),
+        "command": command_line("tone_candidates", args.argv),
         "hardware": f"{'one CPU core' if args.threads == 1 else f'{args.threads} CPU cores'} "
         f"({platform.machine()}, shared with other jobs), {PRECISION}",
         "part": args.part,
