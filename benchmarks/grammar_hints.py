@@ -32,14 +32,13 @@ import argparse
 import json
 import random
 import re
-import shlex
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import REPO, data_dir
+from benchmarks.common import REPO, command_line, data_dir
 from benchmarks.typo_detection import excerpts, review_excerpts, technical_excerpts
 from vq_lsp.hints import grammar, markup
 from vq_lsp.hints.caches import HintCaches
@@ -192,7 +191,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     texts = texts_of(data_dir(args.data), args)
     results = {
-        "command": shlex.join(["python", "-m", "benchmarks.grammar_hints", *(sys.argv[1:] if argv is None else argv)]),
+        "command": command_line("grammar_hints", sys.argv[1:] if argv is None else argv),
         "hardware": "one CPU core (Harper is single-threaded)",
         "configs": {c.name: measure(texts, c, args.plants, args.seed) for c in CONFIGS},
     }

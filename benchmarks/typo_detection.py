@@ -53,7 +53,6 @@ import gzip
 import json
 import random
 import re
-import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ import torch
 
 import inference
 from benchmarks import optional
-from benchmarks.common import REPO, data_dir
+from benchmarks.common import REPO, command_line, data_dir
 from inference.loading import CONTEXTS, PRECISIONS
 from vq_lsp.hints import markup, typos
 from vq_lsp.hints import material as hints
@@ -632,7 +631,7 @@ def main(argv=None) -> int:
         }
     results = {
         "label": args.label,
-        "command": shlex.join(["python", "-m", "benchmarks.typo_detection", *(sys.argv[1:] if argv is None else argv)]),
+        "command": command_line("typo_detection", sys.argv[1:] if argv is None else argv),
         "hardware": "one CPU core" if args.threads == 1 else f"{args.threads} CPU threads",
         "model": str(model.path.relative_to(REPO) if model.path.is_relative_to(REPO) else model.path),
         "context": args.context,
