@@ -66,7 +66,8 @@ def build(state: WindowState, rows: np.ndarray, pos: np.ndarray) -> None:
     with torch.no_grad():
         out = dense_pass(state, torch.from_numpy(rows).to(dev), pos_t)
         for l, tr in enumerate(out.traces):
-            state.qkv[l, :n] = torch.cat([tr.q[0], tr.k[0], tr.v[0]], -1)
+            qkv = torch.stack([tr.q[0], tr.k[0], tr.v[0]])  # (3, n, d) -> head-major (3, H, n, hd)
+            state.qkv[l, :, :, :n] = qkv.view(3, n, cfg.num_attention_heads, -1).transpose(1, 2)
             torch.mm(tr.s[0], consts.sum_map[l], out=state.sums[l, :n])
             if cfg.vq:
                 state.bounds_of(state.sums[l, :n]).copy_(head_norms(cfg, tr.s[0]))

@@ -148,7 +148,7 @@ def _move_affected_rows(state: WindowState, plan: EditPlan, work: LayerWork) -> 
     )
     if work.whole:
         if work.n_dirty:
-            view.qkv.index_put_((work.dirty_slots,), work.new_qkv)
+            view.write_qkv_rows(work.dirty_slots, work.new_qkv)
         work.sums = _full_sums(state, view, work.l, view.queries_by_head[:, affected], plan.affected_pos_col)
     else:
         work.sums = view.sums.index_select(0, affected)
@@ -283,14 +283,13 @@ def _move_by_changed_keys(
     d, H = cfg.hidden_size, cfg.num_attention_heads
     affected, length = plan.affected, plan.affected.shape[0]
     n_keys = 2 * dirty.shape[0] + n_deleted
-    old_kv = view.qkv.index_select(
-        0,
+    old_kv = view.qkv_rows(
         (torch.cat([dirty_slots, plan.deleted]) if n_deleted else dirty_slots)
         if dirty_slots is not None
-        else plan.deleted,
+        else plan.deleted
     )
     if dirty_slots is not None:
-        view.qkv.index_put_((dirty_slots,), new_qkv)
+        view.write_qkv_rows(dirty_slots, new_qkv)
         changed_kv = torch.cat([new_qkv, old_kv])
         key_table = plan.key_dirty.index_select(2, dirty).flatten(1)  # new keys then old keys of the dirty rows
         if n_deleted:
@@ -298,7 +297,7 @@ def _move_by_changed_keys(
     else:
         changed_kv, key_table = old_kv, plan.key_deleted
     key_sign, key_pos = key_table  # +-scale per new / old key (0 for padding), and key positions
-    queries = view.queries.index_select(0, affected).transpose(0, 1)  # (H, a, hd) (whole rows: 3x faster)
+    queries = view.queries_by_head.index_select(1, affected)  # (H, a, hd)
     keys = changed_kv.as_strided(
         (H, d // H, n_keys), (d // H, 1, changed_kv.stride(0)), changed_kv.storage_offset() + d
     )  # (H, hd, m)

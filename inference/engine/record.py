@@ -16,7 +16,7 @@ import torch
 
 # The version of WindowRecord's fields and of the layout of the tensors they hold. Raise it with any
 # change of either: snapshots of another version are refused, and the caller rebuilds from the text.
-STATE_FORMAT = 1
+STATE_FORMAT = 2
 
 
 @dataclass
@@ -30,7 +30,7 @@ class WindowRecord:
     free: list[int]  # free slots (popped from the end)
     key_pos: torch.Tensor  # position per slot, FAR where no row (S,) (for masks)
     embed_idx: torch.Tensor  # rows of the stacked embedding table per slot (S, 3)
-    qkv: torch.Tensor  # q|k|v per layer and slot (L, S, 3d)
+    qkv: torch.Tensor  # q, k and v per layer, head-major: (L, 3, H, S, hd), a head's keys one block
     sums: torch.Tensor  # the attention sum's code projections and bounds per layer and slot (L, S, C)
     codes: torch.Tensor  # codes per layer and slot (L, S, h)
     outputs: torch.Tensor | None  # the layers' outputs (L, S, d) ("full" layout), else None

@@ -27,17 +27,23 @@ from .rows import finish_rows
 class LayerView:
     """One layer's slices of the state, in the shapes the update reads (remade when tensors grow)."""
 
-    qkv: torch.Tensor  # (slots, 3d)
+    qkv: torch.Tensor  # q, k, v head-major (3, H, slots, hd)
+    qkv_by_slot: torch.Tensor  # the same, slot first (slots, 3, H, hd): a few rows read or written
     sums: torch.Tensor  # (slots, C)
     codes: torch.Tensor  # (slots, h)
     keys_by_head: torch.Tensor  # every key, head-major (H, hd, slots)
     values_by_head: torch.Tensor  # every value, head-major (H, slots, hd)
-    queries: torch.Tensor  # every query (slots, H, hd)
-    # and head-major (H, slots, hd): gathers of a few rows, by advanced indexing (aten.index reads
-    # only those rows; index_select on this view copied all of q first)
-    queries_by_head: torch.Tensor
+    queries_by_head: torch.Tensor  # every query, head-major (H, slots, hd)
     outputs: torch.Tensor | None  # the layer's outputs (full layout)
     key_pos: torch.Tensor  # (slots,) every slot's position, FAR where not alive
+
+    def qkv_rows(self, slots: torch.Tensor) -> torch.Tensor:
+        """The q|k|v rows (r, 3d) of some slots (advanced indexing reads only those rows)."""
+        return self.qkv_by_slot[slots].view(slots.shape[0], -1)
+
+    def write_qkv_rows(self, slots: torch.Tensor, rows: torch.Tensor) -> None:
+        """Write q|k|v rows (r, 3d) of some slots into the head-major blocks."""
+        self.qkv_by_slot.index_put_((slots,), rows.view(rows.shape[0], *self.qkv_by_slot.shape[1:]))
 
 
 def running_sums(rows: torch.Tensor) -> np.ndarray:
@@ -128,7 +134,8 @@ class WindowState:
         self.pos_host = np.zeros(cap + 1, dtype=np.int64)
         self.key_pos = torch.full((cap + 1,), FAR, dtype=dt, device=dev)
         self.embed_idx = torch.zeros(cap + 1, 3, dtype=torch.long, device=dev)
-        self.qkv = torch.zeros(L, cap + 1, 3 * d, dtype=dt, device=dev)
+        H = cfg.num_attention_heads
+        self.qkv = torch.zeros(L, 3, H, cap + 1, d // H, dtype=dt, device=dev)
         self.sums = torch.zeros(L, cap + 1, C, dtype=dt, device=dev)
         self.codes = torch.zeros(L, cap + 1, h, dtype=torch.long, device=dev)
         self.cls_logp = torch.zeros(cap + 1, cfg.num_labels, dtype=dt, device=dev)
@@ -147,20 +154,18 @@ class WindowState:
     def make_views(self) -> None:
         """Per-layer views the update reads (remade whenever the tensors are reallocated)."""
         self.graphs = None  # graphed sizing's captured passes (graphs.PassGraphs) read the old tensors
-        d, H, L = self.cfg.hidden_size, self.cfg.num_attention_heads, self.cfg.num_hidden_layers
-        n = self.cap + 1
         self.layer_views = []
-        for l in range(L):
-            t = self.qkv[l]
+        for l in range(self.cfg.num_hidden_layers):
+            t = self.qkv[l]  # (3, H, slots, hd): each head's queries, keys and values one block
             self.layer_views.append(
                 LayerView(
                     qkv=t,
+                    qkv_by_slot=t.permute(2, 0, 1, 3),
                     sums=self.sums[l],
                     codes=self.codes[l],
-                    keys_by_head=t[:, d : 2 * d].view(n, H, d // H).permute(1, 2, 0),
-                    values_by_head=t[:, 2 * d :].view(n, H, d // H).transpose(0, 1),
-                    queries=t[:, :d].view(n, H, d // H),
-                    queries_by_head=t[:, :d].view(n, H, d // H).transpose(0, 1),
+                    keys_by_head=t[1].transpose(1, 2),
+                    values_by_head=t[2],
+                    queries_by_head=t[0],
                     outputs=None if self.outputs is None else self.outputs[l],
                     key_pos=self.key_pos,
                 )
@@ -285,7 +290,7 @@ class WindowState:
             ("cls_logp", 0),
             ("nll", 0),
             ("outputs", 1),
-            ("qkv", 1),
+            ("qkv", 3),
             ("sums", 1),
             ("codes", 1),
         ):
