@@ -1,6 +1,7 @@
 """The incremental engine: one window's state, and the update that keeps it exact under edits.
 
-State (state.py): per layer l, q, k, v, the code projections of the attention sum s (s . c for
+State (state.py): per layer l, q, k, v (head-major: a row recomputed over every key reads each
+head's keys and values as one block), the code projections of the attention sum s (s . c for
 every code: a "sums" row), an upper bound of |s| per VQ head (the tie guard's scale) and the
 codes; per row, what the heads read off its last layer's output: the class log-probabilities and
 the surprise of the next token. The layer outputs are kept only with the "full" layout
@@ -34,6 +35,7 @@ Modules, one job each:
   dense      the dense pass over a window: build (open, rebuild) and verify
   plan       the typed plan of one update, built on the host
   layer      the update of one layer (update_layer, its steps), over the pure kernels of rows.py
+  full_rows  rows recomputed in full over every key, and which keys they read
   passes     an update (apply, settle): its passes, overflow resumption and near-tie fixes
   graphs     PassGraphs: a window's first passes captured per shape and replayed (graphed sizing)
   heads      the LM head and the classification head of a window's rows

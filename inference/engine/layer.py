@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from . import rows as kernels
+from .full_rows import full_sums_of
 from .plan import EditPlan, LayerRecord, PassState, SavedSets, to_device, to_host
 from .policy import Room
 
@@ -57,6 +58,7 @@ class LayerWork:
     goes_next: torch.Tensor | None = None  # flags (or counts) of the rows that go on
     next_rows: torch.Tensor | None = None  # the next layer's rows
     host_sets: list | None = None  # exact sizes: (dirty, recomputed in full, next) rows on the host
+    key_slots: int | None = None  # exact sizes: the first slots hold every key the dirty rows see
 
     @property
     def n_dirty(self) -> int:
@@ -109,6 +111,8 @@ def _start(
         carried=carried is not None,
     )
     if work.n_dirty:
+        if plan.sizing.reads_each_layer:
+            work.key_slots = plan.host.key_slots(run.host_dirty)
         if carried is not None:
             work.dirty_slots, work.dirty_input = carried
         else:
@@ -149,7 +153,7 @@ def _move_affected_rows(state: WindowState, plan: EditPlan, work: LayerWork) -> 
     if work.whole:
         if work.n_dirty:
             view.write_qkv_rows(work.dirty_slots, work.new_qkv)
-        work.sums = _full_sums(state, view, work.l, view.queries_by_head[:, affected], plan.affected_pos_col)
+        work.sums = full_sums_of(state, view, work.l, view.queries_by_head[:, affected], plan.affected_pos_col)
     else:
         work.sums = view.sums.index_select(0, affected)
     if state.cfg.vq:
@@ -191,8 +195,9 @@ def _recompute_in_full(state: WindowState, plan: EditPlan, work: LayerWork, extr
         full_rows = work.full_rows = torch.cat(parts) if len(parts) > 1 else parts[0]
         # (H, r, hd) (index_select along dim 1 would copy all of q)
         rows = work.dirty_slots if full_rows is dirty else plan.affected.index_select(0, full_rows)
-        fresh = _full_sums(
-            state, view, work.l, view.queries_by_head[:, rows], plan.affected_pos_col.index_select(0, full_rows)
+        pos = plan.affected_pos_col.index_select(0, full_rows)
+        fresh = full_sums_of(
+            state, view, work.l, view.queries_by_head[:, rows], pos, work.key_slots if full_rows is dirty else None
         )
         work.sums.index_put_((full_rows,), fresh)
     view.sums.index_put_((plan.affected,), work.sums)
@@ -376,7 +381,7 @@ def read_sets(
         view, affected = state.layer_views[l], plan.affected
         tie_rows = to_device(ties, goes_next)
         slots = affected.index_select(0, tie_rows)
-        sums = _full_sums(
+        sums = full_sums_of(
             state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, tie_rows)
         )
         view.sums.index_put_((slots,), sums)
@@ -388,11 +393,3 @@ def read_sets(
         next_rows = np.concatenate([dirty, np.flatnonzero(flipped)])
     run.host_dirty = next_rows
     return to_device(next_rows, goes_next), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows]
-
-
-def _full_sums(state: WindowState, view, l: int, queries: torch.Tensor, query_pos: torch.Tensor) -> torch.Tensor:
-    """Sums rows of queries (H, r, hd) at positions (r, 1) over every key of the layer (many rows, exact
-    sizes: by blocks of positions, rows.full_sums)."""
-    blocks = kernels.blocks_for(queries.shape[1], state.consts.sizing.reads_each_layer)
-    args = (state.cfg, state.consts, l, view.keys_by_head, view.values_by_head, view.key_pos, queries, query_pos)
-    return kernels.full_sums(*args, blocks=blocks)

@@ -48,6 +48,16 @@ class HostPlan:
     pos_before: np.ndarray  # per slot: its position before the update
     deleted: np.ndarray  # deleted slots
     order: np.ndarray  # the document order after the update
+    affected_pos: np.ndarray  # positions of A
+    order_pos: np.ndarray  # positions along the document order (increasing)
+    slots_upto: np.ndarray  # per row of the order: 1 + the largest slot among the rows up to it
+
+    def key_slots(self, rows: np.ndarray) -> int:
+        """How many slots, from the first, hold every key that rows of A (local indices) see: the
+        keys at or before the last of them. A fresh document keeps its rows in slot order, so an
+        edit early in it reads only the keys before it."""
+        last = np.searchsorted(self.order_pos, self.affected_pos[rows].max(), side="right") - 1
+        return int(self.slots_upto[last])
 
 
 @dataclass(frozen=True)
@@ -305,6 +315,9 @@ def _upload(state: WindowState, placed: _Placement, n_affected: int, host: _Host
             pos_before=placed.pos_before,
             deleted=deleted,
             order=placed.order,
+            affected_pos=state.pos_host[host.affected[:n_affected]],
+            order_pos=placed.positions,
+            slots_upto=np.maximum.accumulate(placed.order) + 1,
         ),
         **padded,
     )

@@ -1,5 +1,6 @@
-"""Many rows recomputed at once go by blocks of positions, each against only the keys before it:
-the same sums as one product over every key, and the engine stays exact through it."""
+"""Many rows recomputed at once go by blocks of positions, each against only the keys before it, and
+a few rows read only the first slots when those hold every key they see: the same sums as one
+product over every key, and the engine stays exact through it."""
 
 from __future__ import annotations
 
@@ -56,3 +57,48 @@ def _counting(fn, calls):
         return fn(*args, blocks=blocks)
 
     return counted
+
+
+def _keys_read(calls):
+    """rows.full_sums, noting how many key slots each one-block call reads."""
+    fn = rows.full_sums
+
+    def noted(*args, blocks=1):
+        if blocks == 1:
+            calls.append(args[3].shape[-1])
+        return fn(*args, blocks=blocks)
+
+    return noted
+
+
+def test_an_edit_early_in_a_fresh_document_reads_only_the_keys_before_it(monkeypatch):
+    """A fresh document keeps its rows in slot order (BOS in slot 0): the edited row, recomputed
+    over every key it sees, reads only the slots up to its own, and the codes stay exact."""
+    from inference import IncrementalDocument
+
+    model = tiny_model(4, dtype=torch.float32)
+    rng = random.Random(4)
+    doc = IncrementalDocument(model, [rng.randrange(4, model.config.vocab_size) for _ in range(100)])
+    calls = []
+    monkeypatch.setattr(rows, "full_sums", _keys_read(calls))
+    doc.apply([Splice(10, 11, [3])])
+    assert calls[0] == 12  # layer 0: the edited token's row (slot 11) and the 11 before it
+    assert doc.verify().codes_equal
+
+
+def test_rows_typed_in_fresh_slots_are_among_the_keys_read_and_the_codes_stay_exact(monkeypatch):
+    """Typed tokens take fresh slots after the document's: an edit after them reads up to them."""
+    from inference import IncrementalDocument
+
+    model = tiny_model(5, dtype=torch.float32)
+    rng = random.Random(5)
+    doc = IncrementalDocument(model, [rng.randrange(4, model.config.vocab_size) for _ in range(100)])
+    doc.apply([Splice(20, 20, [5, 6])])  # two typed tokens, in slots after the document's rows
+    calls = []
+    monkeypatch.setattr(rows, "full_sums", _keys_read(calls))
+    doc.apply([Splice(10, 11, [3])])  # before them: only the first 12 slots
+    assert calls[0] == 12
+    calls.clear()
+    doc.apply([Splice(40, 41, [3])])  # after them: up to the typed tokens' slots
+    assert calls[0] > 101
+    assert doc.verify().codes_equal
