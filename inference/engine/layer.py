@@ -193,7 +193,7 @@ def _recompute_in_full(state: WindowState, plan: EditPlan, work: LayerWork, extr
     parts = [p for p in (dirty if work.n_dirty else None, work.tie_rows, extra_full) if p is not None]
     if parts and not work.whole:
         full_rows = work.full_rows = torch.cat(parts) if len(parts) > 1 else parts[0]
-        # (H, r, hd) (index_select along dim 1 would copy all of q)
+        # (H, r, hd): the dirty rows' slots as they are, other rows' looked up in A
         rows = work.dirty_slots if full_rows is dirty else plan.affected.index_select(0, full_rows)
         pos = plan.affected_pos_col.index_select(0, full_rows)
         fresh = full_sums_of(

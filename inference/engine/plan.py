@@ -219,6 +219,7 @@ class _HostTables:
     """The plan's index and float tables on the host, before their upload (one copy per dtype)."""
 
     affected: np.ndarray  # A, padded with the trash slot
+    affected_pos: np.ndarray  # their positions
     dirty: np.ndarray  # local indices of the touched rows, padded
     pad_index: int
     valid: np.ndarray
@@ -243,9 +244,10 @@ def _host_tables(state: WindowState, placed: _Placement, affected_slots: np.ndar
     priority = valid * 1.0
     priority[dirty[:n_touched]] = 1.0 + 2.0**-20  # edited rows first: a capped next set never drops them
     signs = [valid * scale, -(valid * ~placed.is_new[affected]) * scale]
-    key_dirty = np.concatenate([*signs, state.pos_host[affected], placed.pos_before[affected]])
+    affected_pos = state.pos_host[affected]
+    key_dirty = np.concatenate([*signs, affected_pos, placed.pos_before[affected]])
     key_deleted = np.concatenate([np.full(len(placed.deleted), -scale), placed.pos_before[placed.deleted]])
-    return _HostTables(affected, dirty, pad_index, valid, priority, key_dirty, key_deleted)
+    return _HostTables(affected, affected_pos, dirty, pad_index, valid, priority, key_dirty, key_deleted)
 
 
 def plan_edit(state: WindowState, edit: Reordering, layout: np.ndarray | None = None) -> tuple[Cost, EditPlan | None]:
@@ -273,7 +275,7 @@ def _upload(state: WindowState, placed: _Placement, n_affected: int, host: _Host
     affected_t, dirty_t, moved, pad_index_t, touched_embed = (
         torch.from_numpy(ints).to(dev).split([length, n_dirty, n_touched + n_deleted, 1, 3 * n_touched])
     )
-    floats = [host.key_dirty, host.key_deleted, state.pos_host[host.affected], host.valid, host.priority]
+    floats = [host.key_dirty, host.key_deleted, host.affected_pos, host.valid, host.priority]
     floats += [state.pos_host[touched], np.full(n_deleted, FAR)]
     key_dirty_t, key_deleted_t, affected_pos, valid_t, priority_t, moved_pos = (
         torch.from_numpy(np.concatenate(floats))
@@ -315,7 +317,7 @@ def _upload(state: WindowState, placed: _Placement, n_affected: int, host: _Host
             pos_before=placed.pos_before,
             deleted=deleted,
             order=placed.order,
-            affected_pos=state.pos_host[host.affected[:n_affected]],
+            affected_pos=host.affected_pos[:n_affected],
             order_pos=placed.positions,
             slots_upto=np.maximum.accumulate(placed.order) + 1,
         ),
