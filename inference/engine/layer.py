@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from . import rows as kernels
+from .code_check import check_moved_rows
 from .full_rows import full_sums_of
 from .plan import EditPlan, LayerRecord, PassState, SavedSets, to_device, to_host
 from .policy import Room
@@ -51,11 +52,11 @@ class LayerWork:
     sums: torch.Tensor | None = None  # the affected rows' sums rows, brought up to date
     proj: torch.Tensor | None = None  # their code projections per VQ head (a, h, K) (a view of sums)
     bounds: torch.Tensor | None = None  # their bounds u (a, h) (a view of sums)
-    tied: torch.Tensor | None = None  # near-tie flags (padded) or counts (exact sizes)
+    tied: torch.Tensor | None = None  # near-tie flags (padded sizes; exact sizes: code_check finds them)
     tie_rows: torch.Tensor | None = None  # near-ties recomputed in full in this layer
     full_rows: torch.Tensor | None = None  # every row recomputed in full
     codes: torch.Tensor | None = None  # the affected rows' codes
-    goes_next: torch.Tensor | None = None  # flags (or counts) of the rows that go on
+    goes_next: torch.Tensor | None = None  # flags of the rows that go on
     next_rows: torch.Tensor | None = None  # the next layer's rows
     host_sets: list | None = None  # exact sizes: (dirty, recomputed in full, next) rows on the host
     key_slots: int | None = None  # exact sizes: the first slots hold every key the dirty rows see
@@ -207,19 +208,25 @@ def _next_rows(
     state: WindowState, plan: EditPlan, run: PassState, work: LayerWork, extra_next: torch.Tensor | None
 ) -> None:
     """Step 5: the next layer's rows, the dirty rows and those whose code flipped. Exact sizes: read
-    on the host (with the near-ties the moves left). Padded: compacted without a sync into the room
-    reserved for them; a larger set overflows into a further pass."""
+    on the host (after moves: code_check, which also finds the near-ties the moves left). Padded:
+    compacted without a sync into the room reserved for them; a larger set overflows into a
+    further pass."""
     cfg, exact, n_keys = state.cfg, plan.sizing.reads_each_layer, work.n_keys
+    if exact and cfg.vq and n_keys and not work.whole:  # moved rows: their codes checked, not argmin'd
+        checked = check_moved_rows(state, plan, run, work.l, work.proj, work.bounds)
+        work.codes, work.next_rows, work.host_sets = checked.codes, checked.next_rows, checked.host_sets
+        ties = checked.tie_rows
+        if ties is not None:
+            work.full_rows = ties if work.full_rows is None else torch.cat([work.full_rows, ties])
+        return
     if cfg.vq:
         distances = kernels.code_distances(state.consts, work.l, work.proj)
         best, work.codes = distances.min(-1)  # (a, h): the first of equal minima, as argmin
-        if work.tied is None and n_keys and not work.whole:  # (exact sizes: counts, compared on the host)
+        if work.tied is None and n_keys and not work.whole:
             tie_term = state.tie_code_term[work.l]
-            work.tied = kernels.near_ties(
-                cfg, state.tie_rel, tie_term, work.bounds, distances, best, work.clean, counts=exact
-            )
+            work.tied = kernels.near_ties(cfg, state.tie_rel, tie_term, work.bounds, distances, best, work.clean)
         flipped = work.codes != work.view.codes.index_select(0, plan.affected)
-        goes_next = flipped.sum(-1) if exact else flipped.any(-1)  # exact sizes: how many, read with the ties
+        goes_next = flipped.any(-1)
     else:
         goes_next = plan.valid_rows if n_keys else plan.no_rows
     if work.n_dirty and not exact:  # (exact sizes: the host adds them)
@@ -227,10 +234,8 @@ def _next_rows(
     if extra_next is not None:
         goes_next = goes_next | extra_next
     work.goes_next = goes_next
-    if exact:
-        work.next_rows, tie_rows, work.host_sets = read_sets(state, plan, run, work.l, goes_next, work.tied, work.codes)
-        if tie_rows is not None:
-            work.full_rows = tie_rows if work.full_rows is None else torch.cat([work.full_rows, tie_rows])
+    if exact:  # no rows moved (or all recomputed in full): no near-ties
+        work.next_rows, work.host_sets = read_sets(run, goes_next)
     else:
         score = goes_next * plan.priority  # 0 outside A's real rows, 1 + 2^-20 for edited rows (first), 1 otherwise
         top, where = torch.topk(score, work.room.next)
@@ -358,38 +363,13 @@ def _finish_next_rows(state: WindowState, plan: EditPlan, run: PassState, work: 
     return inputs
 
 
-def read_sets(
-    state: WindowState,
-    plan: EditPlan,
-    run: PassState,
-    l: int,
-    goes_next: torch.Tensor,
-    tied: torch.Tensor | None,
-    codes: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor | None, list[np.ndarray]]:
-    """Exact sizes (CPU): the host reads which rows go on, one read per layer. Near-ties among
-    the moved rows (rare) are recomputed in full here, as a dense pass computes them, and join
-    the next rows if their code changed. Returns (next rows, near-tie rows or None, the layer's
-    row sets on the host: dirty, recomputed in full, next)."""
-    flags = to_host(torch.stack([goes_next, tied]) if tied is not None else goes_next.unsqueeze(0))  # one read
+def read_sets(run: PassState, goes_next: torch.Tensor) -> tuple[torch.Tensor, list[np.ndarray]]:
+    """Exact sizes, when no row was moved (the layer saw no changed key, or recomputed every row in
+    full): the host reads which rows go on (the dirty rows first, then the others in order).
+    Returns them and the layer's row sets on the host: dirty, recomputed in full, next."""
+    flags = to_host(goes_next)
     dirty = run.host_dirty
-    flags[:, dirty] = 0  # the dirty rows (distinct) are listed first, and recomputed in full already
-    next_rows = np.concatenate([dirty, np.flatnonzero(flags[0])])  # the dirty rows, then flipped ones (in order)
-    ties = np.flatnonzero(flags[1] > state.cfg.vq_heads) if tied is not None else dirty[:0]
-    tie_rows = None
-    if len(ties):
-        view, affected = state.layer_views[l], plan.affected
-        tie_rows = to_device(ties, goes_next)
-        slots = affected.index_select(0, tie_rows)
-        sums = full_sums_of(
-            state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, tie_rows)
-        )
-        view.sums.index_put_((slots,), sums)
-        fresh = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
-        codes.index_put_((tie_rows,), fresh)
-        goes_next = goes_next.index_put((tie_rows,), (fresh != view.codes.index_select(0, slots)).sum(-1))
-        flipped = to_host(goes_next)  # a second read, only after near-ties
-        flipped[dirty] = 0
-        next_rows = np.concatenate([dirty, np.flatnonzero(flipped)])
+    flags[dirty] = 0  # the dirty rows (distinct) are listed first
+    next_rows = np.concatenate([dirty, np.flatnonzero(flags)])
     run.host_dirty = next_rows
-    return to_device(next_rows, goes_next), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows]
+    return to_device(next_rows, goes_next), [dirty, dirty, next_rows]

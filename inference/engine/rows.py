@@ -132,6 +132,12 @@ def widen_bounds(
     bounds.addmm_(weights.abs(), per_key, beta=1.0 + tie_growth)
 
 
+def tie_threshold(tie_rel: float, tie_code_term: torch.Tensor, bounds: torch.Tensor, best: torch.Tensor):
+    """The tie guard's distance per row and VQ head (a, h): a code closer than this to the row than
+    best + tie_rel * (u^2 + max |c|^2) is a near-tie of the best one (u >= |s chunk|)."""
+    return torch.addcmul(best + tie_code_term, bounds, bounds, value=tie_rel)
+
+
 def near_ties(
     cfg: VQOPTConfig,
     tie_rel: float,
@@ -146,7 +152,7 @@ def near_ties(
     some VQ head has a second code closer than tie_rel * (u^2 + max |c|^2), u >= |s chunk|; best
     (a, h) is each head's smallest distance. counts: instead, how many codes of the row are within
     the guard (int (a,)): tied when more than h (each head's best is one)."""
-    threshold = torch.addcmul(best + tie_code_term, bounds, bounds, value=tie_rel)  # (a, h)
+    threshold = tie_threshold(tie_rel, tie_code_term, bounds, best)  # (a, h)
     within = (distances < threshold.unsqueeze(-1)).sum((-2, -1))
     if counts:
         return within

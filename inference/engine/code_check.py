@@ -1,0 +1,109 @@
+"""Exact sizes (CPU): which affected rows go on to the next layer, read on the host once per layer.
+
+A row goes on when one of its codes changed. A dense pass picks each VQ head's code by argmin over
+its codes; for the rows an edit only moved (hundreds per edit) the engine needs less: whether that
+argmin is still the row's old code, and whether a second code came close enough to tie.
+  - The old code is still the argmin when its distance is the smallest and no other code is within
+    the tie guard: a gather and an amin.
+  - A head that kept its code is a near-tie when the smallest distance among its other codes (the
+    old one set to infinity, another amin) is within the guard.
+On a CPU, an argmin with indices costs about ten times an amin over the same distances, and a
+comparison that writes a flag per code several times an add: here both run only on the few rows
+that go on. A head whose best code moved off the old one sends its row on anyway; whether that
+row is a near-tie is counted exactly on those rows alone. Near-ties are recomputed in full, as a
+dense pass computes them, and go on if their code changed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from . import rows as kernels
+from .full_rows import full_sums_of
+from .plan import EditPlan, PassState, to_device, to_host
+
+if TYPE_CHECKING:
+    from .state import WindowState
+
+
+@dataclass
+class CheckedCodes:
+    """What step 5 found (local rows of A), with exact sizes after moves."""
+
+    codes: torch.Tensor  # (a, h) every affected row's code: the old one where it did not change
+    next_rows: torch.Tensor  # the dirty rows, then those whose code flipped, in order
+    tie_rows: torch.Tensor | None  # near-ties recomputed in full here
+    host_sets: list[np.ndarray]  # on the host: dirty, recomputed in full, next
+
+
+def check_moved_rows(
+    state: WindowState, plan: EditPlan, run: PassState, l: int, proj: torch.Tensor, bounds: torch.Tensor
+) -> CheckedCodes:
+    """Step 5 with exact sizes, after moves, for the affected rows' projections (a, h, K) and
+    bounds (a, h): the next rows, the near-ties recomputed in full, and the codes of the rows that
+    go on, found as the module's docstring says."""
+    codes = state.layer_views[l].codes.index_select(0, plan.affected)  # (a, h): the old codes, a copy
+    flags = to_host(_moved_off_and_close(state, l, proj, bounds, codes))  # (2, a, h): one read
+    dirty = run.host_dirty
+    flags[:, dirty] = False  # the dirty rows (distinct) are listed first, and recomputed in full already
+    moved_off, close = flags
+    flipped = np.flatnonzero(moved_off.any(-1))
+    ties = np.flatnonzero((close & ~moved_off).any(-1))  # heads that kept their code, with a second one close
+    on = np.concatenate([dirty, flipped])
+    if len(on):  # the rows that go on: their codes by argmin, as a dense pass; flipped ones' ties counted
+        rows = to_device(on, codes)
+        distances = kernels.code_distances(state.consts, l, proj.index_select(0, rows))
+        codes.index_put_((rows,), distances.argmin(-1))
+        if len(flipped):
+            guard = bounds.index_select(0, rows[len(dirty) :])
+            ties = np.union1d(ties, flipped[_tied(state, l, guard, distances[len(dirty) :])])
+    tie_rows = None
+    if len(ties):
+        tie_rows = to_device(ties, codes)
+        fresh, tie_flips = _recompute_ties(state, plan, l, tie_rows)
+        codes.index_put_((tie_rows,), fresh)
+        flipped = np.union1d(np.setdiff1d(flipped, ties, assume_unique=True), ties[tie_flips])
+    next_rows = np.concatenate([dirty, flipped])
+    run.host_dirty = next_rows
+    return CheckedCodes(codes, to_device(next_rows, codes), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows])
+
+
+def _moved_off_and_close(
+    state: WindowState, l: int, proj: torch.Tensor, bounds: torch.Tensor, old: torch.Tensor
+) -> torch.Tensor:
+    """Per row and VQ head (bool (2, a, h)): whether the old code is no longer the smallest
+    distance, and whether a code other than the old one is within the tie guard (a near-tie where
+    the old code is still the smallest)."""
+    distances = kernels.code_distances(state.consts, l, proj)  # a fresh (a, h, K), spent below
+    at = old.unsqueeze(-1)
+    at_old = distances.gather(-1, at).squeeze(-1)
+    best = distances.amin(-1)
+    threshold = kernels.tie_threshold(state.tie_rel, state.tie_code_term[l], bounds, best)
+    others = distances.scatter_(-1, at, math.inf).amin(-1)  # the best of the other codes
+    return torch.stack([at_old > best, others < threshold])
+
+
+def _tied(state: WindowState, l: int, bounds: torch.Tensor, distances: torch.Tensor) -> np.ndarray:
+    """Which rows (distances (r, h, K), bounds (r, h)) have two codes of some head within the tie
+    guard, counted over their codes as `kernels.near_ties` counts them (host flags)."""
+    tie_term, best = state.tie_code_term[l], distances.amin(-1)
+    counts = kernels.near_ties(state.cfg, state.tie_rel, tie_term, bounds, distances, best, None, True)
+    return to_host(counts) > state.cfg.vq_heads
+
+
+def _recompute_ties(
+    state: WindowState, plan: EditPlan, l: int, tie_rows: torch.Tensor
+) -> tuple[torch.Tensor, np.ndarray]:
+    """Near-ties (local rows) recomputed in full over every key, written to the state's sums;
+    returns their codes (argmin, as a dense pass picks them) and which of them changed (host)."""
+    view = state.layer_views[l]
+    slots = plan.affected.index_select(0, tie_rows)
+    sums = full_sums_of(state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, tie_rows))
+    view.sums.index_put_((slots,), sums)
+    fresh = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
+    return fresh, to_host((fresh != view.codes.index_select(0, slots)).any(-1))
