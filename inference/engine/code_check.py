@@ -48,12 +48,10 @@ def check_moved_rows(
     bounds (a, h): the next rows, the near-ties recomputed in full, and the codes of the rows that
     go on, found as the module's docstring says."""
     codes = state.layer_views[l].codes.index_select(0, plan.affected)  # (a, h): the old codes, a copy
-    flags = to_host(_moved_off_and_close(state, l, proj, bounds, codes))  # (2, a, h): one read
+    flags = to_host(_moved_off_and_tied(state, l, proj, bounds, codes))  # (2, a): one read
     dirty = run.host_dirty
     flags[:, dirty] = False  # the dirty rows (distinct) are listed first, and recomputed in full already
-    moved_off, close = flags
-    flipped = np.flatnonzero(moved_off.any(-1))
-    ties = np.flatnonzero((close & ~moved_off).any(-1))  # heads that kept their code, with a second one close
+    flipped, ties = np.flatnonzero(flags[0]), np.flatnonzero(flags[1])
     on = np.concatenate([dirty, flipped])
     if len(on):  # the rows that go on: their codes by argmin, as a dense pass; flipped ones' ties counted
         rows = to_device(on, codes)
@@ -73,19 +71,22 @@ def check_moved_rows(
     return CheckedCodes(codes, to_device(next_rows, codes), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows])
 
 
-def _moved_off_and_close(
+def _moved_off_and_tied(
     state: WindowState, l: int, proj: torch.Tensor, bounds: torch.Tensor, old: torch.Tensor
 ) -> torch.Tensor:
-    """Per row and VQ head (bool (2, a, h)): whether the old code is no longer the smallest
-    distance, and whether a code other than the old one is within the tie guard (a near-tie where
-    the old code is still the smallest)."""
+    """Per row (bool (2, a)): whether the old code of some VQ head is no longer the smallest
+    distance, and whether some head is a near-tie: its second-best code within the tie guard. A
+    head that kept its code knows its second best (the best of the others); for one that moved
+    off, the old code bounds it from above, so a near-tie found there is one, and the rest of
+    those rows are counted exactly once read (`_tied`)."""
     distances = kernels.code_distances(state.consts, l, proj)  # a fresh (a, h, K), spent below
     at = old.unsqueeze(-1)
     at_old = distances.gather(-1, at).squeeze(-1)
     best = distances.amin(-1)
     threshold = kernels.tie_threshold(state.tie_rel, state.tie_code_term[l], bounds, best)
     others = distances.scatter_(-1, at, math.inf).amin(-1)  # the best of the other codes
-    return torch.stack([at_old > best, others < threshold])
+    second = others.maximum(at_old)  # kept: the second best; moved off: at least the second best
+    return torch.stack([at_old > best, second < threshold]).any(-1)
 
 
 def _tied(state: WindowState, l: int, bounds: torch.Tensor, distances: torch.Tensor) -> np.ndarray:
