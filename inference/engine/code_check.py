@@ -1,4 +1,4 @@
-"""Exact sizes (CPU): which affected rows go on to the next layer, read on the host once per layer.
+"""Exact sizes: which affected rows go on to the next layer, read on the host (once or twice a layer).
 
 A row goes on when one of its codes changed. A dense pass picks each VQ head's code by argmin over
 its codes; for the rows an edit only moved (hundreds per edit) the engine needs less: whether that
@@ -10,8 +10,10 @@ argmin is still the row's old code, and whether a second code came close enough 
 On a CPU, an argmin with indices costs about ten times an amin over the same distances, and a
 comparison that writes a flag per code several times an add: here both run only on the few rows
 that go on. A head whose best code moved off the old one sends its row on anyway; whether that
-row is a near-tie is counted exactly on those rows alone. Near-ties are recomputed in full, as a
-dense pass computes them, and go on if their code changed.
+row is a near-tie is counted exactly on those rows alone (a second read). Near-ties are
+recomputed in full, as a dense pass computes them, and go on if their code changed. On a GPU an
+argmin is one kernel and every read a stall, so there every row is checked by argmin and a tie
+count, with one read.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from .plan import EditPlan, PassState, to_device, to_host
 if TYPE_CHECKING:
     from .state import WindowState
 
+# devices whose check reads the old codes' distances (an argmin with indices is a slow reduction
+# there); elsewhere one argmin kernel over every row costs less than more launches and reads
+OLD_CODE_CHECK_DEVICES = ("cpu",)
+
 
 @dataclass
 class CheckedCodes:
@@ -46,20 +52,12 @@ def check_moved_rows(
 ) -> CheckedCodes:
     """Step 5 with exact sizes, after moves, for the affected rows' projections (a, h, K) and
     bounds (a, h): the next rows, the near-ties recomputed in full, and the codes of the rows that
-    go on, found as the module's docstring says."""
-    codes = state.layer_views[l].codes.index_select(0, plan.affected)  # (a, h): the old codes, a copy
-    flags = to_host(_moved_off_and_tied(state, l, proj, bounds, codes))  # (2, a): one read
+    go on. On a CPU as the module's docstring says; elsewhere by one argmin and one tie count over
+    every row (a kernel each, and one read per layer)."""
+    old = state.layer_views[l].codes.index_select(0, plan.affected)  # (a, h): the old codes, a copy
     dirty = run.host_dirty
-    flags[:, dirty] = False  # the dirty rows (distinct) are listed first, and recomputed in full already
-    flipped, ties = np.flatnonzero(flags[0]), np.flatnonzero(flags[1])
-    on = np.concatenate([dirty, flipped])
-    if len(on):  # the rows that go on: their codes by argmin, as a dense pass; flipped ones' ties counted
-        rows = to_device(on, codes)
-        distances = kernels.code_distances(state.consts, l, proj.index_select(0, rows))
-        codes.index_put_((rows,), distances.argmin(-1))
-        if len(flipped):
-            guard = bounds.index_select(0, rows[len(dirty) :])
-            ties = np.union1d(ties, flipped[_tied(state, l, guard, distances[len(dirty) :])])
+    by_old_codes = proj.device.type in OLD_CODE_CHECK_DEVICES
+    codes, flipped, ties = (_by_old_codes if by_old_codes else _by_argmin)(state, l, proj, bounds, old, dirty)
     tie_rows = None
     if len(ties):
         tie_rows = to_device(ties, codes)
@@ -69,6 +67,41 @@ def check_moved_rows(
     next_rows = np.concatenate([dirty, flipped])
     run.host_dirty = next_rows
     return CheckedCodes(codes, to_device(next_rows, codes), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows])
+
+
+Found = tuple[torch.Tensor, np.ndarray, np.ndarray]  # every affected row's code, flipped rows, near-ties
+
+
+def _by_old_codes(
+    state: WindowState, l: int, proj: torch.Tensor, bounds: torch.Tensor, old: torch.Tensor, dirty: np.ndarray
+) -> Found:
+    """The CPU's check: flags from the old codes' distances, then argmin and the exact tie count on
+    the rows that go on alone. `old` becomes the codes."""
+    flags = to_host(_moved_off_and_tied(state, l, proj, bounds, old))  # (2, a): one read
+    flags[:, dirty] = False  # the dirty rows (distinct) are listed first, and recomputed in full already
+    flipped, ties = np.flatnonzero(flags[0]), np.flatnonzero(flags[1])
+    on = np.concatenate([dirty, flipped])
+    if len(on):  # the rows that go on: their codes by argmin, as a dense pass; flipped ones' ties counted
+        rows = to_device(on, old)
+        distances = kernels.code_distances(state.consts, l, proj.index_select(0, rows))
+        old.index_put_((rows,), distances.argmin(-1))
+        if len(flipped):
+            guard = bounds.index_select(0, rows[len(dirty) :])
+            ties = np.union1d(ties, flipped[_tied(state, l, guard, distances[len(dirty) :])])
+    return old, flipped, ties
+
+
+def _by_argmin(
+    state: WindowState, l: int, proj: torch.Tensor, bounds: torch.Tensor, old: torch.Tensor, dirty: np.ndarray
+) -> Found:
+    """The check of every row at once: argmin (the first of equal minima) and the tie count."""
+    distances = kernels.code_distances(state.consts, l, proj)
+    best, codes = distances.min(-1)
+    tie_term = state.tie_code_term[l]
+    counts = kernels.near_ties(state.cfg, state.tie_rel, tie_term, bounds, distances, best, None, True)
+    flags = to_host(torch.stack([(codes != old).sum(-1), counts]))  # one read
+    flags[:, dirty] = 0
+    return codes, np.flatnonzero(flags[0]), np.flatnonzero(flags[1] > state.cfg.vq_heads)
 
 
 def _moved_off_and_tied(

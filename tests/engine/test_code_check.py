@@ -49,3 +49,25 @@ def test_flipped_and_tied_rows_are_those_an_argmin_and_a_count_find():
     assert set(np.flatnonzero(tied_found)) <= set(np.flatnonzero(tied))  # what the first read finds is a tie
     untied = ~tied  # where no tie is, a moved-off head is exactly a flip of the argmin
     np.testing.assert_array_equal(moved_off[untied], flipped[untied])
+
+
+def test_the_check_by_old_codes_and_the_check_by_argmin_update_a_document_alike(monkeypatch):
+    """The CPU's check and the one other devices run: the same codes, row sets and costs."""
+    model = tiny_model(9)
+    ids = [4 + (i * 13) % 90 for i in range(120)]
+    runs = {}
+    for devices in (("cpu",), ()):
+        monkeypatch.setattr(code_check, "OLD_CODE_CHECK_DEVICES", devices)
+        doc = inference.IncrementalDocument(model, ids)
+        rng = np.random.default_rng(5)
+        costs = []
+        for _ in range(40):
+            at = int(rng.integers(0, doc.n_tokens))
+            cost = doc.apply([inference.Splice(at, at + 1, [int(rng.integers(4, 101))])]).cost
+            costs.append((list(cost.dirty_per_layer), cost.near_ties, cost.incremental_macs))
+        assert doc.verify().codes_equal
+        runs[devices] = (costs, doc.windows[0].codes.clone())
+    (costs_cpu, codes_cpu), (costs_argmin, codes_argmin) = runs.values()
+    assert costs_cpu == costs_argmin
+    assert any(sum(d) > 3 * len(d) for d, _, _ in costs_cpu)  # codes flipped: rows beyond the edited one went on
+    torch.testing.assert_close(codes_cpu, codes_argmin, rtol=0, atol=0)
