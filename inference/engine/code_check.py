@@ -61,9 +61,9 @@ def check_moved_rows(
     tie_rows = None
     if len(ties):
         tie_rows = to_device(ties, codes)
-        fresh, tie_flips = _recompute_ties(state, plan, l, tie_rows)
+        fresh, tie_flips = recompute_codes(state, plan, l, tie_rows)
         codes.index_put_((tie_rows,), fresh)
-        flipped = np.union1d(np.setdiff1d(flipped, ties, assume_unique=True), ties[tie_flips])
+        flipped = np.union1d(np.setdiff1d(flipped, ties, assume_unique=True), ties[to_host(tie_flips)])
     next_rows = np.concatenate([dirty, flipped])
     run.host_dirty = next_rows
     return CheckedCodes(codes, to_device(next_rows, codes), tie_rows, [dirty, np.concatenate([dirty, ties]), next_rows])
@@ -98,7 +98,7 @@ def _by_argmin(
     distances = kernels.code_distances(state.consts, l, proj)
     best, codes = distances.min(-1)
     tie_term = state.tie_code_term[l]
-    counts = kernels.near_ties(state.cfg, state.tie_rel, tie_term, bounds, distances, best, None, True)
+    counts = kernels.near_ties(state.cfg, state.tie_rel, tie_term, bounds, distances, best, None, counts=True)
     flags = to_host(torch.stack([(codes != old).sum(-1), counts]))  # one read
     flags[:, dirty] = 0
     return codes, np.flatnonzero(flags[0]), np.flatnonzero(flags[1] > state.cfg.vq_heads)
@@ -126,18 +126,19 @@ def _tied(state: WindowState, l: int, bounds: torch.Tensor, distances: torch.Ten
     """Which rows (distances (r, h, K), bounds (r, h)) have two codes of some head within the tie
     guard, counted over their codes as `kernels.near_ties` counts them (host flags)."""
     tie_term, best = state.tie_code_term[l], distances.amin(-1)
-    counts = kernels.near_ties(state.cfg, state.tie_rel, tie_term, bounds, distances, best, None, True)
+    counts = kernels.near_ties(state.cfg, state.tie_rel, tie_term, bounds, distances, best, None, counts=True)
     return to_host(counts) > state.cfg.vq_heads
 
 
-def _recompute_ties(
-    state: WindowState, plan: EditPlan, l: int, tie_rows: torch.Tensor
-) -> tuple[torch.Tensor, np.ndarray]:
-    """Near-ties (local rows) recomputed in full over every key, written to the state's sums;
-    returns their codes (argmin, as a dense pass picks them) and which of them changed (host)."""
+def recompute_codes(
+    state: WindowState, plan: EditPlan, l: int, rows: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of A (local) recomputed in full over every key, their sums written to the state (near-
+    ties: their codes then are what a dense pass picks); returns their codes (argmin) and whether
+    each differs from the state's code (bool, on the device). The state's codes are left as they were."""
     view = state.layer_views[l]
-    slots = plan.affected.index_select(0, tie_rows)
-    sums = full_sums_of(state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, tie_rows))
+    slots = plan.affected.index_select(0, rows)
+    sums = full_sums_of(state, view, l, view.queries_by_head[:, slots], plan.affected_pos_col.index_select(0, rows))
     view.sums.index_put_((slots,), sums)
     fresh = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
-    return fresh, to_host((fresh != view.codes.index_select(0, slots)).any(-1))
+    return fresh, (fresh != view.codes.index_select(0, slots)).any(-1)

@@ -28,7 +28,7 @@ from ..pass_costs import account_pass
 from ..positions import spread_array
 from . import dense
 from . import layer as layer_update
-from . import rows as kernels
+from .code_check import recompute_codes
 from .graphs import PassGraphs
 from .heads import update_heads
 from .plan import EditPlan, PassState, Riders, plan_edit, reorder, stale_predecessors
@@ -240,21 +240,10 @@ def resume(state: WindowState, plan: EditPlan, run: PassState, first: int, cost:
 def fix_ties(state: WindowState, plan: EditPlan, l: int, unchecked: torch.Tensor, cost: Cost) -> torch.Tensor | None:
     """Recompute near-ties a pass had no room for at layer l, alone (no affected-row work);
     returns the local mask of those whose code changed (their output must be propagated)."""
-    cfg, view, affected = state.cfg, state.layer_views[l], plan.affected
-    slots = affected.index_select(0, unchecked)
-    sums = kernels.full_sums(
-        cfg,
-        state.consts,
-        l,
-        view.keys_by_head,
-        view.values_by_head,
-        view.key_pos,
-        view.queries_by_head[:, slots],
-        plan.affected_pos_col.index_select(0, unchecked),
-    )
-    view.sums.index_put_((slots,), sums)
-    codes = kernels.code_distances(state.consts, l, state.per_vq_head(sums)).argmin(-1)
-    changed = (codes != view.codes.index_select(0, slots)).any(-1) & plan.valid_rows.index_select(0, unchecked)
+    cfg, view = state.cfg, state.layer_views[l]
+    codes, changed = recompute_codes(state, plan, l, unchecked)
+    changed &= plan.valid_rows.index_select(0, unchecked)
+    slots = plan.affected.index_select(0, unchecked)
     view.codes.index_put_((slots,), codes)
     flat = torch.cat([changed.sum().view(1), unchecked]).tolist()  # the rare overflow path: one more sync
     host = plan.host

@@ -132,7 +132,9 @@ def widen_bounds(
     bounds.addmm_(weights.abs(), per_key, beta=1.0 + tie_growth)
 
 
-def tie_threshold(tie_rel: float, tie_code_term: torch.Tensor, bounds: torch.Tensor, best: torch.Tensor):
+def tie_threshold(
+    tie_rel: float, tie_code_term: torch.Tensor, bounds: torch.Tensor, best: torch.Tensor
+) -> torch.Tensor:
     """The tie guard's distance per row and VQ head (a, h): a code closer than this to the row than
     best + tie_rel * (u^2 + max |c|^2) is a near-tie of the best one (u >= |s chunk|)."""
     return torch.addcmul(best + tie_code_term, bounds, bounds, value=tie_rel)
