@@ -43,6 +43,7 @@ class LayerWork:
     room: Room
     dirty: torch.Tensor  # rows whose layer input changed
     n_deleted: int  # deleted rows whose old keys are among the changed keys
+    resumed: bool  # a resumed pass: the first wrote every touched row's new keys at every layer
     carried: bool  # the dirty rows' inputs and slots came from the previous layer's finish
     dirty_slots: torch.Tensor | None = None  # A[dirty]
     dirty_input: torch.Tensor | None = None  # their layer input
@@ -109,6 +110,7 @@ def _start(
         room=room,
         dirty=dirty,
         n_deleted=plan.deleted.shape[0] if with_deleted else 0,
+        resumed=not with_deleted,
         carried=carried is not None,
     )
     if work.n_dirty:
@@ -165,7 +167,7 @@ def _move_affected_rows(state: WindowState, plan: EditPlan, work: LayerWork) -> 
             plan,
             view,
             work.l,
-            work.dirty,
+            (plan.resumed_keys() if work.resumed else plan.key_dirty).index_select(2, work.dirty),
             work.dirty_slots,
             work.new_qkv,
             work.n_deleted,
@@ -278,7 +280,7 @@ def _move_by_changed_keys(
     plan: EditPlan,
     view,
     l: int,
-    dirty: torch.Tensor,
+    dirty_keys: torch.Tensor,
     dirty_slots: torch.Tensor | None,
     new_qkv: torch.Tensor | None,
     n_deleted: int,
@@ -288,11 +290,12 @@ def _move_by_changed_keys(
     """Step 2: write the dirty rows' new q|k|v, and move the affected rows' sums (in place) by the
     changed keys: every affected query against every changed key (new and old keys of the dirty
     rows, old keys of deleted rows), all heads in one product. The same weights move the code
-    projections (linearity in v), and u by a bound of each move's norm."""
+    projections (linearity in v), and u by a bound of each move's norm. `dirty_keys`: the dirty
+    rows' columns of the plan's key table (2, 2, r), the first pass's or a resumed pass's."""
     cfg, consts = state.cfg, state.consts
     d, H = cfg.hidden_size, cfg.num_attention_heads
     affected, length = plan.affected, plan.affected.shape[0]
-    n_keys = 2 * dirty.shape[0] + n_deleted
+    n_keys = 2 * dirty_keys.shape[2] + n_deleted
     old_kv = view.qkv_rows(
         (torch.cat([dirty_slots, plan.deleted]) if n_deleted else dirty_slots)
         if dirty_slots is not None
@@ -301,7 +304,7 @@ def _move_by_changed_keys(
     if dirty_slots is not None:
         view.write_qkv_rows(dirty_slots, new_qkv)
         changed_kv = torch.cat([new_qkv, old_kv])
-        key_table = plan.key_dirty.index_select(2, dirty).flatten(1)  # new keys then old keys of the dirty rows
+        key_table = dirty_keys.flatten(1)  # new keys then old keys of the dirty rows
         if n_deleted:
             key_table = torch.cat([key_table, plan.key_deleted], 1)
     else:

@@ -92,6 +92,15 @@ class EditPlan:
     zero: torch.Tensor | None  # a scalar 0 of the state's dtype
     empty: torch.Tensor | None  # an empty index
 
+    def resumed_keys(self) -> torch.Tensor:
+        """The key table of a resumed pass (2, 2, n), as key_dirty. Its first pass wrote every touched
+        row's new key at every layer (edited rows are never cut from a next set), so the old key a
+        dirty row now replaces is that one, at its new position, and new rows have one too. The
+        first pass's table would leave a new row's first key in every later sum, or take a moved
+        row's away at its old position."""
+        new = self.key_dirty[:, 0]  # (2, n): +scale (0 for padding), position
+        return torch.stack([new, new * new.new_tensor([[-1.0], [1.0]])], 1)
+
 
 @dataclass
 class LayerRecord:
