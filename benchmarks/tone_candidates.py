@@ -19,7 +19,9 @@ a tone. Sets (none from `$VQ_LSP_DATA/eval/`):
 - reviews: IMDB training reviews that fine-tuning held out (`--holdout 1000`, seed 0: the rows
   `training/data.py:imdb_examples` keeps apart), each a document; the calibration part is the first
   half of them, the test part the second;
-- short: the first sentence of each of those reviews.
+- short: the first sentence of each of those reviews;
+- alone: `--alone` neutral paragraphs of the part (`training/neutral.py`'s sample, technical, encyclopedic
+  and narration), each a document of its own: a note that is one paragraph.
 
 Figures: tone shown per eligible paragraph (neutral sets: all wrong), and for reviews the accuracy of the
 document score, the share of reviews with a shown tone and the share of shown hints that are right.
@@ -45,7 +47,7 @@ import torch
 
 from benchmarks.common import REPO, command_line, data_dir, is_narration, markdown_table, write_results
 from training.data import clean_imdb, imdb_examples, read_jsonl_gz
-from training.neutral import part_of
+from training.neutral import neutral_paragraphs, part_of
 from vq_lsp.hints import markup, tone
 from vq_lsp.hints.material import tone_blocks
 from vq_lsp.settings import DiagnosticSettings
@@ -97,7 +99,7 @@ def excerpts(text: str, words: int, count: int, seed: str) -> list[str]:
     return out
 
 
-def load_sets(data: Path, part: str, docs: int, reviews: int, seed: int) -> dict[str, list[Doc]]:
+def load_sets(data: Path, part: str, docs: int, reviews: int, seed: int, alone: int = 300) -> dict[str, list[Doc]]:
     rev = data / "revisions"
     rng = random.Random(seed)
     rust = [
@@ -137,6 +139,7 @@ def load_sets(data: Path, part: str, docs: int, reviews: int, seed: int) -> dict
         for s in [first_sentence(clean_imdb(t))]
         if len(s.split()) >= 3
     ]
+    paragraphs = [Doc(p.text, markup.PLAIN, "alone") for p in neutral_paragraphs(data, part, alone, seed=seed)]
     rng.shuffle(rust)
     rng.shuffle(wiki)
     return {
@@ -145,6 +148,7 @@ def load_sets(data: Path, part: str, docs: int, reviews: int, seed: int) -> dict
         "narration (Gutenberg excerpts)": story,
         "reviews (IMDB held-out, full)": review_docs,
         "short (first sentence of each review)": short,
+        "alone (neutral paragraphs, each a document of its own)": paragraphs,
     }
 
 
@@ -201,10 +205,12 @@ def rules() -> dict[str, Rule]:
     """Candidate rules, as changes to the default settings (selection decides with them). The default
     was chosen on the calibration part as the one that shows a tone on the most reviews among those
     with at most 10% of technical and encyclopedic paragraphs and 15% of narration paragraphs showing
-    one, and at least 90% of shown review tones right."""
+    one, and at least 90% of shown review tones right; the short-text threshold as the one of 0.9, 0.93,
+    0.95 and 0.97 with the most of the first sentences' shown tones right (docs/server.md, Tone)."""
     d = DiagnosticSettings()
 
     def with_(either_label: bool = False, **kw) -> Rule:
+        kw.setdefault("tone_short_threshold", 0.0)  # the candidates before the short-text threshold
         return Rule(lambda cfg: dataclasses.replace(cfg, **kw), either_label)
 
     out = {
@@ -218,8 +224,14 @@ def rules() -> dict[str, Rule]:
         "threshold 0.7, document gate 0.66": with_(sentiment_threshold=0.7, tone_gate=0.66),
         "threshold 0.65, document gate 0.65": with_(sentiment_threshold=0.65, tone_gate=0.65),
     }
-    out[f"defaults (threshold {d.sentiment_threshold}, gate {d.tone_gate})"] = with_(
+    out[f"defaults, no short-text threshold (threshold {d.sentiment_threshold}, gate {d.tone_gate})"] = with_(
         sentiment_threshold=d.sentiment_threshold, tone_gate=d.tone_gate
+    )
+    out[
+        f"defaults (threshold {d.sentiment_threshold}, gate {d.tone_gate}, "
+        f"{d.tone_short_threshold} under {tone.SHORT_TEXT_WORDS} words)"
+    ] = with_(
+        sentiment_threshold=d.sentiment_threshold, tone_gate=d.tone_gate, tone_short_threshold=d.tone_short_threshold
     )
     return out
 
@@ -231,7 +243,8 @@ def picks(blocks, cfg: DiagnosticSettings, either_label: bool) -> list[tuple[str
         return tone.shown(blocks, cfg)
     if not tone.opinion_document(blocks, cfg):
         return [None] * len(blocks)
-    return [tone.block_tone(b.scores, b.words, cfg) for b in blocks]
+    threshold = tone.block_threshold(blocks, cfg)
+    return [tone.block_tone(b.scores, b.words, cfg, threshold) for b in blocks]
 
 
 def figures(
@@ -319,6 +332,38 @@ def grid(scored: dict[str, list[Scored]]) -> list[GridPoint]:
     return sorted(out, key=lambda p: (p.meets_limits, p.reviews_with_tone, p.right), reverse=True)
 
 
+SHORT_STEPS = (0.0, 0.9, 0.93, 0.95, 0.97)  # short-text thresholds tried (0: none)
+
+
+def short_grid(scored: dict[str, list[Scored]]) -> list[dict]:
+    """The paragraph context's figures at each short-text threshold of SHORT_STEPS, the other settings
+    at their defaults: first sentences (tone shown, right), whole reviews (with a tone, right) and
+    neutral paragraphs each alone (tone shown, all wrong). The default is the one with the most of
+    the first sentences' shown tones right (with the bundled model none reaches RIGHT_MIN + GRID_MARGIN)."""
+    base = DiagnosticSettings()
+    sets = {name.split()[0]: docs for name, docs in scored.items()}
+    out = []
+    for t in SHORT_STEPS:
+        cfg = dataclasses.replace(base, tone_short_threshold=t)
+        short, reviews = (
+            figures("", "", "", sets["short"], cfg, False),
+            figures("", "", "", sets["reviews"], cfg, False),
+        )
+        alone = figures("", "", "", sets["alone"], cfg, False) if sets.get("alone") else None
+        out.append(
+            {
+                "short_threshold": t,
+                "short_shown": short.shown,
+                "short_right": short.shown_right,
+                "reviews_with_tone": reviews.docs_with_tone,
+                "reviews_right": reviews.shown_right,
+                "neutral_alone_shown": alone.shown if alone else None,
+                "default": t == base.tone_short_threshold,
+            }
+        )
+    return out
+
+
 def is_default(point: dict) -> bool:
     """Whether a grid point is the server's default rule."""
     d = DiagnosticSettings()
@@ -335,7 +380,7 @@ def run(args) -> dict:
 
     torch.set_num_threads(args.threads)
     data = data_dir(args.data)
-    sets = load_sets(data, args.part, args.docs, args.reviews, args.seed)
+    sets = load_sets(data, args.part, args.docs, args.reviews, args.seed, args.alone)
     base = DiagnosticSettings()
     out, timing, costs, dumped, by_set = [], {}, {}, [], {}
     for context in ("window", "paragraph"):
@@ -373,6 +418,7 @@ def run(args) -> dict:
         "costs": costs,
         "figures": [asdict(f) for f in out],
         "grid": [asdict(p) for p in grid(by_set)],
+        "short_grid": short_grid(by_set),
     }
 
 
@@ -454,6 +500,7 @@ def report(results: dict) -> str:
                 ],
             ),
             "",
+            *short_grid_report(results.get("short_grid", [])),
             "Cost of each context on the technical documents (the first build, a dense pass, and the engine state "
             f"it keeps, `{LAYOUT}` layout):",
             "",
@@ -469,11 +516,30 @@ def report(results: dict) -> str:
     )
 
 
+def short_grid_report(points: list[dict]) -> list[str]:
+    """The report's lines on the short-text threshold (`short_grid`): one row per threshold tried."""
+    header = ["short-text threshold", "first sentences: tone shown", "right", "reviews with tone", "right"]
+    rows = [
+        [str(p["short_threshold"])]
+        + [percent(p[k]) for k in ("short_shown", "short_right", "reviews_with_tone", "reviews_right")]
+        + [percent(p.get("neutral_alone_shown")), "default" if p["default"] else ""]
+        for p in points
+    ]
+    return [
+        "The paragraph context's short-text threshold (`toneShortThreshold`, for texts of fewer than "
+        f"{tone.SHORT_TEXT_WORDS} words; 0: none), the other settings at their defaults:",
+        "",
+        markdown_table([*header, "neutral paragraphs alone: tone shown", "default"], rows),
+        "",
+    ]
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--part", choices=("calibration", "test"), default="calibration")
     p.add_argument("--docs", type=int, default=12, help="Rust book chapters (and twice as many Wikipedia articles)")
     p.add_argument("--reviews", type=int, default=300, help="held-out IMDB reviews")
+    p.add_argument("--alone", type=int, default=300, help="neutral paragraphs of the part, each scored alone")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")

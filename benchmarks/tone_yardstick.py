@@ -188,6 +188,8 @@ def run(args) -> dict:
             "sentiment_threshold": cfg.sentiment_threshold,
             "tone_min_words": cfg.tone_min_words,
             "tone_gate": cfg.tone_gate,
+            "tone_short_threshold": cfg.tone_short_threshold,
+            "short_text_words": tone.SHORT_TEXT_WORDS,
         },
         "seed": args.seed,
         "models": models,
@@ -252,8 +254,10 @@ def report(results: dict) -> str:
             "Everything is scored as the server does at its defaults: "
             f"`context: {rule['context']}`, a tone shown where the top class reaches {rule['sentiment_threshold']} "
             f"on a paragraph of at least {rule['tone_min_words']} words and the document's prose blocks together "
-            f"reach {rule['tone_gate']} (`toneGate`). A review or a snippet is one paragraph, so the gate never "
-            "hides its tone; a PEP's paragraphs are judged within their document.",
+            f"reach {rule['tone_gate']} (`toneGate`); in a text of fewer than {rule.get('short_text_words', 60)} "
+            f"words the top class must reach {rule.get('tone_short_threshold', 0.0)} (`toneShortThreshold`). A "
+            "review or a snippet is one paragraph, so the gate never hides its tone, and most snippets are short "
+            "texts; a PEP's paragraphs are judged within their document.",
             "",
             f"Command: `{results['command']}` (a model folder outside the repository appears by its label in <>).",
             "",

@@ -42,9 +42,9 @@ ALLOWED = {
     "vq_lsp": {"vq_lsp", "inference"},
 }
 # single modules a package may import across those lines, each for a reason: training judges a model by
-# what a writer sees, so it cuts prose as the server does and reads the server's default thresholds
-# (two pure modules: the markup layout and the settings dataclasses)
-ALLOWED_MODULES = {"training": {"vq_lsp.hints.markup", "vq_lsp.settings"}}
+# what a writer sees, so it cuts prose as the server does and shows a tone by the server's rule and
+# default thresholds (three pure modules: the markup layout, the tone rule and the settings dataclasses)
+ALLOWED_MODULES = {"training": {"vq_lsp.hints.markup", "vq_lsp.hints.tone", "vq_lsp.settings"}}
 FORBIDDEN_EXTERNAL = {"inference": {"pygls", "lsprotocol"}}
 # the layers of vq_lsp: what each part may import besides itself and the package root (its __version__)
 VQ_LSP_LAYERS = {

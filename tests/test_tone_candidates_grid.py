@@ -7,11 +7,11 @@ from benchmarks import tone_candidates as tc
 from vq_lsp.hints import tone
 
 
-def scored(set_name: str, label: str | None, probs: list[float], narration: bool = True) -> tc.Scored:
-    """A document of one-label paragraphs, each `p` sure of "positive", 20 words and 30 tokens."""
-    blocks = tuple(tone.Block({"negative": 1 - p, "positive": p}, 20, 30) for p in probs)
+def scored(set_name: str, label: str | None, probs: list[float], narration: bool = True, words: int = 80) -> tc.Scored:
+    """A document of one-label paragraphs, each `p` sure of "positive", of `words` words and as many tokens."""
+    blocks = tuple(tone.Block({"negative": 1 - p, "positive": p}, words, words) for p in probs)
     doc = tc.Doc("", "plain", set_name, label)
-    return tc.Scored(doc, blocks, (narration,) * len(blocks), "positive", 30 * len(blocks), 0.0, 0)
+    return tc.Scored(doc, blocks, (narration,) * len(blocks), "positive", words * len(blocks), 0.0, 0)
 
 
 def test_the_grid_ranks_the_most_reviews_within_the_limits_first():
@@ -32,6 +32,18 @@ def test_the_grid_ranks_the_most_reviews_within_the_limits_first():
     assert low.technical == 1.0 and not low.meets_limits
     assert points.index(low) > points.index(best)
     assert all(p.gate <= p.threshold for p in points)
+
+
+def test_the_short_grid_shows_a_sentences_tone_only_above_the_short_threshold():
+    sentences = [scored("short", "positive", [p], words=20) for p in (0.92, 0.96, 0.99)]
+    sentences.append(scored("short", "negative", [0.94], words=20))  # a sentence that reads against its review
+    sets = {"short": sentences, "reviews": [scored("reviews", "positive", [0.9])]}
+    rows = {p["short_threshold"]: p for p in tc.short_grid(sets)}
+    assert rows[0.0]["short_shown"] == 1.0 and rows[0.0]["short_right"] == 3 / 4
+    assert rows[0.93]["short_shown"] == 3 / 4 and rows[0.93]["short_right"] == 2 / 3
+    assert rows[0.95]["short_shown"] == 2 / 4 and rows[0.95]["short_right"] == 1.0
+    assert all(p["reviews_with_tone"] == 1.0 for p in rows.values())  # 80 words: not a short text
+    assert [p["short_threshold"] for p in rows.values() if p["default"]] == [0.95]
 
 
 def test_a_candidate_model_is_named_in_its_report_and_results_file():

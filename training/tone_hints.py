@@ -20,11 +20,13 @@ confidence mean something (the target is "no hint").
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 
 import torch
 
-from vq_lsp.hints.markup import WORD  # the server's word count (tests/test_architecture.py allows it)
+from vq_lsp.hints import tone  # the server's tone rule (tests/test_architecture.py allows it)
+from vq_lsp.hints.markup import WORD  # the server's word count (allowed as above)
 from vq_lsp.settings import DiagnosticSettings  # the server's defaults (allowed as above)
 
 from .reviews import NEUTRAL
@@ -81,9 +83,12 @@ def hint_figures(
     min_words: int = DEFAULTS.tone_min_words,
 ) -> HintFigures:
     """Figures of texts with document probabilities ``probs`` (N, C), labels (N,) (``NEUTRAL``
-    for text without an opinion) and word counts, under the server's rule for showing a hint."""
+    for text without an opinion) and word counts, under the server's rule for showing a hint (a
+    short text needs ``toneShortThreshold``, ``tone.block_threshold``)."""
     conf, pred = probs.max(-1)
-    shown = (conf >= threshold) & (torch.tensor(words) >= min_words)
+    cfg = dataclasses.replace(DEFAULTS, sentiment_threshold=threshold, tone_min_words=min_words)
+    needed = torch.tensor([tone.block_threshold([tone.Block({}, w, 0)], cfg) for w in words], dtype=conf.dtype)
+    shown = (conf >= needed) & (torch.tensor(words) >= min_words)
     opinion = labels != NEUTRAL
     figures = {
         "n": len(labels),
@@ -117,7 +122,8 @@ def hint_report(scores_of, sets: dict[str, list[tuple[str, int]]], temperature: 
             report[name]["ece_before_calibration"] = expected_calibration_error(scaled(probs, 1 / temperature), labels)
     report["rule"] = (
         f"hint shown where the top class reaches {DEFAULTS.sentiment_threshold} and the text has at "
-        f"least {DEFAULTS.tone_min_words} words (the server's defaults); each text scored alone, as a document "
+        f"least {DEFAULTS.tone_min_words} words, {DEFAULTS.tone_short_threshold} in a text of fewer than "
+        f"{tone.SHORT_TEXT_WORDS} words (the server's defaults); each text scored alone, as a document "
         "of one paragraph (in a longer document the server's document gate, toneGate, also applies)"
     )
     return report

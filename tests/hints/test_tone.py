@@ -1,5 +1,6 @@
-"""The tone rule (hints/tone.py): a paragraph's own threshold, and the document gate that keeps a
-neutral document's few confident paragraphs quiet while an opinion piece shows its tone."""
+"""The tone rule (hints/tone.py): a paragraph's own threshold, the document gate that keeps a
+neutral document's few confident paragraphs quiet while an opinion piece shows its tone, and the
+higher threshold of a short text."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from vq_lsp.hints.selection import shown_tone
 from vq_lsp.settings import DiagnosticSettings
 
 
-def block(positive: float, words: int = 40, tokens: int = 60) -> tone.Block:
+def block(positive: float, words: int = 80, tokens: int = 100) -> tone.Block:
     return tone.Block({"negative": 1.0 - positive, "positive": positive}, words, tokens)
 
 
@@ -41,8 +42,28 @@ def test_a_single_paragraph_is_judged_by_its_threshold_alone():
     assert tone.shown([block(0.8)], GATED) == [("positive", 0.8)]
     assert tone.shown([block(0.2)], GATED) == [("negative", 0.8)]
     assert tone.shown([block(0.7)], GATED) == [None]
-    assert shown_tone({"negative": 0.1, "positive": 0.9}, 12, GATED) == ("positive", 0.9)
-    assert shown_tone({"negative": 0.1, "positive": 0.9}, 11, GATED) is None
+    assert shown_tone({"negative": 0.1, "positive": 0.9}, 60, GATED) == ("positive", 0.9)
+
+
+def test_a_short_text_shows_a_tone_only_above_the_short_threshold():
+    """Fewer than 60 words in all its tone blocks: a sentence, a note, a commit message."""
+    assert tone.shown([block(0.9, words=59)], GATED) == [None]
+    assert tone.shown([block(0.96, words=59)], GATED) == [("positive", 0.96)]
+    assert tone.shown([block(0.04, words=20)], GATED) == [("negative", 0.96)]
+    two_lines = [block(0.9, words=30), block(0.9, words=30)]  # 60 words together: not short
+    assert tone.shown(two_lines, GATED) == [("positive", 0.9)] * 2
+    assert shown_tone({"negative": 0.1, "positive": 0.9}, 12, GATED) is None
+    assert shown_tone({"negative": 0.01, "positive": 0.99}, 12, GATED) == ("positive", 0.99)
+    assert shown_tone({"negative": 0.01, "positive": 0.99}, 11, GATED) is None  # under toneMinWords
+
+
+def test_the_short_threshold_is_a_floor_and_zero_turns_it_off():
+    off = dataclasses.replace(GATED, tone_short_threshold=0.0)
+    assert tone.shown([block(0.9, words=20)], off) == [("positive", 0.9)]
+    strict = dataclasses.replace(GATED, sentiment_threshold=0.97)
+    assert tone.shown([block(0.96, words=20)], strict) == [None]  # sentimentThreshold higher: it rules
+    everything = dataclasses.replace(GATED, sentiment_threshold=0.0)
+    assert tone.shown([block(0.6, words=20)], everything) == [("positive", 0.6)]
 
 
 def test_a_zero_threshold_shows_every_tone_whatever_the_gate():

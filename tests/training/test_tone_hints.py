@@ -29,13 +29,14 @@ def probs_of(positive: list[float]) -> torch.Tensor:
 def test_the_rule_is_the_servers_default():
     assert DEFAULTS.sentiment_threshold == DiagnosticSettings().sentiment_threshold == 0.7
     assert DEFAULTS.tone_min_words == DiagnosticSettings().tone_min_words == 12
+    assert DEFAULTS.tone_short_threshold == DiagnosticSettings().tone_short_threshold == 0.95
 
 
 def test_shown_share_and_precision_follow_threshold_and_word_gate():
     #            right+shown  wrong+shown  right,too short  right,below  exactly at threshold (shown, right)
     probs = probs_of([0.9, 0.8, 0.95, 0.6, 0.75])
     labels = torch.tensor([1, 0, 1, 1, 1])
-    words = [20, 20, 11, 30, 12]
+    words = [70, 70, 11, 70, 60]
     f = hint_figures(probs, labels, words)
     assert f.n == 5
     assert f.shown_share == pytest.approx(3 / 5)  # the 11-word text and the 0.6 one get no hint
@@ -45,13 +46,19 @@ def test_shown_share_and_precision_follow_threshold_and_word_gate():
     assert f.mean_confidence == pytest.approx((0.9 + 0.8 + 0.95 + 0.6 + 0.75) / 5)
 
 
+def test_a_short_text_needs_the_short_threshold():
+    # fewer than 60 words: 0.9 hides, 0.96 shows; 60 words: 0.9 shows
+    f = hint_figures(probs_of([0.9, 0.96, 0.9]), torch.tensor([1, 1, 1]), [20, 20, 60])
+    assert f.shown_share == pytest.approx(2 / 3) and f.shown_precision == 1.0
+
+
 def test_no_hint_shown_leaves_precision_undefined_not_zero():
     f = hint_figures(probs_of([0.6, 0.35]), torch.tensor([1, 0]), [40, 40])
     assert f.shown_share == 0 and f.shown_precision is None and f.accuracy == 1.0
 
 
 def test_neutral_texts_have_no_accuracy_only_a_shown_share():
-    f = hint_figures(probs_of([0.5, 0.9, 0.1, 0.65]), torch.full((4,), NEUTRAL), [30, 30, 30, 30])
+    f = hint_figures(probs_of([0.5, 0.9, 0.1, 0.65]), torch.full((4,), NEUTRAL), [70, 70, 70, 70])
     assert f.accuracy is None and f.shown_precision is None and f.ece is None
     assert f.shown_share == pytest.approx(2 / 4)  # 0.9 positive and 0.9 negative are hints on neutral text
     assert f.positive_rate == pytest.approx(2 / 4)
@@ -79,8 +86,8 @@ def test_word_count_is_the_servers_tone_gate_count():
 
 
 def test_hint_report_names_every_set_and_skips_empty_ones():
-    sets = {"a": [("good " * 20, 1), ("bad " * 20, 0)], "empty": [], "neutral": [("plain words " * 10, NEUTRAL)]}
-    scores = {"good " * 20: 0.9, "bad " * 20: 0.2, "plain words " * 10: 0.55}
+    sets = {"a": [("good " * 70, 1), ("bad " * 70, 0)], "empty": [], "neutral": [("plain words " * 35, NEUTRAL)]}
+    scores = {"good " * 70: 0.9, "bad " * 70: 0.2, "plain words " * 35: 0.55}
     report = hint_report(lambda _name, texts: probs_of([scores[t] for t in texts]), sets)
     assert set(report) == {"a", "neutral", "rule"}
     assert report["a"]["shown_share"] == 1.0 and report["a"]["shown_precision"] == 1.0

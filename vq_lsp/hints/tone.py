@@ -8,7 +8,10 @@ no block shows a tone. Why: even scored alone, a few paragraphs of a well-edited
 encyclopedic document come out confident, while the document's prose as a whole reads near 0.5; a
 review reads one way throughout (docs/server.md, Tone, has the measurements). A block of an opinion
 piece shows only the label the document reads as (`agrees`). The gate never asks more of the document
-than `sentimentThreshold` asks of a paragraph (a threshold of 0 shows every tone). Kept in one
+than `sentimentThreshold` asks of a paragraph (a threshold of 0 shows every tone). A short text
+(fewer than SHORT_TEXT_WORDS words in its tone blocks) asks `toneShortThreshold` of its blocks
+instead: the gate cannot help a text of one paragraph, and alone a sentence's tone is wrong about
+one time in four at 0.7 (docs/server.md, Tone, has the measurements). Kept in one
 place so the server, `vq-lsp check` and `vq-lsp score` decide alike (hints/selection.py,
 scoring/output.py).
 """
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from ..settings import DiagnosticSettings
 
 PROBABILITY_FLOOR = 1e-6  # `vq-lsp score` rounds scores to 6 decimals
+SHORT_TEXT_WORDS = 60  # below this many words in its tone blocks, a text asks toneShortThreshold of them
 
 
 @dataclass(frozen=True)
@@ -72,13 +76,30 @@ def document_scores(blocks: Sequence[Block]) -> dict[str, float] | None:
     return {k: math.exp(v - top) / z for k, v in mean.items()}
 
 
-def block_tone(scores: dict[str, float], n_words: int, cfg: DiagnosticSettings) -> tuple[str, float] | None:
-    """(label, probability) a block would show on its own (no document gate), else None. A block without
-    a word (a rule of dashes or stars) has no tone, even with `toneMinWords` 0: its scores read punctuation."""
+def block_tone(
+    scores: dict[str, float], n_words: int, cfg: DiagnosticSettings, threshold: float | None = None
+) -> tuple[str, float] | None:
+    """(label, probability) a block would show on its own (no document gate), else None; `threshold`:
+    the probability it needs (default `sentimentThreshold`, see `block_threshold`). A block without a
+    word (a rule of dashes or stars) has no tone, even with `toneMinWords` 0: its scores read punctuation."""
     label, p = top_label(scores)
-    if n_words >= max(1, cfg.tone_min_words) and p >= cfg.sentiment_threshold:
+    if n_words >= min_words(cfg) and p >= (cfg.sentiment_threshold if threshold is None else threshold):
         return label, p
     return None
+
+
+def min_words(cfg: DiagnosticSettings) -> int:
+    """Words a block needs for a tone: `toneMinWords`, and one at the least."""
+    return max(1, cfg.tone_min_words)
+
+
+def block_threshold(blocks: Sequence[Block], cfg: DiagnosticSettings) -> float:
+    """The probability each block of this text needs: `sentimentThreshold`, or in a short text (fewer
+    than SHORT_TEXT_WORDS words in all its tone blocks, the text the gate reads) `toneShortThreshold`
+    when that is higher. A `sentimentThreshold` of 0 still shows every tone."""
+    if cfg.sentiment_threshold > 0.0 and sum(b.words for b in blocks) < SHORT_TEXT_WORDS:
+        return max(cfg.sentiment_threshold, cfg.tone_short_threshold)
+    return cfg.sentiment_threshold
 
 
 def opinion_document(blocks: Sequence[Block], cfg: DiagnosticSettings) -> bool:
@@ -101,11 +122,12 @@ def document_tone(blocks: Sequence[Block], cfg: DiagnosticSettings) -> str | Non
 
 def shown(blocks: Sequence[Block], cfg: DiagnosticSettings) -> list[tuple[str, float] | None]:
     """Per block, the (label, probability) it shows, or None. With the gate on, a block shows only
-    the label its document reads as (`agrees`)."""
+    the label its document reads as (`agrees`); in a short text, only above `toneShortThreshold`."""
     label = document_tone(blocks, cfg)
     if label is None:
         return [None] * len(blocks)
-    return [agrees(block_tone(b.scores, b.words, cfg), label) for b in blocks]
+    threshold = block_threshold(blocks, cfg)
+    return [agrees(block_tone(b.scores, b.words, cfg, threshold), label) for b in blocks]
 
 
 def agrees(pick: tuple[str, float] | None, label: str) -> tuple[str, float] | None:

@@ -77,6 +77,16 @@ class DiagnosticSettings:
             100_000,
         ),
     )
+    tone_short_threshold: float = field(
+        default=0.95,
+        metadata=meta(
+            "In a short text (fewer than 60 words of prose in all: a note, a commit message, a sentence) a paragraph "
+            "shows a tone only when its top label reaches this (or sentimentThreshold, whichever is higher; 0: off): "
+            "alone, a sentence's tone is right less often (benchmarks/tone_candidates.py).",
+            0.0,
+            1.0,
+        ),
+    )
     tone_gate: float = field(
         default=0.62,
         metadata=meta(

@@ -55,6 +55,7 @@ test("serverSettings nests, drops client-only settings and maps empty strings to
     realWordThreshold: 3.25,
     maxTypoHints: 50,
     toneMinWords: 12,
+    toneShortThreshold: 0.95,
     toneGate: 0.62,
     sourceComments: true,
     grammar: true,
