@@ -7,7 +7,7 @@ windows are cut after are found.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +75,22 @@ def paragraph_breaks(ids, paragraph_ids: frozenset[int], newline_end_ids: frozen
     alone would miss most paragraph boundaries.
     """
     arr = np.asarray(ids, dtype=np.int64)
-    ends = np.isin(arr, list(newline_end_ids)) if newline_end_ids else np.zeros(len(arr), dtype=bool)
-    strong = np.isin(arr, list(paragraph_ids)) if paragraph_ids else np.zeros(len(arr), dtype=bool)
+    ends = members(arr, newline_end_ids)
+    strong = members(arr, paragraph_ids)
     strong[1:] |= ends[1:] & ends[:-1]
     return strong
+
+
+def members(arr: np.ndarray, ids: frozenset[int]) -> np.ndarray:
+    """Whether each token id of `arr` is one of `ids` (a new bool array). A lookup in a table over the
+    ids, made once per set: np.isin sorts both sides on every call, and an edit asks a few times."""
+    table = _table(ids)
+    return table[np.minimum(arr, len(table) - 1)]
+
+
+@lru_cache(maxsize=16)
+def _table(ids: frozenset[int]) -> np.ndarray:
+    """True at each of `ids`, then one False that every larger id reads."""
+    table = np.zeros(max(ids, default=-1) + 2, dtype=bool)
+    table[list(ids)] = True
+    return table

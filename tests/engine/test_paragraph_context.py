@@ -30,6 +30,17 @@ def test_split_paragraphs_cuts_after_every_break_and_splits_long_paragraphs():
     assert all(b - a <= 8 for a, b in bounds) and all(a == b0 for (_, b0), (a, _) in zip(bounds, bounds[1:]))
 
 
+def test_paragraph_breaks_read_break_tokens_and_line_ends_in_a_row():
+    from inference.tokenizer import members, paragraph_breaks
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 400, 2000)
+    for chosen in (frozenset(), frozenset({7}), frozenset(rng.integers(0, 300, 40).tolist())):
+        assert (members(ids, chosen) == np.isin(ids, list(chosen))).all()  # ids above every chosen one read False
+    flags = paragraph_breaks([1, 628, 3, 198, 198, 4, 198, 5], frozenset({628}), frozenset({198, 628}))
+    assert flags.tolist() == [False, True, False, False, True, False, False, False]
+
+
 def assert_paragraph_windows(doc, model, ids):
     """Every paragraph break ends a window, no window outgrows its capacity, and a paragraph that
     fits one window is exactly one window (a longer one may be tiled any way)."""
