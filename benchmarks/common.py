@@ -175,11 +175,12 @@ def run_benchmark(name: str, parser, argv: list[str], run, report) -> int:
     return 0
 
 
-def load_for_window(model_dir, window: int, device, dtype, layout: str = "full"):
-    """Load a model and let it serve `window` tokens (same weights; the benchmark's window)."""
+def load_for_window(model_dir, window: int, device, dtype, layout: str = "full", context: str = "window"):
+    """Load a model and let it serve `window` tokens (same weights; the benchmark's window); `context`:
+    what a token sees (inference.CONTEXTS)."""
     import inference
 
-    model = inference.load_model(model_dir, device=device, dtype=dtype, layout=layout)
+    model = inference.load_model(model_dir, device=device, dtype=dtype, layout=layout, context=context)
     if model.config.window_tokens != window:
         model.net.config = model.config.replace(window_tokens=window)
     return model

@@ -124,20 +124,23 @@ def add_engine_flags(
     keep_earlier: bool = False,
     notes: Mapping[str, str] | None = None,
     aliases: Mapping[str, tuple[str, ...]] | None = None,
+    defaults: Mapping[str, str] | None = None,
 ) -> None:
     """Declare the engine flags `names` (all of ENGINE_FLAGS when none are named) on `parser`.
 
     keep_earlier: the flags default to argparse.SUPPRESS, for a subcommand that must not reset what was
     given before it (`vq-lsp --threads 2 serve`). notes: text added to a flag's help, before its default.
-    aliases: more option strings for a flag (a benchmark's `--dtype` for `--precision`).
+    aliases: more option strings for a flag (a benchmark's `--dtype` for `--precision`). defaults: a
+    benchmark's own default for a flag, where its protocol fixes one (the paper's `--context window`).
     """
-    notes, aliases = notes or {}, aliases or {}
+    notes, aliases, defaults = notes or {}, aliases or {}, defaults or {}
     for name in names or tuple(ENGINE_FLAGS):
         flag = ENGINE_FLAGS[name]
         extra = f" {notes[name]}" if name in notes else ""
         if flag.check == SETTING_RANGE:
             extra = ", {} to {}".format(*setting_bounds(flag.dest)) + extra
-        options: dict = {"dest": flag.dest, "help": f"{flag.help}{extra} (default: {flag.default_text()})"}
+        default_text = defaults[name] if name in defaults else flag.default_text()
+        options: dict = {"dest": flag.dest, "help": f"{flag.help}{extra} (default: {default_text})"}
         if flag.choices is not None:
             options["choices"] = flag.choices
         if flag.check == SETTING_RANGE:
@@ -146,5 +149,5 @@ def add_engine_flags(
             options["type"] = checked(flag.check)
         if flag.metavar is not None:
             options["metavar"] = flag.metavar
-        options["default"] = argparse.SUPPRESS if keep_earlier else flag.default
+        options["default"] = argparse.SUPPRESS if keep_earlier else defaults.get(name, flag.default)
         parser.add_argument(flag.option, *aliases.get(name, ()), **options)
