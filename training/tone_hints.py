@@ -84,10 +84,10 @@ def hint_figures(
 ) -> HintFigures:
     """Figures of texts with document probabilities ``probs`` (N, C), labels (N,) (``NEUTRAL``
     for text without an opinion) and word counts, under the server's rule for showing a hint (a
-    short text needs ``toneShortThreshold``, ``tone.block_threshold``)."""
+    short text needs ``toneShortThreshold``, ``tone.text_threshold``)."""
     conf, pred = probs.max(-1)
     cfg = dataclasses.replace(DEFAULTS, sentiment_threshold=threshold, tone_min_words=min_words)
-    needed = torch.tensor([tone.block_threshold([tone.Block({}, w, 0)], cfg) for w in words], dtype=conf.dtype)
+    needed = torch.tensor([tone.text_threshold(w, cfg) for w in words], dtype=conf.dtype)
     shown = (conf >= needed) & (torch.tensor(words) >= min_words)
     opinion = labels != NEUTRAL
     figures = {

@@ -94,10 +94,16 @@ def min_words(cfg: DiagnosticSettings) -> int:
 
 
 def block_threshold(blocks: Sequence[Block], cfg: DiagnosticSettings) -> float:
-    """The probability each block of this text needs: `sentimentThreshold`, or in a short text (fewer
-    than SHORT_TEXT_WORDS words in all its tone blocks, the text the gate reads) `toneShortThreshold`
-    when that is higher. A `sentimentThreshold` of 0 still shows every tone."""
-    if cfg.sentiment_threshold > 0.0 and sum(b.words for b in blocks) < SHORT_TEXT_WORDS:
+    """The probability each block of this text needs (`text_threshold` of all its tone blocks' words,
+    the text the gate reads)."""
+    return text_threshold(sum(b.words for b in blocks), cfg)
+
+
+def text_threshold(words: int, cfg: DiagnosticSettings) -> float:
+    """The probability a block of a text of `words` words needs: `sentimentThreshold`, or in a short
+    text (fewer than SHORT_TEXT_WORDS words) `toneShortThreshold` when that is higher. A
+    `sentimentThreshold` of 0 still shows every tone."""
+    if cfg.sentiment_threshold > 0.0 and words < SHORT_TEXT_WORDS:
         return max(cfg.sentiment_threshold, cfg.tone_short_threshold)
     return cfg.sentiment_threshold
 
