@@ -1,7 +1,8 @@
 """Where a one-token edit's time goes: the engine's steps, timed over real edits.
 
     python -m benchmarks.edit_breakdown [--model DIR] [--pairs 10] [--edits 25] [--seed 0]
-        [--lengths 1536 2048] [--dtype float32] [--layout full] [--threads 1] [--out benchmarks/results]
+        [--lengths 1536 2048] [--dtype float32] [--layout full] [--context window] [--threads 1]
+        [--out benchmarks/results]
 
 Why: an edit costs a part that grows with the rows after it (each is moved by the changed keys
 and its codes checked: the scan) and a part that grows with the rows whose code flipped (each is
@@ -12,7 +13,8 @@ engine change has to attack.
 Data: the old side of --pairs revision pairs of 1,536-2,048 tokens, drawn as the model card's
 paper protocol draws them (`training.protocol.revision_pairs`: the revision histories in
 $VQ_LSP_DATA/revisions, which no training stage reads), each one window of 2,048 tokens as in
-`benchmarks.paper_table`. On each, --edits
+`benchmarks.paper_table` (`--context paragraph`: each paragraph its own window, as the server runs
+it; window, the default, is the paper's setting). On each, --edits
 random single-token replacements (a token of the text put in another place), applied in turn and
 timed, after three untimed ones. Every step of `inference.engine.layer.update_layer`, the plan and
 the heads' refresh is wrapped in a clock for the run (synchronised on a GPU); "other" is the rest
@@ -119,7 +121,7 @@ def run(args) -> dict:
 
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.precision)
-    model = common.load_for_window(args.model, 2048, args.device, dtype, args.state_layout)
+    model = common.load_for_window(args.model, 2048, args.device, dtype, args.state_layout, args.context)
     encode = model.tokenizer.encode
     pairs, _ = revision_pairs(
         common.data_dir(args.data), lambda texts: [encode(t) for t in texts], args.pairs, args.seed, tuple(args.lengths)
@@ -142,7 +144,8 @@ def run(args) -> dict:
                     records.append(EditRecord(seconds, steps, later, list(res.cost.dirty_per_layer)))
     return {
         "model": common.recorded_path(model.path),
-        "setting": f"window of 2,048 tokens, {args.precision}, {args.state_layout} state, {args.threads} thread(s)",
+        "setting": f"window of 2,048 tokens, {args.context} context, {args.precision}, {args.state_layout} state, "
+        f"{args.threads} thread(s)",
         "command": common.command_line("edit_breakdown", args.argv),
         "hardware": f"one {platform.machine()} CPU" if model.device.type == "cpu" else torch.cuda.get_device_name(),
         "edits": [asdict(r) for r in records],
@@ -205,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         "threads",
         "precision",
         "state_layout",
+        "context",
         aliases={"precision": ("--dtype",), "state_layout": ("--layout",)},
+        defaults={"context": "window"},
     )
     return common.run_benchmark("edit_breakdown", p, argv, run, report)
 
