@@ -28,3 +28,18 @@ def test_every_step_is_clocked_and_the_clocks_come_off(tmp_path):
     assert after == before  # the engine is left as it was
     text = (out / "edit_breakdown.md").read_text()
     assert "| whole edit |" in text and "Fit: ms per edit" in text
+
+
+def test_later_rows_are_counted_in_the_edited_window():
+    """With paragraph context an edit moves only the rest of its paragraph: the rows after it in
+    its window, not in the document."""
+    import inference
+
+    model = inference.load_model(context="paragraph")
+    text = "One short paragraph here.\n\nA second paragraph, a little longer than the first one."
+    doc = inference.IncrementalDocument(model, model.tokenizer.encode(text))
+    bounds = doc.window_bounds
+    assert len(bounds) == 2
+    (a0, b0), (a1, b1) = bounds
+    assert edit_breakdown.rows_after(doc, a0) == b0 - a0 < doc.n_tokens - a0
+    assert edit_breakdown.rows_after(doc, b1 - 1) == 1
