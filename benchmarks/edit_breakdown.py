@@ -150,8 +150,8 @@ def run(args) -> dict:
                     records.append(EditRecord(seconds, steps, later, list(res.cost.dirty_per_layer)))
     return {
         "model": common.recorded_path(model.path),
-        "setting": f"window of 2,048 tokens, {args.context} context, {args.precision}, {args.state_layout} state, "
-        f"{args.threads} thread(s)",
+        "setting": f"windows of up to 2,048 tokens, {args.context} context, {args.precision}, "
+        f"{args.state_layout} state, {args.threads} thread(s)",
         "command": common.command_line("edit_breakdown", args.argv),
         "hardware": f"one {platform.machine()} CPU" if model.device.type == "cpu" else torch.cuda.get_device_name(),
         "edits": [asdict(r) for r in records],

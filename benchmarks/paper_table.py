@@ -1,8 +1,8 @@
 """The paper's Table 2 protocol on real PEP revisions, plus a paragraph-cache baseline.
 
-    python -m benchmarks.paper_table [MODEL_DIR] [--pairs 500] [--seed 0] [--imdb 1000] [--out DIR]
     python -m benchmarks.paper_table [MODEL_DIR] [--pairs 500] [--seed 0] [--imdb 1000]
         [--context window|paragraph] [--out DIR]
+
 Data: $VQ_LSP_DATA/eval/python_peps.jsonl.gz (evaluation only: nothing is tuned on it).
 Consecutive revision pairs whose old and new versions have 1536-2048 tokens (BOS included);
 `--pairs` of them drawn at random (seeded), or all if fewer. Three scenarios, each measured
