@@ -168,6 +168,18 @@ class IncrementalDocument:
         total = torch.stack([w.cls_total for w in self.windows]).sum(0)
         return dict(zip(self.model.config.labels, span_probs(total, self.n_tokens).tolist()))
 
+    @property
+    def keeps_outputs(self) -> bool:
+        """Whether every window keeps its layer outputs (full layout): a document whose outputs
+        were dropped (`drop_outputs`) stays lean, windows made by later edits included."""
+        return all(w.outputs is not None for w in self.windows)
+
+    def drop_outputs(self) -> int:
+        """Drop every window's layer outputs (see WindowState.drop_outputs), the bytes freed: the
+        memory budget's first resort before it drops a whole state. Exactness is unchanged; edits
+        cost the lean layout's recomputations from then on."""
+        return sum(w.drop_outputs() for w in self.windows)
+
     def dense_macs(self) -> int:
         """What a dense pass over the whole document (every window) costs: scoring from scratch."""
         return sum(w.dense_macs() for w in self.windows)
@@ -278,6 +290,7 @@ class IncrementalDocument:
         reads only the order gives every layout the same codes, so its windows are never re-spread."""
         t0 = time.perf_counter()
         cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
+        lean = not self.keeps_outputs
         ids = self.token_ids
         want, have = self._split(ids), self._bounds()
         if want != have:
@@ -286,7 +299,7 @@ class IncrementalDocument:
         for w in self.windows:
             if not (self.model.order_only or passes.at_rest(w)):
                 cost.add(passes.settle(w))
-        return self._done(cost, t0)
+        return self._done(cost, t0, lean)
 
     # ----------------------------------------------------------------- editing
     def _validate(self, splices: Sequence[Splice]) -> list[Splice]:
@@ -314,16 +327,21 @@ class IncrementalDocument:
         per_window = recut.route(splices, self._bounds(), self.n_tokens)
         cost = Cost(dirty_per_layer=[0] * self.model.config.num_hidden_layers)
         apply = recut.apply_paragraphs if self.model.context == "paragraph" else recut.apply_windows
+        lean = not self.keeps_outputs
         self.windows = apply(self.model, self.windows, per_window, cost, at_rest)
-        return self._rest(cost, t0, at_rest)
+        return self._rest(cost, t0, at_rest, lean)
 
-    def _rest(self, cost: Cost, t0: float, at_rest: bool) -> EditResult:
+    def _rest(self, cost: Cost, t0: float, at_rest: bool, lean: bool) -> EditResult:
         """The end of `apply`: with at_rest, what the update left unlike an open (the windows' cut) settled."""
         if at_rest:
             cost.add(self.settle().cost)
-        return self._done(cost, t0)
+        return self._done(cost, t0, lean)
 
-    def _done(self, cost: Cost, t0: float) -> EditResult:
+    def _done(self, cost: Cost, t0: float, lean: bool) -> EditResult:
+        """The end of an update. A document that was lean before it stays lean: windows the update
+        built (a split paragraph, a rebuilt window) are built with the model's layout."""
+        if lean:
+            self.drop_outputs()
         if self.windows and self.windows[0].key_pos.is_cuda:
             torch.cuda.synchronize()
         cost.seconds = time.perf_counter() - t0
@@ -338,14 +356,16 @@ class DocumentBuilder:
     hostage for more than one window's pass. `document()` hands over the finished state.
     """
 
-    def __init__(self, model: LoadedModel, ids: Sequence[int]) -> None:
+    def __init__(self, model: LoadedModel, ids: Sequence[int], lean: bool = False) -> None:
+        """lean: drop each window's layer outputs once it is built (the memory budget's choice for
+        a document whose full state would not fit); otherwise the model's layout."""
         if model.config.attention != "gelu":
             raise ValueError("the incremental engine needs a model with attention='gelu' (softmax couples every row)")
         ids = list(ids)
         if not ids:
             raise ValueError("cannot open an empty document: it needs at least one token")
         IncrementalDocument._check_ids(model, ids)
-        self.model, self.ids = model, ids
+        self.model, self.ids, self.lean = model, ids, lean
         self.bounds = cut_document(model, ids)
         self.windows: list[WindowState] = []
 
@@ -361,7 +381,10 @@ class DocumentBuilder:
     def step(self) -> None:
         """Build the next window."""
         a, b = self.bounds[len(self.windows)]
-        self.windows.append(new_window(self.model, self.ids[a:b]))
+        window = new_window(self.model, self.ids[a:b])
+        if self.lean:
+            window.drop_outputs()
+        self.windows.append(window)
 
     def document(self) -> IncrementalDocument:
         if not self.done:

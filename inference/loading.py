@@ -58,7 +58,7 @@ class LoadedModel:
     card: dict = field(default_factory=dict)
     path: Path | None = None
     context: str = "window"  # see CONTEXTS
-    layout: str = "full"  # see LAYOUTS: what a document's state keeps per row (the server serves "lean")
+    layout: str = "full"  # see LAYOUTS: what a document's state keeps per row (the server serves "auto")
     # values derived from this model on first use and kept with it (see `cached`)
     derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -71,7 +71,7 @@ class LoadedModel:
         p = next(self.net.parameters())
         self.device, self.dtype = p.device, p.dtype
         self.consts = LayerConstants(self.net).to(self.device)
-        self.consts.keep_outputs = self.layout == "full"
+        self.consts.keep_outputs = self.layout != "lean"  # "auto" builds full windows, drops outputs later
         self.order_only = self.net.reads_order_only()  # positions decide causality only: any layout is at rest
         self.tie_rel, self.tie_growth = TIE_GUARD.get(self.dtype, (1e-3, 0.0))
         tok = self.tokenizer

@@ -86,6 +86,13 @@ def reference_layout(model: LoadedModel) -> dict[str, list]:
     return model.cached("snapshot_layout", lambda: _layout(new_window(model, [model.config.bos_token_id])))
 
 
+def accepted_layouts(model: LoadedModel) -> list[dict[str, list]]:
+    """The window layouts a snapshot may hold for this model: the one its windows are built with,
+    and under the "auto" layout the lean one too (a document whose outputs the memory budget dropped)."""
+    full = reference_layout(model)
+    return [full, {**full, "outputs": [type(None).__name__, "", 0]}] if model.layout == "auto" else [full]
+
+
 def fingerprint(model: LoadedModel) -> str:
     """Hash of what a state depends on: weights, config, dtype, device type, context (how windows are
     cut), engine layout and snapshot format. Computed once per loaded model and context (hashing the
@@ -156,7 +163,7 @@ def write_document(doc: IncrementalDocument, path: str | os.PathLike, key: str) 
         fields=list(RECORD_FIELDS),
         key=key,
         fingerprint=fingerprint(doc.model),
-        layout=reference_layout(doc.model),
+        layout=_layout(doc.windows[0]),
         windows=windows,
         blob_bytes=wr.nbytes,
         crc=wr.crc,
@@ -204,7 +211,7 @@ def read_document(
             raise SnapshotError("written for a different model (fingerprint mismatch)")
         if meta.key != key:
             raise SnapshotError("written for other tokens (key mismatch)")
-        if meta.layout != reference_layout(model):
+        if meta.layout not in accepted_layouts(model):
             raise SnapshotError("written by an engine with another state layout")
         if len(head) + meta_len + meta.blob_bytes != size:
             raise SnapshotError(

@@ -89,19 +89,20 @@ def new_window(model: LoadedModel, ids: Sequence[int]) -> WindowState:
     return dense.new_state(model.net, model.consts, ids, tie_rel=model.tie_rel, tie_growth=model.tie_growth)
 
 
-def estimate_state_bytes(model: LoadedModel, tokens: int | Sequence[int]) -> int:
+def estimate_state_bytes(model: LoadedModel, tokens: int | Sequence[int], lean: bool = False) -> int:
     """What the state of a document (its token ids, or only their count) would hold, without
     building it (memory budgets).
 
     Measured, not modelled: the bytes per slot of a tiny window of this model, times the slots
     its windows allocate (each reserves room to grow). Given the ids, the windows are the ones the
     document would be cut into (with context "paragraph", one per paragraph); given a count, they
-    are full windows.
+    are full windows. lean: without layer outputs, whatever the model's layout (what the state
+    takes once they are dropped).
     """
-    return _state_bytes(model, _window_sizes(model, tokens))
+    return _state_bytes(model, _window_sizes(model, tokens), lean)
 
 
-def estimate_build_bytes(model: LoadedModel, ids: Sequence[int]) -> int:
+def estimate_build_bytes(model: LoadedModel, ids: Sequence[int], lean: bool = False) -> int:
     """The room building a document takes at its peak: its whole state and the temporaries of its
     largest window's dense pass (memory budgets reserve both, so that a build stays within the
     budget; the document is cut into windows once for both).
@@ -119,7 +120,7 @@ def estimate_build_bytes(model: LoadedModel, ids: Sequence[int]) -> int:
         model.dtype.itemsize * (cfg.num_attention_heads * n * n + 6 * cfg.num_hidden_layers * n * cfg.hidden_size)
         + 2 * n * n
     )
-    return _state_bytes(model, sizes) + (int(temporaries) if len(ids) else 0)
+    return _state_bytes(model, sizes, lean) + (int(temporaries) if len(ids) else 0)
 
 
 def _window_sizes(model: LoadedModel, tokens: int | Sequence[int]) -> list[float]:
@@ -131,9 +132,12 @@ def _window_sizes(model: LoadedModel, tokens: int | Sequence[int]) -> list[float
     return [b - a for a, b in cut_document(model, tokens)] if len(tokens) else [0]
 
 
-def _state_bytes(model: LoadedModel, sizes: list[float]) -> int:
+def _state_bytes(model: LoadedModel, sizes: list[float], lean: bool = False) -> int:
     per_slot = getattr(model, "_state_bytes_per_slot", None)
     if per_slot is None:
         tiny = new_window(model, [model.config.bos_token_id] * 8)
         per_slot = model._state_bytes_per_slot = tiny.state_bytes() / tiny.alive.numel()
+    if lean and model.consts.keep_outputs and model.config.vq:  # the outputs a dropped layout does not hold
+        cfg = model.config
+        per_slot -= cfg.num_hidden_layers * cfg.hidden_size * model.dtype.itemsize
     return int(per_slot * sum(max(16, SLACK * (n + 1)) + 1 for n in sizes))  # a BOS row and a spare slot each

@@ -72,9 +72,10 @@ ENGINE_FLAGS: dict[str, EngineFlag] = {
         EngineFlag(
             "--state-layout",
             "state_layout",
-            "what a document's state keeps: lean (layer outputs recomputed from the codes when an edit "
-            "needs them: about a fifth less memory) or full (every layer's output: faster edits)",
-            choices=("lean", "full"),
+            "what a document's state keeps: full (every layer's output: faster edits), lean (layer outputs "
+            "recomputed from the codes when an edit needs them: about a fifth less memory) or auto (full; the "
+            "server's memory budget drops the outputs of the least recently used documents before their states)",
+            choices=("auto", "lean", "full"),
         ),
     )
 }

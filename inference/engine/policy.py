@@ -26,12 +26,15 @@ FAR = float("inf")  # key position of a slot that is not alive: no query sees it
 # padded rows cost their full arithmetic, so the guess is tight and an overflow resumes; on a GPU
 # padding is nearly free and host round trips are not, so the guess is generous.
 GROWTH = {"cpu": (1.2, 1), "cuda": (4, 2)}
-# What a window keeps per row. "lean" (the server's default: many open documents): no layer
-# output; a row's is recomputed from its embedding and codes when needed (the predecessors of
-# edited tokens, riding the first pass; rows whose code flips without their input changing: l
-# layer finishes each at layer l). "full" (load_model's and `vq-lsp score`'s default: speed):
-# every layer's output too, d numbers per layer per row (a quarter more state), no recomputation.
-LAYOUTS = ("lean", "full")
+# What a window keeps per row. "lean" (many open documents): no layer output; a row's is
+# recomputed from its embedding and codes when needed (the predecessors of edited tokens, riding
+# the first pass; rows whose code flips without their input changing: l layer finishes each at
+# layer l). "full" (load_model's and `vq-lsp score`'s default: speed): every layer's output too,
+# d numbers per layer per row (a quarter more state), no recomputation. "auto" (the server's
+# default): windows are built full, and a document's outputs are dropped
+# (IncrementalDocument.drop_outputs) when the memory budget needs the room, before any
+# document's state is.
+LAYOUTS = ("lean", "full", "auto")
 
 
 def bucket(n: int) -> int:

@@ -145,6 +145,17 @@ class WindowState:
         self.order = list(range(n))
         self.free = list(range(cap - 1, n - 1, -1))
 
+    def drop_outputs(self) -> int:
+        """Drop the layer outputs (full layout -> lean) and return the bytes freed. The codes, sums
+        and attention rows are unchanged, so the state stays exact: an update recomputes the few
+        outputs it needs from the codes (`layer_input`). A model without VQ needs them: kept."""
+        if self.outputs is None or not self.cfg.vq:
+            return 0
+        freed = self.outputs.element_size() * self.outputs.nelement()
+        self.outputs = None
+        self.make_views()
+        return freed
+
     def update_total(self) -> None:
         """cls_total: the sum of the tokens' class log-probabilities (BOS excluded), kept per window
         so that a document's score costs the same few ops whatever its number of windows."""

@@ -7,7 +7,7 @@ import pytest
 
 import inference
 from vq_lsp.documents import requests
-from vq_lsp.documents.events import Edited, Opened, SettingsChanged, Settle
+from vq_lsp.documents.events import Closed, Edited, Opened, SettingsChanged, Settle
 from vq_lsp.documents.memory import MIN_STATE_SHARE
 from vq_lsp.documents.store import Documents
 from vq_lsp.documents.textsync import Change
@@ -34,6 +34,7 @@ def test_a_burst_of_changes_is_one_engine_update(docs, gpt2, path):
     assert all(len(ev.changes) == 1 for ev in events)  # merging never touched the callers' change lists
 
 
+@pytest.mark.parametrize("path_settings", [{"state_layout": "lean"}], ids=["lean"])  # states dropped, not thinned
 def test_memory_budget_drops_least_recently_used(docs, path):
     text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
@@ -50,7 +51,35 @@ def test_memory_budget_drops_least_recently_used(docs, path):
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
-@pytest.mark.parametrize("path_settings", [{"context": "window"}], ids=["window"])
+def test_the_budget_drops_layer_outputs_before_any_state(docs, path):
+    """stateLayout auto (the default): a second document that does not fit beside a full first one
+    makes the first lean, not dropped; it keeps its scores, stays exact and stays lean when edited.
+    A document whose full state would not fit the budget even alone is built lean from the start."""
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
+    path.process("mem://a", [Opened(1, "plaintext", text)])
+    a = docs.states["mem://a"]
+    one, before = a.bytes(), a.doc.scores
+    assert requests.scores(docs, "mem://a")["state_layout"] == "full"
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.9 * one / 2**20)
+    path.process("mem://b", [Opened(1, "plaintext", text + " The end.")])
+    b = docs.states["mem://b"]
+    assert a.doc is not None and a.evictions == 0 and a.outputs_dropped == 1 and b.doc.keeps_outputs
+    assert a.bytes() < 0.9 * one and a.bytes() + b.bytes() <= 1.9 * one
+    report = requests.scores(docs, "mem://a")
+    assert report["state_layout"] == "lean" and report["scores"] == before and report["evictions"] == 0
+    path.process("mem://a", [Edited(2, [Change(" Fine.", (0, 0, 0, 0))])])
+    assert not a.doc.keeps_outputs and a.doc.verify().codes_equal
+    for uri in ("mem://a", "mem://b"):
+        path.process(uri, [Closed()])
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=0.9 * one / 2**20)
+    path.process("mem://c", [Opened(1, "plaintext", text)])
+    c = docs.states["mem://c"]
+    assert c.problem is None and not c.doc.keeps_outputs and c.outputs_dropped == 0 and c.bytes() < 0.9 * one
+    docs.settings = Settings(model_path=docs.settings.model_path)
+
+
+@pytest.mark.parametrize("path_settings", [{"context": "window", "state_layout": "lean"}], ids=["window"])
 def test_a_build_makes_room_for_its_pass_as_well_as_its_state(path, docs):
     """Two states fit the budget, but not two states and the second one's build: the first is
     dropped before the second is built (a build's pass temporaries count, not only states). With
@@ -73,6 +102,7 @@ def test_a_build_makes_room_for_its_pass_as_well_as_its_state(path, docs):
     assert docs.states["mem://second"].doc is not None and docs.states["mem://third"].doc is not None
 
 
+@pytest.mark.parametrize("path_settings", [{"state_layout": "lean"}], ids=["lean"])  # states dropped, not thinned
 def test_the_servers_working_memory_counts_against_the_budget(docs, path):
     """Two states and a build fit the budget, but not beside the server's working memory (resident
     memory above its baseline that is not a state): the first state is dropped before the second
@@ -107,6 +137,7 @@ def test_the_servers_working_memory_counts_against_the_budget(docs, path):
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 
+@pytest.mark.parametrize("path_settings", [{"state_layout": "lean"}], ids=["lean"])  # states dropped, not thinned
 def test_the_hints_kept_results_count_against_the_budget(docs, path):
     """A state, a second one's build and the hints' kept results (HintCaches.bytes) do not fit the
     budget together, though the states alone would: the first state is dropped before the second
@@ -249,11 +280,12 @@ def test_hints_move_through_pending_changes(docs, path):
 
 @pytest.mark.parametrize(
     "path_settings, keeps_outputs",
-    [({}, False), ({"state_layout": "lean"}, False), ({"state_layout": "full"}, True)],
-    ids=["default", "lean", "full"],
+    [({}, True), ({"state_layout": "lean"}, False), ({"state_layout": "full"}, True), ({"state_layout": "auto"}, True)],
+    ids=["default", "lean", "full", "auto"],
 )
 def test_the_state_layout_setting_reaches_the_engine(path, keeps_outputs):
-    """stateLayout: lean (the default) keeps no layer outputs, full keeps them; both verify."""
+    """stateLayout: lean keeps no layer outputs, full and auto (the default, while the memory budget
+    has room) keep them; all verify."""
     path.process("mem://layout", [Opened(1, "plaintext", "A fine film.\n\nI hated the ending.")])
     doc = path.docs.states["mem://layout"].doc
     assert all((w.outputs is not None) == keeps_outputs for w in doc.windows)

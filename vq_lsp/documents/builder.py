@@ -82,7 +82,7 @@ class StateBuilder:
             # room for the whole state before its first window: half-built states count too
             self.budget.make_room(keep=st, need=self._build_need(st))
             self._report_thrashing(st)
-            st.start_build(inference.DocumentBuilder(model, st.tracked.ids))
+            st.start_build(inference.DocumentBuilder(model, st.tracked.ids, lean=self._builds_lean(st)))
             self.builds += 1
             log.info("building the state of %s (%d tokens)", uri, len(st.tracked.ids))
         return st.builder
@@ -123,7 +123,15 @@ class StateBuilder:
         """The room a build takes: its whole state, and its largest window's pass temporaries
         (without them, the resident memory rose about 120 MiB over the budget while a long
         document was built beside other states)."""
-        return inference.estimate_build_bytes(self.shared.model, st.tracked.ids)
+        return inference.estimate_build_bytes(self.shared.model, st.tracked.ids, lean=self._builds_lean(st))
+
+    def _builds_lean(self, st: DocumentState) -> bool:
+        """Whether a build under the "auto" layout leaves out the layer outputs from the start: when
+        the full state would not fit what the budget leaves the states even alone."""
+        model = self.shared.model
+        if model.layout != "auto":
+            return False
+        return inference.estimate_build_bytes(model, st.tracked.ids) > self.budget.state_budget_bytes()
 
     def _copy_live_state(self, st: DocumentState) -> bool:
         """Give `st` a copy of another open document's state with exactly its tokens (the same

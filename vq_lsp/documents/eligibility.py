@@ -69,7 +69,7 @@ class Eligibility:
         if len(st.tracked.ids) > limit:
             st.counted(len(st.tracked.ids), True)
             return Problem(Reason.TOO_LONG)
-        if st.doc is None and inference.estimate_state_bytes(model, st.tracked.ids) > self.shared.budget_bytes():
+        if st.doc is None and inference.estimate_state_bytes(model, st.tracked.ids, lean=model.layout == "auto") > self.shared.budget_bytes():
             return Problem(Reason.OVER_BUDGET)
         return None
 

@@ -1,4 +1,9 @@
-"""The memory budget of engine states: the least recently used states are dropped first.
+"""The memory budget of engine states: layer outputs go first, then the least recently used states.
+
+With the "auto" state layout (the server's default) states are built full, with every layer's
+output, and the budget drops those outputs (a quarter of a state) from the least recently used
+documents before it drops any document's state: a document that loses them stays live and exact,
+its edits a little slower (the lean layout's recomputations).
 
 Engine states are the expensive part of an open document (tens of MiB for a few thousand
 tokens). A dropped state's hint material stays, so its hints are re-chosen from it until the
@@ -91,6 +96,21 @@ def awaiting_hints(st: DocumentState) -> bool:
     return st.unhinted_version is not None and st.unhinted_version == st.version and not st.material_current()
 
 
+def drop_outputs_over_budget(order: list[DocumentState], over: float) -> float:
+    """Drop the layer outputs of states in this order (the "auto" layout's full states) until
+    `over` bytes are freed; the bytes freed. A state that loses them stays exact and live, its
+    edits a little slower: far cheaper for the writer than a state dropped and rebuilt."""
+    freed = 0.0
+    for st in order:
+        if freed >= over:
+            break
+        n = st.drop_outputs()
+        if n:
+            freed += n
+            log.info("dropped the layer outputs of %s's engine state (memory budget)", st.uri)
+    return freed
+
+
 def evict_over_budget(
     states: OrderedDict[str, DocumentState],
     budget_bytes: float,
@@ -99,15 +119,17 @@ def evict_over_budget(
     in_use: InUse = never_in_use,
     need_bytes: float = 0.0,
 ) -> None:
-    """Drop least recently used states (never `keep`, never one in use) until the rest, plus
-    `need_bytes` about to be allocated, fit the budget; `save` leaves each dropped state in the
-    snapshot cache first."""
-    sizes = {u: s.bytes() for u, s in states.items()}
-    total = sum(sizes.values()) + need_bytes
+    """Make the states, plus `need_bytes` about to be allocated, fit the budget: first drop layer
+    outputs (least recently used first, never those of `keep` or one in use), then drop least
+    recently used states (never those), `save` leaving each in the snapshot cache first; and when
+    the states spared are still over, their outputs go too (`keep`'s last)."""
+    total = sum(s.bytes() for s in states.values()) + need_bytes
     if total <= budget_bytes:
         return
     now = time.monotonic()
     candidates = [s for s in states.values() if s is not keep and s.doc is not None and not spared(s, in_use, now)]
+    total -= drop_outputs_over_budget(candidates, total - budget_bytes)
+    sizes = {u: s.bytes() for u, s in states.items()}
     while total > budget_bytes and candidates:
         over = total - budget_bytes
         victim = next((s for s in candidates if sizes[s.uri] >= over), candidates[0])
@@ -116,6 +138,9 @@ def evict_over_budget(
         save(victim)
         victim.evict()
         log.info("dropped the engine state of %s (memory budget)", victim.uri)
+    if total > budget_bytes:
+        rest = [s for s in states.values() if s is not keep and s.doc is not None]
+        drop_outputs_over_budget([*rest, *([keep] if keep is not None else [])], total - budget_bytes)
 
 
 def report(

@@ -75,7 +75,7 @@ def describe(
             )
         return f"{n if ids is not None else '?'} tokens, more than maxDocumentTokens = {settings.max_document_tokens}"
     if problem.reason is Reason.OVER_BUDGET:
-        need = inference.estimate_state_bytes(model, ids if ids is not None else n) / 2**20
+        need = inference.estimate_state_bytes(model, ids if ids is not None else n, lean=model.layout == "auto") / 2**20
         return (
             f"{n} tokens, whose engine state would take about {need:,.0f} MiB, more than the whole memory "
             f"budget (memoryBudgetMb = {settings.memory_budget_mb:g}); raise memoryBudgetMb above "

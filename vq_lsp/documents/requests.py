@@ -41,6 +41,8 @@ def scores(docs: Documents, uri: str) -> dict:
         "updates": st.updates,
         "rebuilds": st.rebuilds,
         "evictions": st.evictions,
+        "outputs_dropped": st.outputs_dropped,
+        "state_layout": None if st.doc is None else "full" if st.doc.keeps_outputs else "lean",
         "restores": st.restores,
         "memory": docs.budget.report(),
     }

@@ -61,6 +61,7 @@ class DocumentState:
     updates: int = 0
     rebuilds: int = 0
     evictions: int = 0
+    outputs_dropped: int = 0  # times the memory budget dropped its state's layer outputs ("auto" layout)
     restores: int = 0  # states read back from a snapshot instead of rebuilt
     snapshot_ids: list[int] | None = None  # tokens of the snapshot its evicted state left (restore, then edit)
     in_doubt: bool = False  # the next build is a dense pass from the text, never a snapshot
@@ -143,6 +144,12 @@ class DocumentState:
     def snapshot_left(self, ids: list[int] | None) -> None:
         """Its state was left in the snapshot cache with these tokens (None: none, or read back)."""
         self.snapshot_ids = ids
+
+    def drop_outputs(self) -> int:
+        """The memory budget dropped its state's layer outputs (its state stays, lean); the bytes freed."""
+        freed = self.doc.drop_outputs() if self.doc is not None else 0
+        self.outputs_dropped += bool(freed)
+        return freed
 
     def evict(self) -> None:
         """The memory budget dropped its engine state (its snapshot was saved first)."""

@@ -177,12 +177,13 @@ class Settings:
         ),
     )
     state_layout: str = field(
-        default="lean",
+        default="auto",
         metadata=meta(
-            "What a document's engine state keeps per token: lean (no layer outputs, recomputed from the codes when an "
-            "edit needs them: about a fifth less memory, more documents stay live) or full (every layer's output: "
-            "faster edits).",
-            choices=("lean", "full"),
+            "What a document's engine state keeps per token: full (every layer's output: faster edits), lean (no layer "
+            "outputs, recomputed from the codes when an edit needs them: about a fifth less memory, more documents "
+            "stay live) or auto (full while the memory budget has room; the least recently used documents become "
+            "lean before any document's state is dropped).",
+            choices=("auto", "lean", "full"),
         ),
     )
     threads: int = field(
