@@ -1,14 +1,15 @@
 """Memory of many open documents in the real server: state bytes per document and per token.
 
     python -m benchmarks.memory_docs [--model bundled|test|PATH] [--docs 50] [--tokens 2000] [--budget-mb 1024]
-                                     [--precision float32|float64] [--state-layout lean|full]
+                                     [--precision float32|float64] [--state-layout auto|lean|full]
                                      [--out benchmarks/results/memory_docs.md]
 
 Through the real `vq-lsp` process over stdio (pytest-lsp's client), not the states layer: it
 opens `--docs` Rust book chapters cut to `--tokens` tokens at once, asks the scores of the ten
 opened last (`vqLsp/documentScores` reports the engine-state bytes the server holds), then
 edits ten early ones again (evicted by then: rebuilt on demand). It prints the bytes of one live engine
-state per document and per token, how many states the budget kept live, and the server's
+state per document and per token, how many states the budget kept live (with the auto layout, how
+many of them it had made lean), and the server's
 resident memory (VmRSS from /proc): its baseline after a warm-up document, the most at rest
 (after each answer) and the peak (VmHWM, the temporaries of full passes included).
 `--model test` is the small random model the reliability tests use (the same tokenizer).
@@ -62,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--state-layout",
         choices=inference.LAYOUTS,
-        default="lean",
-        help="the server's stateLayout setting (default lean, the server's default)",
+        default="auto",
+        help="the server's stateLayout setting (default auto, the server's default)",
     )
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--out", help="also write the output (with the command) to this markdown file")
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     f"{res.bytes_per_document / mib:.1f} MiB",
                     f"{res.bytes_per_token:,.0f} B",
-                    str(res.live_states_max),
+                    f"{res.live_states_max}" + (f" ({res.lean_states} lean)" if args.state_layout == "auto" else ""),
                     f"{res.state_bytes_max / mib:.0f} MiB",
                     f"{res.budget_bytes / mib:.0f} MiB",
                     f"{res.baseline_rss / mib:.0f} MiB",

@@ -1,7 +1,7 @@
 """Single-token edits at several document lengths: what each edit dispatches and how long it takes.
 
     python -m benchmarks.single_token [MODEL_DIR] [--lengths 500 2000 8000] [--edits 40]
-        [--dtype float64 float32] [--sizing exact bucketed] [--context window paragraph] [--layout lean full]
+        [--dtype float64 float32] [--sizing exact bucketed] [--context window paragraph] [--layout lean full auto]
         [--threads 1] [--out benchmarks/results]
 
 Data: the newest revision of held-out PEPs ($VQ_LSP_DATA/eval/python_peps.jsonl.gz), used only
@@ -9,8 +9,9 @@ to have real tokens, cut to each length. The same seeded sequence of single-toke
 (replace, insert, delete in turn, at random places) is applied once per row-set sizing:
   exact     the CPU default: the host reads each layer's next rows (one read per layer), no padding
   bucketed  the CUDA path: shapes padded to buckets, one read per pass (forced here on the CPU)
-and per state layout (--layout): full (load_model's default: layer outputs kept) or lean (the
-server's default: recomputed from the codes), with the state's bytes per token after the edits.
+and per state layout (--layout): full (load_model's default: layer outputs kept; what the server's
+default, auto, builds and keeps while its memory budget has room) or lean (recomputed from the
+codes: a document whose outputs the budget dropped), with the state's bytes per token after the edits.
 Per edit: dispatched torch ops, launches (ops that are not views: about one kernel each on CUDA)
 and host syncs (.item(), nonzero, tolist, numpy ...), counted by benchmarks.common.DispatchCounter
 on an untimed twin document fed the same edits; and wall clock of the timed document. Beside
@@ -87,7 +88,7 @@ def edited_window(doc, splice) -> list[int]:
 
 def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str = "full") -> dict:
     model.consts.sizing = inference.engine.SIZINGS[sizing]
-    model.consts.keep_outputs = layout == "full"  # (read when a document is built)
+    model.consts.keep_outputs = layout != "lean"  # (read when a document is built; "auto" builds full)
     timed_doc = inference.IncrementalDocument(model, ids)
     twin = inference.IncrementalDocument(model, ids)
     for sp in edits[:WARMUP]:

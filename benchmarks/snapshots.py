@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--state-layout",
         choices=inference.LAYOUTS,
-        default="lean",
-        help="the engine state's layout (default lean: the server's, which writes the snapshots)",
+        default="auto",
+        help="the engine state's layout (default auto: the server's, which writes the snapshots)",
     )
     p.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     p.add_argument("--out", help="also write the table (with the command) to this markdown file")

@@ -55,7 +55,7 @@ from vq_lsp.settings import DiagnosticSettings
 NAME = "tone_candidates"
 BUNDLED = "inference/default_model (the bundled model)"  # what `--model` left out measures
 PRECISION = "float32"  # the server's default precision and state layout
-LAYOUT = "lean"
+LAYOUT = "auto"
 REPO_DOCS = ("docs/server.md", "docs/engine.md", "docs/cli.md", "docs/configuration.md", "training/README.md")
 
 

@@ -62,10 +62,13 @@ def test_the_budget_drops_layer_outputs_before_any_state(docs, path):
     one, before = a.bytes(), a.doc.scores
     assert requests.scores(docs, "mem://a")["state_layout"] == "full"
     docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.9 * one / 2**20)
+    told, observe = [], path.server.heap.observe
+    path.server.heap.observe = lambda docs, text=0, states=0: (told.append(states), observe(docs, text, states))
     path.process("mem://b", [Opened(1, "plaintext", text + " The end.")])
     b = docs.states["mem://b"]
     assert a.doc is not None and a.evictions == 0 and a.outputs_dropped == 1 and b.doc.keeps_outputs
     assert a.bytes() < 0.9 * one and a.bytes() + b.bytes() <= 1.9 * one
+    assert sum(told) == one - a.bytes()  # the heap trimmer is told what was let go
     report = requests.scores(docs, "mem://a")
     assert report["state_layout"] == "lean" and report["scores"] == before and report["evictions"] == 0
     path.process("mem://a", [Edited(2, [Change(" Fine.", (0, 0, 0, 0))])])
@@ -76,6 +79,21 @@ def test_the_budget_drops_layer_outputs_before_any_state(docs, path):
     path.process("mem://c", [Opened(1, "plaintext", text)])
     c = docs.states["mem://c"]
     assert c.problem is None and not c.doc.keeps_outputs and c.outputs_dropped == 0 and c.bytes() < 0.9 * one
+    docs.settings = Settings(model_path=docs.settings.model_path)
+
+
+@pytest.mark.parametrize("path_settings", [{"state_layout": "full"}], ids=["full"])
+def test_the_full_layout_keeps_its_outputs_under_the_budget(docs, path):
+    """stateLayout full is a choice: the budget drops the least recently used state, never outputs."""
+    text = "\n\n".join(["A long paragraph about a film that went on and on and on."] * 60)
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1e7)
+    path.process("mem://a", [Opened(1, "plaintext", text)])
+    a = docs.states["mem://a"]
+    one = a.bytes()
+    docs.settings = Settings(model_path=docs.settings.model_path, memory_budget_mb=1.9 * one / 2**20)
+    path.process("mem://b", [Opened(1, "plaintext", text + " The end.")])
+    assert a.doc is None and a.evictions == 1 and a.outputs_dropped == 0
+    assert docs.states["mem://b"].doc.keeps_outputs
     docs.settings = Settings(model_path=docs.settings.model_path)
 
 

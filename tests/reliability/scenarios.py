@@ -451,6 +451,7 @@ class MemoryResult:
     budget_bytes: int = 0
     state_bytes_max: int = 0  # the most the server reported holding at once
     live_states_max: int = 0
+    lean_states: int = 0  # of the live states when the most were live: those without layer outputs ("auto" layout)
     bytes_per_document: float = 0.0  # of one live engine state
     bytes_per_token: float = 0.0
     baseline_rss: int = 0
@@ -497,7 +498,8 @@ async def many_documents(
         mem = res["memory"]
         expect(mem["bytes"] <= budget, f"{mem['bytes']} state bytes exceed the budget of {budget}")
         out.state_bytes_max = max(out.state_bytes_max, mem["bytes"])
-        out.live_states_max = max(out.live_states_max, mem["live_states"])
+        if mem["live_states"] > out.live_states_max:
+            out.live_states_max, out.lean_states = mem["live_states"], mem["lean_states"]
         out.rest_rss_max = max(out.rest_rss_max, rss_bytes(pid))
 
     peaks.start("open all")

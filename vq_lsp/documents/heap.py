@@ -91,10 +91,12 @@ class HeapTrimmer:
             self.trims += 1
             self._trim(0)
 
-    def observe(self, docs: Iterable, text_bytes: int = 0) -> None:
-        """Call on the engine thread after each job with the live engine documents (None allowed)
-        and the bytes of whole-text copies the job made and let go (`Documents.text_churn`)."""
+    def observe(self, docs: Iterable, text_bytes: int = 0, state_bytes: int = 0) -> None:
+        """Call on the engine thread after each job with the live engine documents (None allowed),
+        the bytes of whole-text copies the job made and let go (`Documents.text_churn`) and the bytes
+        of live states it let go (layer outputs the memory budget dropped: `Budget.outputs_freed`)."""
         self.text_churn += text_bytes
+        self.churn += state_bytes
         now = {}
         for doc in docs:
             if doc is not None:

@@ -96,11 +96,11 @@ def awaiting_hints(st: DocumentState) -> bool:
     return st.unhinted_version is not None and st.unhinted_version == st.version and not st.material_current()
 
 
-def drop_outputs_over_budget(order: list[DocumentState], over: float) -> float:
+def drop_outputs_over_budget(order: list[DocumentState], over: float) -> int:
     """Drop the layer outputs of states in this order (the "auto" layout's full states) until
     `over` bytes are freed; the bytes freed. A state that loses them stays exact and live, its
     edits a little slower: far cheaper for the writer than a state dropped and rebuilt."""
-    freed = 0.0
+    freed = 0
     for st in order:
         if freed >= over:
             break
@@ -118,17 +118,21 @@ def evict_over_budget(
     keep: DocumentState | None = None,
     in_use: InUse = never_in_use,
     need_bytes: float = 0.0,
-) -> None:
-    """Make the states, plus `need_bytes` about to be allocated, fit the budget: first drop layer
-    outputs (least recently used first, never those of `keep` or one in use), then drop least
-    recently used states (never those), `save` leaving each in the snapshot cache first; and when
-    the states spared are still over, their outputs go too (`keep`'s last)."""
+    thin: bool = False,
+) -> int:
+    """Make the states, plus `need_bytes` about to be allocated, fit the budget: first, with `thin`
+    (the "auto" layout), drop layer outputs (least recently used first, never those of `keep` or
+    one in use), then drop least recently used states (never those), `save` leaving each in the
+    snapshot cache first; with `thin`, when the states spared are still over, their outputs go too
+    (`keep`'s last). Returns the bytes of layer outputs dropped (the heap trimmer counts them:
+    nothing else sees them go). The "full" layout is what a user chose: its outputs are never dropped."""
     total = sum(s.bytes() for s in states.values()) + need_bytes
     if total <= budget_bytes:
-        return
+        return 0
     now = time.monotonic()
     candidates = [s for s in states.values() if s is not keep and s.doc is not None and not spared(s, in_use, now)]
-    total -= drop_outputs_over_budget(candidates, total - budget_bytes)
+    freed = drop_outputs_over_budget(candidates, total - budget_bytes) if thin else 0
+    total -= freed
     sizes = {u: s.bytes() for u, s in states.items()}
     while total > budget_bytes and candidates:
         over = total - budget_bytes
@@ -138,9 +142,10 @@ def evict_over_budget(
         save(victim)
         victim.evict()
         log.info("dropped the engine state of %s (memory budget)", victim.uri)
-    if total > budget_bytes:
+    if thin and total > budget_bytes:
         rest = [s for s in states.values() if s is not keep and s.doc is not None]
-        drop_outputs_over_budget([*rest, *([keep] if keep is not None else [])], total - budget_bytes)
+        freed += drop_outputs_over_budget([*rest, *([keep] if keep is not None else [])], total - budget_bytes)
+    return freed
 
 
 def report(
@@ -154,6 +159,7 @@ def report(
         "working_bytes": working.bytes if working is not None else 0,
         "hint_bytes": working.hints if working is not None else 0,
         "live_states": sum(s.doc is not None for s in states.values()),
+        "lean_states": sum(s.doc is not None and not s.doc.keeps_outputs for s in states.values()),
         "open_documents": len(states),
         "snapshots": snapshots,
     }
@@ -169,6 +175,7 @@ class Budget:
         self.shared = shared
         self.in_use = in_use
         self.working = WorkingMemory()  # the server's memory beside the states (given a baseline by the server)
+        self.outputs_freed = 0  # bytes of layer outputs dropped since the server's heap trimmer last took them
 
     def state_budget_bytes(self, need: float = 0.0) -> float:
         """What the budget leaves the engine states once the server's working memory is counted
@@ -204,13 +211,14 @@ class Budget:
         shared = self.shared
         if need > 0:
             self.working.hints = shared.hint_caches.bytes()
-        evict_over_budget(
+        self.outputs_freed += evict_over_budget(
             shared.states,
             self.state_budget_bytes(need),
             lambda st: save_state(shared.snapshots, st, shared.settings),
             keep=keep,
             in_use=in_use,
             need_bytes=need,
+            thin=shared.model is not None and shared.model.layout == "auto",
         )
 
     def waits_for_hints(self, st: DocumentState, need: float) -> bool:

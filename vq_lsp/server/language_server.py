@@ -151,7 +151,8 @@ class VQServer(LanguageServer):
             return fn(*args)
         finally:
             churn, self.docs.table.text_churn = self.docs.table.text_churn, 0
-            self.heap.observe((st.doc for st in self.docs.states.values()), churn)
+            freed, self.docs.budget.outputs_freed = self.docs.budget.outputs_freed, 0
+            self.heap.observe((st.doc for st in self.docs.states.values()), churn, freed)
 
     async def on_engine(self, fn, *args, lane: int = URGENT):
         return await self.engine.submit(self._engine_job, fn, *args, lane=lane)
