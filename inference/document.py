@@ -119,11 +119,8 @@ class IncrementalDocument:
         return cut_document(self.model, ids)
 
     def _bounds(self) -> list[tuple[int, int]]:
-        out, start = [], 0
-        for w in self.windows:
-            out.append((start, start + w.n_tokens))
-            start += w.n_tokens
-        return out
+        ends = np.cumsum([0, *(w.n_tokens for w in self.windows)]).tolist()
+        return list(zip(ends[:-1], ends[1:]))
 
     # ----------------------------------------------------------------- reading
     @property
@@ -170,14 +167,12 @@ class IncrementalDocument:
 
     @property
     def keeps_outputs(self) -> bool:
-        """Whether every window keeps its layer outputs (full layout): a document whose outputs
-        were dropped (`drop_outputs`) stays lean, windows made by later edits included."""
+        """Whether every window keeps its layer outputs (full layout); once dropped, never again."""
         return all(w.outputs is not None for w in self.windows)
 
     def drop_outputs(self) -> int:
-        """Drop every window's layer outputs (see WindowState.drop_outputs), the bytes freed: the
-        memory budget's first resort before it drops a whole state. Exactness is unchanged; edits
-        cost the lean layout's recomputations from then on."""
+        """Drop every window's layer outputs, the bytes freed (the memory budget's first resort):
+        still exact, lean from then on, windows later edits build included (`_done`)."""
         return sum(w.drop_outputs() for w in self.windows)
 
     def dense_macs(self) -> int:
@@ -338,8 +333,7 @@ class IncrementalDocument:
         return self._done(cost, t0, lean)
 
     def _done(self, cost: Cost, t0: float, lean: bool) -> EditResult:
-        """The end of an update. A document that was lean before it stays lean: windows the update
-        built (a split paragraph, a rebuilt window) are built with the model's layout."""
+        """The end of an update; a lean document's new windows (built with the model's layout) made lean."""
         if lean:
             self.drop_outputs()
         if self.windows and self.windows[0].key_pos.is_cuda:

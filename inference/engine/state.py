@@ -146,14 +146,12 @@ class WindowState:
         self.free = list(range(cap - 1, n - 1, -1))
 
     def drop_outputs(self) -> int:
-        """Drop the layer outputs (full layout -> lean) and return the bytes freed. The codes, sums
-        and attention rows are unchanged, so the state stays exact: an update recomputes the few
-        outputs it needs from the codes (`layer_input`). A model without VQ needs them: kept."""
-        if self.outputs is None or not self.cfg.vq:
-            return 0
-        freed = self.outputs.element_size() * self.outputs.nelement()
-        self.outputs = None
-        self.make_views()
+        """Drop the layer outputs (full layout -> lean), the bytes freed; the state stays exact (an update
+        recomputes the few it needs: `layer_input`). A model without VQ needs them: kept."""
+        freed = 0 if self.outputs is None or not self.cfg.vq else self.outputs.element_size() * self.outputs.nelement()
+        if freed:
+            self.outputs = None
+            self.make_views()
         return freed
 
     def update_total(self) -> None:
@@ -295,16 +293,8 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        for name, dim in (
-            ("key_pos", 0),
-            ("embed_idx", 0),
-            ("cls_logp", 0),
-            ("nll", 0),
-            ("outputs", 1),
-            ("qkv", 3),
-            ("sums", 1),
-            ("codes", 1),
-        ):
+        dims = {"key_pos": 0, "embed_idx": 0, "cls_logp": 0, "nll": 0, "outputs": 1, "qkv": 3, "sums": 1, "codes": 1}
+        for name, dim in dims.items():
             t = getattr(self, name)
             if t is None:
                 continue

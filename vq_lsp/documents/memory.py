@@ -1,7 +1,7 @@
 """The memory budget of engine states: layer outputs go first, then the least recently used states.
 
 With the "auto" state layout (the server's default) states are built full, with every layer's
-output, and the budget drops those outputs (a quarter of a state) from the least recently used
+output, and the budget drops those outputs (about a fifth of a state) from the least recently used
 documents before it drops any document's state: a document that loses them stays live and exact,
 its edits a little slower (the lean layout's recomputations).
 

@@ -221,8 +221,8 @@ class Settings:
         default=1024.0,
         metadata=meta(
             "Engine states of all open documents together stay under this many MiB; least recently used are dropped "
-            "(and rebuilt when edited or asked about). A document whose state alone would exceed it gets no hints and "
-            "one message saying so.",
+            "(and rebuilt when edited or asked about), with stateLayout auto after their layer outputs. A document "
+            "whose state alone would exceed it gets no hints and one message saying so.",
             1.0,
             1e7,
         ),
