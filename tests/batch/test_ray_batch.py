@@ -73,7 +73,7 @@ def test_precision_reaches_the_workers(local_ray, tmp_path, tiny_model_dir, caps
     for i, text in enumerate([A, B, C]):
         (tmp_path / f"r{i}.txt").write_text(text)
     _same_as_single_process([str(tmp_path), "--precision", precision], tiny_model_dir, capsys)
-    engine = {"precision": precision, "context": "paragraph", "state_layout": "lean"}  # the other two: defaults
+    engine = {"precision": precision, "context": "paragraph", "state_layout": "auto"}  # the other two: defaults
     assert [s.engines for s in started] == [[engine, engine]]
 
 

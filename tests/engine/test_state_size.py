@@ -24,7 +24,7 @@ def test_bytes_per_slot_follow_the_layout(dtype, layout):
     floats = (
         L * (3 * d + h * K + h) + cfg.num_labels + 2
     )  # q|k|v, p and |s| bound per VQ head; class log-probs, surprise, key position
-    floats += L * d if layout == "full" else 0  # every layer's output
+    floats += L * d if layout != "lean" else 0  # every layer's output ("auto" builds full)
     ints = L * h + 3 + 2  # codes, the three embedding rows on the device; token id and position on the host
     assert win.state_bytes() == (floats * e + ints * 8) * (win.cap + 1) + cfg.num_labels * e  # + the window total
     assert win.cap <= SLACK * len(win.order) + 1
