@@ -248,36 +248,6 @@ async def test_bad_input_is_reported_and_other_documents_keep_working(client):
     assert counts(await diagnostics_for(client, good, 3))[0] == 2
 
 
-async def test_the_budget_thins_a_state_before_it_drops_one(client):
-    """stateLayout auto (the default): a state is built full; a second document that fits the budget
-    only beside the first one thinned makes it lean, not dropped: same scores, no rebuild."""
-    para = "This paragraph talks about a film that many people liked a lot. " * 6
-    text = "\n\n".join([para] * 12)
-    first, second = "file:///tmp/vq/thin-1.txt", "file:///tmp/vq/thin-2.txt"
-    open_doc(client, first, text, version=1)
-    await diagnostics_for(client, first, 1)
-    res = await scores(client, first)
-    assert res["state_layout"] == "full" and res["memory"]["lean_states"] == 0
-    one = res["memory"]["bytes"] / res["memory"]["live_states"]
-    # the states get half of a budget of a few MiB (memory.MIN_STATE_SHARE: the server's working memory
-    # beside them is far more): room for the first state and the second's full build, with the first thinned
-    room = res["memory"]["bytes"] + 1.1 * one
-    client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"vqLsp": {**OPTIONS, "memoryBudgetMb": 2 * room / 2**20}})
-    )
-    open_doc(client, second, text.replace("film", "movie"), version=1)
-    await diagnostics_for(client, second, 1)
-    assert (await scores(client, second))["state_layout"] == "full"
-    thinned = await scores(client, first)
-    assert thinned["state_layout"] == "lean" and thinned["outputs_dropped"] >= 1 and thinned["evictions"] == 0
-    assert thinned["scores"] == res["scores"] and thinned["memory"]["lean_states"] >= 1
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"vqLsp": OPTIONS}))
-    for uri in (first, second):
-        client.text_document_did_close(
-            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-        )
-
-
 async def test_documents_far_beyond_the_window_and_memory_budget(client, gpt2):
     para = "This paragraph talks about a film that many people liked a lot. " * 6
     long_text = "\n\n".join([para] * 40)  # about 14 windows of 256 tokens
