@@ -119,8 +119,7 @@ class IncrementalDocument:
         return cut_document(self.model, ids)
 
     def _bounds(self) -> list[tuple[int, int]]:
-        ends = np.cumsum([0, *(w.n_tokens for w in self.windows)]).tolist()
-        return list(zip(ends[:-1], ends[1:]))
+        return recut.window_bounds(self.windows)
 
     # ----------------------------------------------------------------- reading
     @property

@@ -33,6 +33,16 @@ def capacity(model: LoadedModel) -> int:
     return model.config.window_tokens - 1
 
 
+def window_bounds(windows: Sequence[WindowState]) -> list[tuple[int, int]]:
+    """The token span [start, end) of each window in the document (a plain loop: several times
+    faster than numpy for the few dozen windows a document has, and run on every edit)."""
+    out, start = [], 0
+    for w in windows:
+        out.append((start, start + w.n_tokens))
+        start += w.n_tokens
+    return out
+
+
 def route(splices: Sequence[Splice], bounds: list[tuple[int, int]], n: int) -> PerWindow:
     """Validated, sorted splices against a document of n tokens whose windows span `bounds`, as
     window-local splices: a splice's new tokens go to the window it starts in, and the windows

@@ -89,8 +89,15 @@ def reference_layout(model: LoadedModel) -> dict[str, list]:
 def accepted_layouts(model: LoadedModel) -> list[dict[str, list]]:
     """The window layouts a snapshot may hold for this model: the one its windows are built with,
     and under the "auto" layout the lean one too (a document whose outputs the memory budget dropped)."""
-    full = reference_layout(model)
-    return [full, {**full, "outputs": [type(None).__name__, "", 0]}] if model.layout == "auto" else [full]
+    if model.layout != "auto":
+        return [reference_layout(model)]
+
+    def lean_layout() -> dict[str, list]:
+        window = new_window(model, [model.config.bos_token_id])
+        window.drop_outputs()
+        return _layout(window)
+
+    return [reference_layout(model), model.cached("snapshot_lean_layout", lean_layout)]
 
 
 def fingerprint(model: LoadedModel) -> str:

@@ -133,11 +133,18 @@ def _window_sizes(model: LoadedModel, tokens: int | Sequence[int]) -> list[float
 
 
 def _state_bytes(model: LoadedModel, sizes: list[float], lean: bool = False) -> int:
-    per_slot = getattr(model, "_state_bytes_per_slot", None)
-    if per_slot is None:
-        tiny = new_window(model, [model.config.bos_token_id] * 8)
-        per_slot = model._state_bytes_per_slot = tiny.state_bytes() / tiny.alive.numel()
-    if lean and model.consts.keep_outputs and model.config.vq:  # the outputs a dropped layout does not hold
-        cfg = model.config
-        per_slot -= cfg.num_hidden_layers * cfg.hidden_size * model.dtype.itemsize
+    per_slot = _bytes_per_slot(model, lean)
     return int(per_slot * sum(max(16, SLACK * (n + 1)) + 1 for n in sizes))  # a BOS row and a spare slot each
+
+
+def _bytes_per_slot(model: LoadedModel, lean: bool) -> float:
+    """State bytes per slot, measured on a tiny window of this model once (lean: its layer outputs
+    dropped, as the memory budget drops a document's; a window without them loses nothing)."""
+
+    def measure() -> float:
+        tiny = new_window(model, [model.config.bos_token_id] * 8)
+        if lean:
+            tiny.drop_outputs()
+        return tiny.state_bytes() / tiny.alive.numel()
+
+    return model.cached(f"state_bytes_per_slot:{model.consts.keep_outputs}:{lean}", measure)

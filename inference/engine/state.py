@@ -22,6 +22,9 @@ from .policy import FAR, SLACK
 from .record import RECORD_FIELDS, WindowRecord
 from .rows import finish_rows
 
+# the slot dimension of each device tensor a window grows (WindowState.grow)
+GROWN_ALONG = {"key_pos": 0, "embed_idx": 0, "cls_logp": 0, "nll": 0, "outputs": 1, "qkv": 3, "sums": 1, "codes": 1}
+
 
 @dataclass
 class LayerView:
@@ -293,8 +296,7 @@ class WindowState:
         for name in ("ids_host", "pos_host"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr[:old], np.zeros(cap + 1 - old, dtype=arr.dtype)]))
-        dims = {"key_pos": 0, "embed_idx": 0, "cls_logp": 0, "nll": 0, "outputs": 1, "qkv": 3, "sums": 1, "codes": 1}
-        for name, dim in dims.items():
+        for name, dim in GROWN_ALONG.items():
             t = getattr(self, name)
             if t is None:
                 continue

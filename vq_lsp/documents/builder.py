@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import inference
 
@@ -28,6 +29,15 @@ from .state import DocumentState, Message, Outcome
 log = logging.getLogger(__name__)
 
 THRASH_EVICTIONS = 3  # a document dropped for the budget this often, then rebuilt, is reported (once)
+
+
+@dataclass(frozen=True)
+class BuildNeed:
+    """What a build takes from the budget at its peak, and whether its state is built lean: decided
+    once, so that the room made and the state built agree."""
+
+    bytes: int
+    lean: bool
 
 
 class StateBuilder:
@@ -80,9 +90,10 @@ class StateBuilder:
             return 1, 1
         if st.builder is None or st.builder.model is not model:
             # room for the whole state before its first window: half-built states count too
-            self.budget.make_room(keep=st, need=self._build_need(st))
+            need = self._build_need(st)
+            self.budget.make_room(keep=st, need=need.bytes)
             self._report_thrashing(st)
-            st.start_build(inference.DocumentBuilder(model, st.tracked.ids, lean=self._builds_lean(st)))
+            st.start_build(inference.DocumentBuilder(model, st.tracked.ids, lean=need.lean))
             self.builds += 1
             log.info("building the state of %s (%d tokens)", uri, len(st.tracked.ids))
         return st.builder
@@ -115,23 +126,20 @@ class StateBuilder:
             return False
         if st.tracked is None or self.shared.model is None:
             return False
-        need = self._build_need(st)
+        need = self._build_need(st).bytes
         self.budget.make_room(keep=st, need=need)
         return self.budget.waits_for_hints(st, need)
 
-    def _build_need(self, st: DocumentState) -> int:
+    def _build_need(self, st: DocumentState) -> BuildNeed:
         """The room a build takes: its whole state, and its largest window's pass temporaries
         (without them, the resident memory rose about 120 MiB over the budget while a long
-        document was built beside other states)."""
-        return inference.estimate_build_bytes(self.shared.model, st.tracked.ids, lean=self._builds_lean(st))
-
-    def _builds_lean(self, st: DocumentState) -> bool:
-        """Whether a build under the "auto" layout leaves out the layer outputs from the start: when
-        the full state would not fit what the budget leaves the states even alone."""
-        model = self.shared.model
-        if model.layout != "auto":
-            return False
-        return inference.estimate_build_bytes(model, st.tracked.ids) > self.budget.state_budget_bytes()
+        document was built beside other states). Under the "auto" layout a build whose full state
+        would not fit what the budget leaves the states even alone leaves out the layer outputs."""
+        model, ids = self.shared.model, st.tracked.ids
+        full = inference.estimate_build_bytes(model, ids)
+        if model.layout != "auto" or full <= self.budget.state_budget_bytes():
+            return BuildNeed(full, lean=False)
+        return BuildNeed(inference.estimate_build_bytes(model, ids, lean=True), lean=True)
 
     def _copy_live_state(self, st: DocumentState) -> bool:
         """Give `st` a copy of another open document's state with exactly its tokens (the same

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inference
 
-from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, text_problem
+from .problems import KEEPS_TOKENS, QUIET, Problem, Reason, describe, least_state_bytes, text_problem
 from .shared import Shared
 from .state import DocumentState, Message, Outcome
 from .textsync import TrackedText, count_tokens
@@ -69,7 +69,7 @@ class Eligibility:
         if len(st.tracked.ids) > limit:
             st.counted(len(st.tracked.ids), True)
             return Problem(Reason.TOO_LONG)
-        if st.doc is None and over_budget(model, st.tracked.ids, self.shared.budget_bytes()):
+        if st.doc is None and least_state_bytes(model, st.tracked.ids) > self.shared.budget_bytes():
             return Problem(Reason.OVER_BUDGET)
         return None
 
@@ -117,9 +117,3 @@ class Eligibility:
         if st.problem is not None:
             return str(st.problem)
         return None
-
-
-def over_budget(model: inference.LoadedModel, ids: list[int], budget_bytes: float) -> bool:
-    """Whether a document's state would not fit the whole budget even at its smallest (the "auto"
-    layout's states can be lean)."""
-    return inference.estimate_state_bytes(model, ids, lean=model.layout == "auto") > budget_bytes

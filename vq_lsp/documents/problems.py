@@ -75,10 +75,16 @@ def describe(
             )
         return f"{n if ids is not None else '?'} tokens, more than maxDocumentTokens = {settings.max_document_tokens}"
     if problem.reason is Reason.OVER_BUDGET:
-        need = inference.estimate_state_bytes(model, ids if ids is not None else n, lean=model.layout == "auto") / 2**20
+        need = least_state_bytes(model, ids if ids is not None else n) / 2**20
         return (
             f"{n} tokens, whose engine state would take about {need:,.0f} MiB, more than the whole memory "
             f"budget (memoryBudgetMb = {settings.memory_budget_mb:g}); raise memoryBudgetMb above "
             f"{math.ceil(need)} to get hints for it"
         )
     return str(problem)
+
+
+def least_state_bytes(model: inference.LoadedModel, tokens: int | list[int]) -> int:
+    """The smallest a document's state can be under the model's layout (with "auto" the budget may
+    make it lean): what must fit the whole memory budget for the document to get hints."""
+    return inference.estimate_state_bytes(model, tokens, lean=model.layout == "auto")
