@@ -51,6 +51,7 @@ def test_folder_in_natural_order_with_verification(folder, tiny_model_dir, capsy
     assert abs(sum(rows[0]["scores"].values()) - 1) < 1e-5
     assert summary["revisions"] == 4 and summary["speedup"] > 1
     assert "fewer" in err
+    assert "4 revisions of 1 document," in err
 
 
 def test_bad_files_are_reported_and_skipped(folder, tiny_model_dir, capsys):
@@ -198,3 +199,26 @@ def test_paragraph_context_scores_each_paragraph_alone(folder, tiny_model_dir, c
     with pytest.raises(SystemExit) as exit_:
         command.main([str(folder), "--context", "sentence"])
     assert exit_.value.code == 2 and "--context" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "summary, said, unsaid",
+    [
+        (
+            dict(documents=1, revisions=2, incremental_macs=300, dense_macs=200),
+            ["2 revisions of 1 document,", "1.5x more", "vq-lsp check"],
+            ["fewer"],
+        ),
+        (
+            dict(documents=2, revisions=1, incremental_macs=100, dense_macs=200),
+            ["1 revision of 2 documents,", "2.0x fewer"],
+            ["more", "vq-lsp check"],
+        ),
+    ],
+)
+def test_the_summary_words_the_ratio_the_way_it_went(summary, said, unsaid, capsys):
+    """A folder of unrelated files costs more than scoring each afresh: the summary says "more", not
+    "0.7x fewer", and says why; counts of one are singular."""
+    assert command.report(command.Summary(tokens=10, **summary), verified=False) == 0
+    err = capsys.readouterr().err
+    assert all(s in err for s in said) and not any(s in err for s in unsaid), err

@@ -44,7 +44,7 @@ def test_text_rows_never_share_a_line_with_the_progress_bar(monkeypatch):
     assert len(headers) == 4 and all(line.startswith("review/draft") for line in headers), headers
     hints = [line for line in shown if " tone (" in line]
     assert hints and all(line.startswith("  line ") for line in hints)
-    summary = [line for line in shown if "revisions of 1 documents" in line]
+    summary = [line for line in shown if "revisions of 1 document," in line]
     assert len(summary) == 1 and summary[0].startswith("4 revisions"), summary
     assert term.getvalue().endswith("\n")
 

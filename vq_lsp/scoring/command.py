@@ -33,6 +33,7 @@ from ..workspace import folder
 from .output import RowWriter
 from .ray import INSTALL_HINT, RayScorer, ray_address, ray_installed
 from .revisions import GIT_MERGES, Revision, RevisionSource, folder_source, from_jsonl, git_source
+from .rows import mac_ratio
 from .scorer import BatchScorer, Summary
 
 
@@ -298,15 +299,26 @@ def score(args: argparse.Namespace, stdout, warn: Warnings) -> Summary:
     return scorer.summary
 
 
+UNRELATED_REVISIONS = (
+    " (each revision replaced most of the one before: a folder is scored as the versions of one document; "
+    "`vq-lsp check FOLDER` gives the hints of separate files)"
+)
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def report(s: Summary, verified: bool) -> int:
     """The summary line on stderr; the exit status: 2 when nothing was scored, 1 on a failed check."""
     if s.revisions == 0:
         print("vq-lsp score: error: no revision could be scored", file=sys.stderr)
         return 2
     print(
-        f"{s.revisions} revisions of {s.documents} documents, {s.tokens} tokens, {s.seconds:.2f} s; "
-        f"incremental {s.incremental_macs / 1e9:.2f} GMACs vs scoring each from scratch "
-        f"{s.dense_macs / 1e9:.2f} GMACs: {s.speedup:.1f}x fewer"
+        f"{_counted(s.revisions, 'revision')} of {_counted(s.documents, 'document')}, {s.tokens} tokens, "
+        f"{s.seconds:.2f} s; incremental {s.incremental_macs / 1e9:.2f} GMACs vs scoring each from scratch "
+        f"{s.dense_macs / 1e9:.2f} GMACs: {mac_ratio(s.dense_macs, s.incremental_macs)}"
+        + (UNRELATED_REVISIONS if s.incremental_macs > s.dense_macs else "")
         + (f"; verified {s.verified}, failures {s.verify_failures}" if verified else "")
         + (f"; {s.warnings} warnings" if s.warnings else ""),
         file=sys.stderr,

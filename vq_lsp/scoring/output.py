@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from .hint_changes import ListedHint, changes
 from .revisions import CommitHeader
-from .rows import RevisionRow
+from .rows import RevisionRow, mac_ratio
 from .scorer import Summary
 
 
@@ -122,7 +122,7 @@ class RowWriter:
             score += f" ({r.scores[label] - before.scores[label]:+.2f})"
         status = (
             f"  {score}; {r.changed_tokens} of {r.tokens} tokens changed, "
-            f"{r.dense_macs / max(1, r.incremental_macs):.1f}x fewer MACs than scoring from scratch; "
+            f"{mac_ratio(r.dense_macs, r.incremental_macs)} MACs than scoring from scratch; "
             f"{len(hints)} hints"
         )
         if not self.changes_only:
@@ -141,7 +141,7 @@ class RowWriter:
         label = max(r.scores, key=r.scores.get)
         lines = [
             f"{r.doc}/{r.revision}: {label} {r.scores[label]:.2f}  ({r.changed_tokens} of "
-            f"{r.tokens} tokens changed, {r.dense_macs / max(1, r.incremental_macs):.1f}x fewer MACs "
+            f"{r.tokens} tokens changed, {mac_ratio(r.dense_macs, r.incremental_macs)} MACs "
             f"than scoring from scratch)"
         ]
         lines += [f"  {h.text}" for h in self._hints(r)]

@@ -13,6 +13,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 
+def mac_ratio(dense_macs: int, incremental_macs: int) -> str:
+    """The MACs of scoring incrementally against scoring from scratch, worded the way it went: "2.0x
+    fewer", or "1.1x more" when each revision replaced most of the one before (a folder of unrelated
+    files is read as the versions of one document)."""
+    if incremental_macs <= dense_macs:
+        return f"{dense_macs / max(1, incremental_macs):.1f}x fewer"
+    return f"{incremental_macs / max(1, dense_macs):.1f}x more"
+
+
 @dataclass(frozen=True)
 class ParagraphRow:
     """A prose paragraph's scores: its first line (0-based), tokens, words, class probabilities."""
