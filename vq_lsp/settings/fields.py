@@ -220,9 +220,10 @@ class Settings:
     memory_budget_mb: float = field(
         default=1024.0,
         metadata=meta(
-            "Engine states of all open documents together stay under this many MiB; least recently used are dropped "
-            "(and rebuilt when edited or asked about), with stateLayout auto after their layer outputs. A document "
-            "whose state alone would exceed it gets no hints and one message saying so.",
+            "Engine states of all open documents together stay under this many MiB; the least recently used are "
+            "dropped (and rebuilt when edited or asked about), with stateLayout auto only after losing their layer "
+            "outputs (still exact, edits a little slower). A document whose state alone would exceed it gets no hints "
+            "and one message saying so.",
             1.0,
             1e7,
         ),
