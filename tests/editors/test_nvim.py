@@ -291,6 +291,7 @@ COST_SHAPES = {  # the `cost` field of vqLsp/documentScores, as vq_lsp/documents
         "seconds": 0.0042,
         "splices": 1,
     },
+    "pasted_over": {"incremental_macs": 44_000_000, "dense_macs": 40_000_000, "speedup": 40 / 44, "seconds": 0.05},
     "rebuild": {"rebuild_seconds": 0.25, "tokens": 1712},
     "restore": {"restore_seconds": 0.1199, "tokens": 1712},
     "other": {"merged_seconds": 0.5, "windows": [1, 2]},
@@ -315,6 +316,9 @@ def test_cost_lines_for_every_result_shape(tmp_path):
         "vq-lsp: last update of version 7: 1.25M MACs incremental vs 40.00M dense (32.0x fewer), 4.2 ms",
         "dirty positions per layer: 3, 5; relabelled 1, near ties 2; updates 4, rebuilds 1, restores 1, evictions 0",
     ]
+    assert text["pasted_over"].split("\n")[0] == (
+        "vq-lsp: last update of version 7: 44.00M MACs incremental vs 40.00M dense (1.1x more), 50.0 ms"
+    )
     assert text["rebuild"].split("\n") == [
         "vq-lsp: full pass over 1712 tokens in 250.0 ms (no incremental update since)",
         "updates 4, rebuilds 1, restores 1, evictions 0",

@@ -250,6 +250,15 @@ function ms(seconds: number | undefined): string {
   return seconds === undefined ? "?" : `${(seconds * 1000).toFixed(1)} ms`;
 }
 
+/** Incremental MACs against a dense pass, worded the way it went: "20.0x fewer", or "1.1x more" when an
+ *  update replaced most of the document (a paste over all of it costs a little more than a dense pass). */
+export function macRatio(incremental: number, dense: number): string {
+  if (incremental <= dense) {
+    return `${(dense / Math.max(1, incremental)).toFixed(1)}x fewer`;
+  }
+  return `${(incremental / Math.max(1, dense)).toFixed(1)}x more`;
+}
+
 /** One line: what the last update of the document cost. */
 export function costSummary(res: DocumentScores): string {
   const cost = res.cost;
@@ -259,8 +268,7 @@ export function costSummary(res: DocumentScores): string {
   const inc = num(cost, "incremental_macs");
   const dense = num(cost, "dense_macs");
   if (inc !== undefined && dense !== undefined) {
-    const speedup = num(cost, "speedup") ?? (inc > 0 ? dense / inc : Infinity);
-    return `${humanCount(inc)} MACs incremental vs ${humanCount(dense)} dense (${speedup.toFixed(1)}x fewer), ${ms(num(cost, "seconds"))}`;
+    return `${humanCount(inc)} MACs incremental vs ${humanCount(dense)} dense (${macRatio(inc, dense)}), ${ms(num(cost, "seconds"))}`;
   }
   if (num(cost, "rebuild_seconds") !== undefined) {
     return `full pass over ${num(cost, "tokens") ?? "?"} tokens in ${ms(num(cost, "rebuild_seconds"))} (no incremental update since)`;

@@ -75,6 +75,15 @@ local function scalar(v)
   return tostring(v)
 end
 
+--- Incremental MACs against a dense pass, worded the way it went: "32.0x fewer", or "1.1x more" when
+--- an update replaced most of the document (a paste over all of it costs a little more than a dense pass).
+function M.ratio(incremental, dense)
+  if incremental <= dense then
+    return ("%.1fx fewer"):format(dense / math.max(1, incremental))
+  end
+  return ("%.1fx more"):format(incremental / math.max(1, dense))
+end
+
 --- What the last update of the document cost, as lines of text (the first starts "vq-lsp:").
 function M.cost(res)
   local c = res.cost
@@ -83,9 +92,9 @@ function M.cost(res)
   end
   if present(c.incremental_macs) then
     return table.concat({
-      ("vq-lsp: last update of version %s: %s MACs incremental vs %s dense (%.1fx fewer), %.1f ms"):format(
-        tostring(res.version), M.human(c.incremental_macs), M.human(c.dense_macs or 0), c.speedup or 0,
-        (c.seconds or 0) * 1000),
+      ("vq-lsp: last update of version %s: %s MACs incremental vs %s dense (%s), %.1f ms"):format(
+        tostring(res.version), M.human(c.incremental_macs), M.human(c.dense_macs or 0),
+        M.ratio(c.incremental_macs, c.dense_macs or 0), (c.seconds or 0) * 1000),
       ("dirty positions per layer: %s; relabelled %s, near ties %s; %s"):format(
         table.concat(vim.tbl_map(tostring, c.dirty_per_layer or {}), ", "), tostring(c.relabelled),
         tostring(c.near_ties), counters(res)),

@@ -160,6 +160,8 @@ test("cost statistics: incremental update, full pass, nothing yet", () => {
   assert.equal(h.humanCount(999), "999");
   assert.equal(h.humanCount(1_500_000), "1.50M");
   assert.equal(h.costSummary(SCORES), "1.50M MACs incremental vs 30.00M dense (20.0x fewer), 12.3 ms");
+  const pastedOver = { ...SCORES, cost: { ...SCORES.cost, incremental_macs: 33_000_000, speedup: 30 / 33 } };
+  assert.equal(h.costSummary(pastedOver), "33.00M MACs incremental vs 30.00M dense (1.1x more), 12.3 ms");
   const text = h.formatCost(SCORES);
   assert.match(text, /dirty positions per layer: 1, 3, 2, 2/);
   assert.match(text, /token splices: 1/);
