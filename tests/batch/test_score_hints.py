@@ -119,3 +119,14 @@ def test_rows_count_lines_as_an_editor_does_whatever_the_line_ends(tmp_path, cap
         )
     assert rows["unix"][0] and rows["unix"][1] == [2, 8]
     assert rows["windows"] == rows["unix"] and rows["mac"] == rows["unix"]
+
+
+def test_the_readme_quick_start_shows_what_the_bundled_model_prints(capsys):
+    """The README's quick start quotes the last draft's block of `vq-lsp score examples/review --format
+    text` at the defaults; a new bundled model that prints something else fails here until it is quoted."""
+    readme = (EXAMPLE.parents[1] / "README.md").read_text(encoding="utf-8")
+    quoted = readme.split("## Quick start", 1)[1].split("```\n", 2)[1].splitlines()
+    assert command.main([str(EXAMPLE), "--format", "text"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    last = next(i for i, line in enumerate(printed) if line.startswith("review/draft4.txt:"))
+    assert printed[last:] == quoted
