@@ -317,7 +317,7 @@ def report(s: Summary, verified: bool) -> int:
     print(
         f"{_counted(s.revisions, 'revision')} of {_counted(s.documents, 'document')}, {s.tokens} tokens, "
         f"{s.seconds:.2f} s; incremental {s.incremental_macs / 1e9:.2f} GMACs vs scoring each from scratch "
-        f"{s.dense_macs / 1e9:.2f} GMACs: {mac_ratio(s.dense_macs, s.incremental_macs)}"
+        f"{s.dense_macs / 1e9:.2f} GMACs: {mac_ratio(s.incremental_macs, s.dense_macs)}"
         + (UNRELATED_REVISIONS if s.incremental_macs > s.dense_macs else "")
         + (f"; verified {s.verified}, failures {s.verify_failures}" if verified else "")
         + (f"; {s.warnings} warnings" if s.warnings else ""),

@@ -122,7 +122,7 @@ class RowWriter:
             score += f" ({r.scores[label] - before.scores[label]:+.2f})"
         status = (
             f"  {score}; {r.changed_tokens} of {r.tokens} tokens changed, "
-            f"{mac_ratio(r.dense_macs, r.incremental_macs)} MACs than scoring from scratch; "
+            f"{mac_ratio(r.incremental_macs, r.dense_macs)} MACs than scoring from scratch; "
             f"{len(hints)} hints"
         )
         if not self.changes_only:
@@ -141,7 +141,7 @@ class RowWriter:
         label = max(r.scores, key=r.scores.get)
         lines = [
             f"{r.doc}/{r.revision}: {label} {r.scores[label]:.2f}  ({r.changed_tokens} of "
-            f"{r.tokens} tokens changed, {mac_ratio(r.dense_macs, r.incremental_macs)} MACs "
+            f"{r.tokens} tokens changed, {mac_ratio(r.incremental_macs, r.dense_macs)} MACs "
             f"than scoring from scratch)"
         ]
         lines += [f"  {h.text}" for h in self._hints(r)]

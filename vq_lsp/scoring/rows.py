@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 
-def mac_ratio(dense_macs: int, incremental_macs: int) -> str:
+def mac_ratio(incremental_macs: int, dense_macs: int) -> str:
     """The MACs of scoring incrementally against scoring from scratch, worded the way it went: "2.0x
     fewer", or "1.1x more" when each revision replaced most of the one before (a folder of unrelated
     files is read as the versions of one document)."""
