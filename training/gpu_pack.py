@@ -14,6 +14,7 @@ or corrupted (all of them, not the first), then concatenates, decompresses and c
     python -m training.gpu_pack join DIR/NAME.manifest.json --out FILE
     python -m training.gpu_pack fits FILE...        # tree + these files <= 64 MiB?
     python -m training.gpu_pack calls FILE...       # the files, in order, shared out over consecutive runs
+    python -m training.gpu_pack room                # the largest part one run carries beside the tree, MiB
 """
 
 from __future__ import annotations
@@ -183,6 +184,11 @@ def tree_bytes(repo: Path) -> int:
     return sum(f.stat().st_size for f in files if f.is_file() and not f.is_symlink())
 
 
+def run_room(repo: Path, margin_mib: float) -> int:
+    """Bytes one run carries beside the working tree, keeping margin_mib free (the tree grows)."""
+    return PAYLOAD_LIMIT - tree_bytes(repo) - int(margin_mib * (1 << 20))
+
+
 def share_out(sizes: list[int], room: int) -> list[list[int]]:
     """Indices of ``sizes`` in order, cut into consecutive runs that each carry at most ``room`` bytes."""
     calls: list[list[int]] = [[]]
@@ -218,10 +224,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("files", type=Path, nargs="+")
     p.add_argument("--repo", type=Path, default=Path.cwd())
     p.add_argument("--margin-mib", type=float, default=1.0, help="room kept free in every run")
+    p = sub.add_parser("room", help="the largest part one run carries beside the tree, in MiB (halves)")
+    p.add_argument("--repo", type=Path, default=Path.cwd())
+    p.add_argument("--margin-mib", type=float, default=1.0, help="room kept free in every run")
     args = ap.parse_args(argv)
+    if args.cmd == "room":
+        print(int(run_room(args.repo.resolve(), args.margin_mib) / (1 << 19)) / 2)
+        return 0
     if args.cmd == "calls":
         tree = tree_bytes(args.repo.resolve())
-        room = PAYLOAD_LIMIT - tree - int(args.margin_mib * (1 << 20))
+        room = run_room(args.repo.resolve(), args.margin_mib)
         sizes = [f.stat().st_size for f in args.files]
         try:
             calls = share_out(sizes, room)

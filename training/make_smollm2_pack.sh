@@ -7,7 +7,7 @@
 #
 # PACK holds, all git-ignored (so each travels only when a run names it in `carry`):
 #   SmolLM2-135M-Instruct.Q4_1.gguf.xz.partNN + .manifest.json  (training/gpu_pack.py: xz, then parts
-#       of PART_MIB; sha256 of every part and of the whole)
+#       of PART_MIB, by default as large as the room the working tree leaves a run; sha256 of every part and of the whole)
 #   gguf-VERSION-py3-none-any.whl   (the version installed here, for Python 3.12; unpacked, not installed)
 #   tokens_train.npy.xz             (`vq-train tokens` with SmolLM2's tokenizer: TOKENS ids, train split only)
 # The teacher's tokenizer comes from `vq-train teacher --pretrained smollm2` (TEACHER, kept).
@@ -16,9 +16,9 @@ cd "$(dirname "$0")/.."
 : "${VQ_LSP_DATA:?set VQ_LSP_DATA to the data folder}"
 PACK="${1:-runs/smollm2_pack}"
 TOKENS="${TOKENS:-10000000}"
-PART_MIB="${PART_MIB:-32.5}"
 TEACHER="${TEACHER:-runs/smollm2_teacher}"
 PYTHON="${PYTHON:-python}"
+PART_MIB="${PART_MIB:-$("$PYTHON" -m training.gpu_pack room)}"  # the room the working tree leaves one run
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 export OMP_NUM_THREADS=1 RAYON_NUM_THREADS=1
 mkdir -p "$PACK"

@@ -103,3 +103,17 @@ def test_files_are_shared_out_over_runs_in_order_within_the_room():
     assert gpu_pack.share_out([33, 33], room=33) == [[0], [1]]
     with pytest.raises(PackError, match="file 2 .* larger than a run's room"):
         gpu_pack.share_out([1, 34], room=33)
+
+
+def test_room_is_the_largest_part_a_run_carries_beside_the_tree(tmp_path, monkeypatch, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "tracked.txt").write_bytes(b"x" * 1000)
+    mib = 1 << 20
+    monkeypatch.setattr(gpu_pack, "PAYLOAD_LIMIT", 1000 + 5 * mib)
+    assert gpu_pack.main(["room", "--repo", str(repo), "--margin-mib", "1"]) == 0
+    assert capsys.readouterr().out.strip() == "4.0"
+    monkeypatch.setattr(gpu_pack, "PAYLOAD_LIMIT", 1000 + 5 * mib - 1)  # a byte short: down to the half MiB
+    assert gpu_pack.main(["room", "--repo", str(repo), "--margin-mib", "1"]) == 0
+    assert capsys.readouterr().out.strip() == "3.5"
