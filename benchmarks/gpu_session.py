@@ -23,8 +23,9 @@ every figure names the device and the dtype:
               one single-token edit at a real edit's place; against a dense pass, prefix-KV reuse
               and re-running the changed paragraphs.
   server      keystroke-to-publish in a 10,000-word Markdown document through the real
-              `vq-lsp serve` (benchmarks.typing_word_hints), the server on the device, then on
-              the CPU: one torch thread each, the same document and keystrokes.
+              `vq-lsp serve` (benchmarks.typing_word_hints), the server on the device at its
+              default sizing, on CUDA at graphed sizing too, then on the CPU: one torch thread
+              each, the same document and keystrokes.
 
 The engine runs the window context here (one 2,048-token window, the paper's setting), the
 server its own defaults. Data: $VQ_LSP_DATA/eval/python_peps.jsonl.gz (measured on, never tuned
@@ -298,19 +299,21 @@ def measure_revisions(model, twin, root: Path, sizes: Sizes, seed: int, quick: b
 
 
 def measure_server(out: Path, device: str, sizes: Sizes, data: str | None) -> list[dict]:
-    """Keystroke-to-publish through the real server: on the device, then on the CPU."""
+    """Keystroke-to-publish through the real server: on the device at the server's sizing (auto),
+    on CUDA at graphed sizing too (whether the server should choose it there), then on the CPU."""
     from benchmarks import typing_word_hints
 
+    runs = [(device, "auto")] + [(device, "graphed")] * (torch.device(device).type == "cuda")
     rows = []
-    for where in dict.fromkeys([device, "cpu"]):
-        stem = out / f"typing_{where.replace(':', '_')}"
-        argv = ["--device", where, "--cpu", "-1", "--words", str(sizes.words), "--keystrokes", str(sizes.keystrokes)]
-        argv += ["--warmup", "2" if sizes.keystrokes < 20 else "5", "--out", str(stem), "--label", where]
-        argv += ["--data", data] if data else []
+    for where, sizing in dict.fromkeys([*runs, ("cpu", "auto")]):
+        stem = out / f"typing_{where.replace(':', '_')}_{sizing}"
+        argv = ["--device", where, "--sizing", sizing, "--cpu", "-1", "--words", str(sizes.words)]
+        argv += ["--keystrokes", str(sizes.keystrokes), "--warmup", "2" if sizes.keystrokes < 20 else "5"]
+        argv += ["--out", str(stem), "--label", f"{where}, {sizing} sizing"] + (["--data", data] if data else [])
         typing_word_hints.main(argv)
         result = json.loads(stem.with_suffix(".json").read_text())
         keys = ("words", "tokens", "keystrokes", "open_seconds", "p50_ms", "p95_ms", "max_ms", "rss_mb_after_typing")
-        rows.append({"device": where} | {k: result[k] for k in keys})
+        rows.append({"device": where, "sizing": sizing} | {k: result[k] for k in keys})
     return rows
 
 
@@ -500,9 +503,10 @@ def revisions_table(result: dict) -> str:
 
 
 def server_table(rows: list[dict]) -> str:
-    header = ["server on", "words", "tokens", "keystrokes", "open s", "p50 ms", "p95 ms", "max ms", "memory MB"]
+    header = ["server on", "sizing", "words", "tokens", "keystrokes", "open s", "p50 ms", "p95 ms", "max ms"]
+    header += ["memory MB"]
     keys = ("words", "tokens", "keystrokes", "open_seconds", "p50_ms", "p95_ms", "max_ms", "rss_mb_after_typing")
-    return markdown_table(header, [[r["device"]] + [str(r[k]) for k in keys] for r in rows])
+    return markdown_table(header, [[r["device"], r.get("sizing", "auto")] + [str(r[k]) for k in keys] for r in rows])
 
 
 def exactness_line(result: dict) -> str:

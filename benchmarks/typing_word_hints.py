@@ -98,7 +98,7 @@ async def run(args) -> dict:
     if args.cpu is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(args.cpu)] + cmd
     server = Server()
-    await server.start(cmd, {"device": args.device, "stateLayout": args.state_layout})
+    await server.start(cmd, {"device": args.device, "stateLayout": args.state_layout, "sizing": args.sizing})
     await asyncio.sleep(2.0)  # the model and Harper load after initialize
     rss_before = rss_mb(server.pid)
     uri = "file:///bench/typing_word_hints.md"
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5, help="first keystrokes left out of the figures")
     ap.add_argument("--gap-ms", type=float, default=30.0, help="pause after each publish before the next key")
     ap.add_argument("--device", default="cpu", help="the server's torch device setting ('cpu', 'cuda', 'cuda:N')")
-    add_engine_flags(ap, "state_layout")
+    add_engine_flags(ap, "state_layout", "sizing")
     ap.add_argument("--cpu", type=int, default=0, help="core to pin the server to (taskset); -1: no pinning")
     ap.add_argument("--over-limit", action="store_true", help="type into a text over maxDocumentTokens instead")
     ap.add_argument("--over-limit-mb", type=float, default=2.0, help="size of the --over-limit text (MB)")

@@ -17,7 +17,7 @@ import torch
 
 from .checkpoint import ModelLoadError, load_model_folder
 from .config import VQOPTConfig
-from .engine import LAYOUTS, LayerConstants
+from .engine import LAYOUTS, SIZINGS, LayerConstants
 from .model import VQOPT
 from .paths import resolve_model
 from .tokenizer import Tokenizer
@@ -35,6 +35,9 @@ PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
 # only its own paragraph (each paragraph is its own window), so a paragraph's scores never depend on
 # the text before it, and an edit's work stays inside its paragraph.
 CONTEXTS = ("window", "paragraph")
+# how an update sizes its row sets (inference/engine/policy.py): auto, the device's choice
+# (LayerConstants.to: exact sizing on every device today), or one by name
+SIZING_CHOICES = ("auto", *SIZINGS)
 # what `verify` may report for a sound state (max |difference| from a dense pass): torch's dense pass,
 # and ONNX Runtime's, whose float32 kernels differ from torch's by about 1.3e-4 (benchmarks/onnx_dense.py)
 VERIFY_TOL = 1e-4
@@ -59,6 +62,7 @@ class LoadedModel:
     path: Path | None = None
     context: str = "window"  # see CONTEXTS
     layout: str = "full"  # see LAYOUTS: what a document's state keeps per row (the server serves "auto")
+    sizing: str = "auto"  # see SIZING_CHOICES
     # values derived from this model on first use and kept with it (see `cached`)
     derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -67,10 +71,14 @@ class LoadedModel:
             raise ValueError(f"context must be one of {list(CONTEXTS)}, got {self.context!r}")
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {self.layout!r}")
+        if self.sizing not in SIZING_CHOICES:
+            raise ValueError(f"sizing must be one of {list(SIZING_CHOICES)}, got {self.sizing!r}")
         self.net.eval().requires_grad_(False)
         p = next(self.net.parameters())
         self.device, self.dtype = p.device, p.dtype
         self.consts = LayerConstants(self.net).to(self.device)
+        if self.sizing != "auto":
+            self.consts.sizing = SIZINGS[self.sizing]
         self.consts.keep_outputs = self.layout != "lean"  # "auto" builds full windows, drops outputs later
         self.order_only = self.net.reads_order_only()  # positions decide causality only: any layout is at rest
         self.tie_rel, self.tie_growth = TIE_GUARD.get(self.dtype, (1e-3, 0.0))
@@ -122,10 +130,10 @@ class LoadedModel:
         card: dict | None = None,
         context: str = "window",
         layout: str = "full",
+        sizing: str = "auto",
     ) -> LoadedModel:
-        return cls(
-            net.to(device=pick_device(device), dtype=dtype), tokenizer, card or {}, context=context, layout=layout
-        )
+        net = net.to(device=pick_device(device), dtype=dtype)
+        return cls(net, tokenizer, card or {}, context=context, layout=layout, sizing=sizing)
 
 
 def load_model(
@@ -135,10 +143,12 @@ def load_model(
     dense: str = "torch",
     context: str = "window",
     layout: str = "full",
+    sizing: str = "auto",
 ) -> LoadedModel:
     """Load a model folder, or a model installed under that name (paths.py); None means the default
     model bundled in the package. dtype: a torch dtype or a name from PRECISIONS; dense: the
-    backend of full passes (see LoadedModel.use_dense); context: see CONTEXTS; layout: see LAYOUTS."""
+    backend of full passes (see LoadedModel.use_dense); context: see CONTEXTS; layout: see LAYOUTS;
+    sizing: see SIZING_CHOICES."""
     if context not in CONTEXTS:
         raise ValueError(f"context must be one of {list(CONTEXTS)}, got {context!r}")
     if isinstance(dtype, str):
@@ -160,7 +170,9 @@ def load_model(
         raise ModelLoadError(
             f"{folder}: tokenizer has {tokenizer.vocab_size} tokens, model only {net.config.vocab_size}"
         )
-    model = LoadedModel.from_net(net, tokenizer, device=device, dtype=dtype, card=card, context=context, layout=layout)
+    model = LoadedModel.from_net(
+        net, tokenizer, device=device, dtype=dtype, card=card, context=context, layout=layout, sizing=sizing
+    )
     model.path = folder
     if dense != "torch":
         model.use_dense(dense, torch.get_num_threads())

@@ -11,7 +11,8 @@ carries the token itself plus its quantised context.
 Why cached features: the frozen part is most of the forward cost, and it is the same in every
 epoch. The residual stream entering the last FFN (one ``hidden_size`` vector per token) is
 computed once, with sampled pool positions as in training everywhere else, stored in float16
-shards (resumable), and the trainable tail runs on it for several epochs.
+shards (resumable; bfloat16 where a shard's residual exceeds float16's range, as a briefly trained
+student's can), and the trainable tail runs on it for several epochs.
 
 The dense teacher (the comparison row) is fine-tuned by the same code: its "post-VQ" part is the
 same set of modules after its last (softmax) attention.
@@ -85,7 +86,7 @@ def tail_forward(net, x_mid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class Features:
     """Cached residual rows of a set of reviews, concatenated (BOS row first in each review)."""
 
-    x: torch.Tensor  # (N, d) float16: residual entering the last FFN
+    x: torch.Tensor  # (N, d) float16 (bfloat16 beyond float16's range): residual entering the last FFN
     ids: torch.Tensor  # (N,) int32: the token of each row (next-token targets for the LM term)
     offsets: torch.Tensor  # (R+1,) int64: review r owns rows offsets[r]:offsets[r+1]
     labels: torch.Tensor  # (R,) int64
@@ -134,6 +135,12 @@ class Features:
         return (x.to(device), ids.to(device), valid.to(device), scored.to(device), self.labels[reviews].to(device))
 
 
+def feature_dtype(x: torch.Tensor) -> torch.dtype:
+    """float16 (more precise) unless some value of x would overflow it, then bfloat16 (float32's range)."""
+    fits = x.numel() == 0 or x.abs().max() <= torch.finfo(torch.float16).max
+    return torch.float16 if fits else torch.bfloat16
+
+
 @torch.no_grad()
 def _shard_features(net, examples, positions_for, batch: int, device) -> Features:
     """Run the frozen model over ``examples`` and capture the last FFN's LayerNorm input."""
@@ -150,13 +157,14 @@ def _shard_features(net, examples, positions_for, batch: int, device) -> Feature
             x_mid = captured[0].float().cpu()  # (B, T, d)
             for j, i in enumerate(idx):
                 n = int(valid[j].sum())
-                rows[i] = (x_mid[j, :n].half(), ids[j, :n].int())
+                rows[i] = (x_mid[j, :n], ids[j, :n].int())
     finally:
         hook.remove()
     offsets = torch.zeros(len(examples) + 1, dtype=torch.long)
     offsets[1:] = torch.tensor([len(r[1]) for r in rows]).cumsum(0)
+    x = torch.cat([r[0] for r in rows])
     return Features(
-        torch.cat([r[0] for r in rows]),
+        x.to(feature_dtype(x)),
         torch.cat([r[1] for r in rows]),
         offsets,
         torch.tensor([ex[1] for ex in examples]),
@@ -242,8 +250,10 @@ def join(parts: list[Features]) -> Features:
     for p in parts:
         offsets.append(p.offsets[1:] + base)
         base += int(p.offsets[-1])
+    dtypes = {p.x.dtype for p in parts}
+    common = dtypes.pop() if len(dtypes) == 1 else torch.bfloat16  # a shard beyond float16's range: all wide
     return Features(
-        torch.cat([p.x for p in parts]),
+        torch.cat([p.x.to(common) for p in parts]),
         torch.cat([p.ids for p in parts]),
         torch.cat(offsets),
         torch.cat([p.labels for p in parts]),

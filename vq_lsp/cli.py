@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         precision=args.precision,
         context=args.context,
         state_layout=args.state_layout,
+        sizing=args.sizing,
     )
     server = build(defaults)
     code = server.start_io(stdout=reserved.binary if reserved else None)

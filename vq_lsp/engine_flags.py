@@ -77,16 +77,23 @@ ENGINE_FLAGS: dict[str, EngineFlag] = {
             "server's memory budget drops the outputs of the least recently used documents before their states)",
             choices=("auto", "lean", "full"),
         ),
+        EngineFlag(
+            "--sizing",
+            "sizing",
+            "how an edit's update sizes its work: auto (exact on every device today), exact, bucketed or graphed "
+            "(CUDA graphs on a GPU); the codes are the same",
+            choices=("auto", "exact", "bucketed", "graphed"),
+        ),
     )
 }
 
 
 def load_options(values=None) -> dict[str, str]:
-    """inference.load_model's engine options (dtype, context, layout) from the engine flags' values: an
+    """inference.load_model's engine options (dtype, context, layout, sizing) from the engine flags' values: an
     argparse namespace of them or a Settings; None: the defaults. Every command that loads the engine, and
     every worker it starts (`vq-lsp score --ray`), reads them here, so the same text is scored the same way."""
     v = Settings() if values is None else values
-    return {"dtype": v.precision, "context": v.context, "layout": v.state_layout}
+    return {"dtype": v.precision, "context": v.context, "layout": v.state_layout, "sizing": v.sizing}
 
 
 def setting_bounds(dest: str) -> tuple[int, int]:

@@ -26,3 +26,10 @@ def test_the_model_loads_on_the_device_the_settings_mean(monkeypatch, setting, e
     server = handlers.build(Settings(device=setting))
     server.docs.load_model()
     assert asked == [expected]
+
+
+@pytest.mark.parametrize("sizing", ["auto", "bucketed", "graphed"])
+def test_the_sizing_setting_reaches_the_model(sizing):
+    server = handlers.build(Settings(device="cpu", sizing=sizing))
+    server.docs.load_model()
+    assert server.docs.model.consts.sizing.name == ("exact" if sizing == "auto" else sizing)

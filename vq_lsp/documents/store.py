@@ -90,6 +90,7 @@ class Documents:
                 dtype=s.precision,
                 context=s.context,
                 layout=s.state_layout,
+                sizing=s.sizing,
             )
         except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
             shared.model, shared.model_error = None, f"cannot load the model: {e}"

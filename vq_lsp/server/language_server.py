@@ -316,12 +316,13 @@ class VQServer(LanguageServer):
         if new.threads != old.threads:
             await self.on_engine(torch.set_num_threads, new.threads)
         if not initial:
-            if (new.model_path, new.device, new.precision, new.context, new.state_layout) != (
+            if (new.model_path, new.device, new.precision, new.context, new.state_layout, new.sizing) != (
                 old.model_path,
                 old.device,
                 old.precision,
                 old.context,
                 old.state_layout,
+                old.sizing,
             ):
                 await self.load_model()
             elif new != old:

@@ -186,6 +186,16 @@ class Settings:
             choices=("auto", "lean", "full"),
         ),
     )
+    sizing: str = field(
+        default="auto",
+        metadata=meta(
+            "How an edit's update sizes its work: auto (exact on every device today), exact (no padding, the host "
+            "reads each layer's rows: fastest on a CPU), bucketed (shapes padded so that they repeat, one host read "
+            "per update) or graphed (bucketed, each update replayed as a CUDA graph once its shapes were seen twice: "
+            "fewer kernel launches on a GPU; on a CPU an emulation for the tests, slower). The codes are the same.",
+            choices=("auto", "exact", "bucketed", "graphed"),
+        ),
+    )
     threads: int = field(
         default=1,
         metadata=meta("torch.set_num_threads for the server process (1 avoids spin-waiting on busy machines).", 1, 256),
