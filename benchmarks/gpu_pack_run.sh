@@ -9,8 +9,9 @@
 # The pack's wheels are unpacked (not installed) into a folder on PYTHONPATH beside the checkout, so
 # the machine's own torch, numpy, safetensors, tokenizers and transformers are used; `python -m vq_lsp`
 # stands for the vq-lsp command. First the engine's tests that need CUDA (real CUDA graphs; skipped on
-# a CPU), then the session. OUT gets gpu_session.json, gpu_session.md and profile_ops.txt, and run.log
-# with the machine's GPU, Python and torch and the tests' outcome.
+# a CPU), then the session. OUT gets gpu_session.json, gpu_session.md, run.log (the machine's GPU,
+# Python and torch, the tests' outcome) and extras.tgz with the rest (the profile, the server runs'
+# JSON): a remote run returns at most 8 files, and two runs of this script fill exactly that.
 set -euo pipefail
 PACK="$(cd "$(dirname "$0")" && pwd)"
 REPO="${REPO:-$(cd "$PACK/.." && pwd)}"
@@ -33,4 +34,11 @@ export PYTHONPATH="$SITE:$REPO${PYTHONPATH:+:$PYTHONPATH}" VQ_LSP_DATA="$PACK/da
 if [ -z "${SKIP_TESTS:-}" ]; then
   "$PYTHON" -m pytest -q -p no:cacheprovider tests/engine/test_pass_graphs.py 2>&1 | tail -5 | tee -a "$OUT/run.log" || true
 fi
-"$PYTHON" -m benchmarks.gpu_session --out "$OUT" "$@" 2>&1 | tee -a "$OUT/run.log"
+rc=0
+"$PYTHON" -m benchmarks.gpu_session --out "$OUT" "$@" 2>&1 | tee -a "$OUT/run.log" || rc=$?
+cd "$OUT"
+extras=$(ls | grep -vx 'gpu_session.json\|gpu_session.md\|run.log\|extras.tgz' || true)
+if [ -n "$extras" ]; then
+  tar czf extras.tgz $extras && rm -rf $extras
+fi
+exit $rc

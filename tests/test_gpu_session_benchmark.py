@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import torch
@@ -71,7 +72,7 @@ def test_a_failing_section_is_reported_and_the_rest_kept(tmp_path):
 def test_the_gpu_pack_runs_the_benchmark_from_its_own_data(full_data_dir, tmp_path):
     """benchmarks/gpu_pack_run.sh, as the pack's run.sh, runs the engine's CUDA tests, reads the pack's
     data (not $VQ_LSP_DATA) and writes the engine's GPU benchmark results and a log naming the GPU,
-    Python and torch into OUT."""
+    Python and torch into OUT, the rest packed into one file (a remote run returns at most 8)."""
     repo = Path(__file__).resolve().parents[1]
     pack = tmp_path / "pack"
     for name in ("eval/python_peps.jsonl.gz",):
@@ -82,7 +83,7 @@ def test_the_gpu_pack_runs_the_benchmark_from_its_own_data(full_data_dir, tmp_pa
     env = {k: v for k, v in os.environ.items() if k != "VQ_LSP_DATA"}
     env.update(REPO=str(repo), PYTHON=sys.executable)
     done = subprocess.run(
-        ["bash", str(pack / "run.sh"), str(out), "--quick", "--device", "cpu", "--sections", "one_token"],
+        ["bash", str(pack / "run.sh"), str(out), "--quick", "--device", "cpu", "--sections", "one_token", "profile"],
         env=env,
         capture_output=True,
         text=True,
@@ -95,3 +96,6 @@ def test_the_gpu_pack_runs_the_benchmark_from_its_own_data(full_data_dir, tmp_pa
     assert torch.__version__ in log  # the machine named
     # the engine's CUDA tests ran (one skips on a CPU)
     assert re.search(r"\b\d+ passed, 1 skipped\b", log) and " failed" not in log
+    assert sorted(p.name for p in out.iterdir()) == ["extras.tgz", "gpu_session.json", "gpu_session.md", "run.log"]
+    with tarfile.open(out / "extras.tgz") as tar:
+        assert "profile_ops.txt" in tar.getnames()
