@@ -216,6 +216,15 @@ def softmax_twin(cfg, device, dtype):
     return OPTForCausalLM(hf).to(device=device, dtype=dtype).eval()
 
 
+def cached_call(twin, ids: torch.Tensor, cache):
+    """twin(ids) reading and extending `cache`, under the keyword the installed transformers names it:
+    `cache` (newer releases, where `past_key_values` is deprecated) or `past_key_values`."""
+    import inspect
+
+    name = "cache" if "cache" in inspect.signature(twin.forward).parameters else "past_key_values"
+    return twin(input_ids=ids, use_cache=True, **{name: cache})
+
+
 def prefix_reuse_seconds(twin, cfg, token_ids: list[int], keep: int, device) -> float:
     """Time to recompute rows keep.. of BOS + tokens with the first `keep` rows' KV cached."""
     from transformers import DynamicCache
@@ -224,8 +233,8 @@ def prefix_reuse_seconds(twin, cfg, token_ids: list[int], keep: int, device) -> 
     keep = max(1, min(keep, ids.shape[1] - 1))
     with torch.no_grad():
         cache = DynamicCache()
-        twin(input_ids=ids[:, :keep], past_key_values=cache, use_cache=True)
-        _, secs = timed(lambda: twin(input_ids=ids[:, keep:], past_key_values=cache, use_cache=True), device)
+        cached_call(twin, ids[:, :keep], cache)
+        _, secs = timed(lambda: cached_call(twin, ids[:, keep:], cache), device)
     return secs
 
 

@@ -6,7 +6,7 @@ Consecutive revisions of real documents ($VQ_LSP_DATA/revisions/) are cut to one
 (the first window_tokens - 1 tokens), diffed into Splice lists, and applied in one run to:
   (a) the incremental engine: one IncrementalDocument per document, fed revision after revision;
   (b) a dense pass of the same model over the new revision (what the engine's verify runs);
-  (c) prefix-KV-cache reuse: a softmax OPT of the same shape (transformers, past_key_values)
+  (c) prefix-KV-cache reuse: a softmax OPT of the same shape (transformers, a DynamicCache)
       that keeps the cache of every token before the first edited one and recomputes the rest.
 Wall time is measured side by side for every edit; MACs are counted with the same formulas
 (inference.costs). All three run in the same dtype, on the same device and threads.
@@ -30,6 +30,7 @@ import torch
 import inference
 from benchmarks.common import (
     DispatchCounter,
+    cached_call,
     cuda_profile,
     data_dir,
     dense_pass,
@@ -69,8 +70,8 @@ def prefix_counts(twin, cfg, token_ids, keep, device) -> dict:
     keep = max(1, min(keep, ids.shape[1] - 1))
     with torch.no_grad():
         cache = DynamicCache()
-        twin(input_ids=ids[:, :keep], past_key_values=cache, use_cache=True)
-        return device_counts(lambda: twin(input_ids=ids[:, keep:], past_key_values=cache, use_cache=True), device)
+        cached_call(twin, ids[:, :keep], cache)
+        return device_counts(lambda: cached_call(twin, ids[:, keep:], cache), device)
 
 
 SOURCES = ("revisions/art_of_command_line_README_en.jsonl.gz", "revisions/rust_book_chapters.jsonl.gz")
