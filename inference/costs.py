@@ -46,6 +46,11 @@ def dense_macs(cfg: VQOPTConfig, n: int) -> int:
     return cfg.num_hidden_layers * per_layer + n * head_row_macs(cfg)
 
 
+def speedup(dense: int, incremental: int) -> float:
+    """How many times fewer MACs the incremental work took than dense passes over the same texts."""
+    return dense / max(1, incremental)
+
+
 @dataclass
 class Cost:
     """What one update cost. `dense_macs` is a dense pass over the windows the update touched."""
@@ -61,7 +66,7 @@ class Cost:
 
     @property
     def speedup(self) -> float:
-        return self.dense_macs / max(1, self.incremental_macs)
+        return speedup(self.dense_macs, self.incremental_macs)
 
     def add(self, other: Cost) -> None:
         self.incremental_macs += other.incremental_macs

@@ -83,9 +83,9 @@ def test_each_commit_lists_only_the_hints_it_added_or_removed(history, tiny_mode
         f"2023-11-14 {commit[:10]} {subject}" for commit, subject in zip(commits, SUBJECTS)
     ]
     # the document score, and from the second commit on its change
-    assert re.fullmatch(r"  \w+ \d\.\d\d; (\d+) of \1 tokens changed, .*; 1 hints: 1 new, 0 gone", first[1]), first
+    assert re.fullmatch(r"  \w+ \d\.\d\d; (\d+) of \1 tokens changed, .*; 1 hint: 1 new, 0 gone", first[1]), first
     assert re.fullmatch(r"  \w+ \d\.\d\d \([+-]\d\.\d\d\); .*; 2 hints: 1 new, 0 gone", second[1]), second
-    assert re.fullmatch(r"  \w+ \d\.\d\d \([+-]\d\.\d\d\); .*; 1 hints: 0 new, 1 gone", third[1]), third
+    assert re.fullmatch(r"  \w+ \d\.\d\d \([+-]\d\.\d\d\); .*; 1 hint: 0 new, 1 gone", third[1]), third
     assert first[2:] == ["  + line 1:12: possible typo: 'teh' is unlikely here: " + first[2].split("here: ")[1]]
     assert len(second) == 3 and second[2].startswith("  + line 1:") and "'recieve'" in second[2]  # 'teh' moved: kept
     assert len(third) == 3 and third[2].startswith("  - line 3:12: possible typo: 'teh'")  # its line before the fix
@@ -209,7 +209,7 @@ def test_an_empty_commit_restarts_the_comparison():
     assert lines[0] == "2024-01-01 aaaaaaaaa1 subject aaaaaaaaa1"
     assert lines[3:5] == ["2024-01-02 aaaaaaaaa2 subject aaaaaaaaa2", "  empty"]
     assert lines[5] == "2024-01-03 aaaaaaaaa3 subject aaaaaaaaa3"
-    assert lines[6].startswith("  positive 0.60; ") and lines[6].endswith("1 hints: 1 new, 0 gone")
+    assert lines[6].startswith("  positive 0.60; ") and lines[6].endswith("1 hint: 1 new, 0 gone")
     assert lines[7] == "  + line 1:1: possible typo: 'teh' is unlikely here" and len(lines) == 8
 
 

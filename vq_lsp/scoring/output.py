@@ -123,7 +123,7 @@ class RowWriter:
         status = (
             f"  {score}; {r.changed_tokens} of {r.tokens} tokens changed, "
             f"{mac_ratio(r.incremental_macs, r.dense_macs)} MACs than scoring from scratch; "
-            f"{len(hints)} hints"
+            f"{len(hints)} hint{'' if len(hints) == 1 else 's'}"
         )
         if not self.changes_only:
             return "\n".join([head, status, *(f"  {h.text}" for h in hints)]) + "\n"

@@ -45,7 +45,7 @@ class Summary:
 
     @property
     def speedup(self) -> float:
-        return self.dense_macs / max(1, self.incremental_macs)
+        return inference.costs.speedup(self.dense_macs, self.incremental_macs)
 
     def add(self, row: RevisionRow, new_document: bool) -> None:
         """Count one revision's row (`new_document`: the first row of its document). An empty
