@@ -184,9 +184,9 @@ def tree_bytes(repo: Path) -> int:
     return sum(f.stat().st_size for f in files if f.is_file() and not f.is_symlink())
 
 
-def run_room(repo: Path, margin_mib: float) -> int:
-    """Bytes one run carries beside the working tree, keeping margin_mib free (the tree grows)."""
-    return PAYLOAD_LIMIT - tree_bytes(repo) - int(margin_mib * (1 << 20))
+def run_room(tree: int, margin_mib: float) -> int:
+    """Bytes one run carries beside a working tree of `tree` bytes, keeping margin_mib free (the tree grows)."""
+    return PAYLOAD_LIMIT - tree - int(margin_mib * (1 << 20))
 
 
 def share_out(sizes: list[int], room: int) -> list[list[int]]:
@@ -229,11 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--margin-mib", type=float, default=1.0, help="room kept free in every run")
     args = ap.parse_args(argv)
     if args.cmd == "room":
-        print(int(run_room(args.repo.resolve(), args.margin_mib) / (1 << 19)) / 2)
+        print(int(run_room(tree_bytes(args.repo.resolve()), args.margin_mib) / (1 << 19)) / 2)
         return 0
     if args.cmd == "calls":
         tree = tree_bytes(args.repo.resolve())
-        room = run_room(args.repo.resolve(), args.margin_mib)
+        room = run_room(tree, args.margin_mib)
         sizes = [f.stat().st_size for f in args.files]
         try:
             calls = share_out(sizes, room)

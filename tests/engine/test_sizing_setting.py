@@ -19,6 +19,16 @@ def test_auto_keeps_the_devices_choice_and_a_name_sets_it():
         assert inference.load_model(device="cpu", sizing=name).consts.sizing.name == name
 
 
+def test_the_setting_the_flag_and_the_engine_offer_the_same_sizings():
+    import dataclasses
+
+    from vq_lsp.engine_flags import ENGINE_FLAGS
+    from vq_lsp.settings import Settings
+
+    field = next(f for f in dataclasses.fields(Settings) if f.name == "sizing")
+    assert field.metadata["choices"] == ENGINE_FLAGS["sizing"].choices == inference.loading.SIZING_CHOICES
+
+
 def test_a_bad_sizing_is_refused_by_name():
     with pytest.raises(ValueError, match="sizing must be one of"):
         inference.load_model(device="cpu", sizing="padded")
