@@ -28,6 +28,7 @@ import torch
 
 import inference
 
+from ..engine_flags import load_options
 from ..hints.caches import HintCaches
 from ..hints.conventions import Conventions
 from ..settings import Settings
@@ -53,6 +54,12 @@ def _ignore(message: Message) -> None:
 
 def _nothing() -> None:
     """Nothing to do when a snapshot write lets its state go (outside the server)."""
+
+
+def model_settings(settings: Settings) -> dict[str, object]:
+    """inference.load_model's arguments from the settings that decide which model the server loads and
+    how its engine runs: a change to any of them reloads the model, a change to the others does not."""
+    return {"path": settings.model_path, "device": settings.device or LIVE_DEVICE, **load_options(settings)}
 
 
 class Documents:
@@ -84,14 +91,7 @@ class Documents:
         shared, s = self.shared, self.shared.settings
         torch.set_num_threads(s.threads)
         try:
-            shared.model = inference.load_model(
-                s.model_path,
-                device=s.device or LIVE_DEVICE,
-                dtype=s.precision,
-                context=s.context,
-                layout=s.state_layout,
-                sizing=s.sizing,
-            )
+            shared.model = inference.load_model(**model_settings(s))
         except (inference.ModelLoadError, RuntimeError, OSError, ValueError) as e:
             shared.model, shared.model_error = None, f"cannot load the model: {e}"
             raise inference.ModelLoadError(shared.model_error) from None

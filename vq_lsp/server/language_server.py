@@ -49,7 +49,7 @@ from ..documents.eligibility import PRETOKENIZE_CHARS
 from ..documents.events import Closed, Edited, Event, Opened, Refresh, SettingsChanged, Settle
 from ..documents.heap import HeapTrimmer, resident_bytes
 from ..documents.state import Level, Message, Outcome
-from ..documents.store import Documents
+from ..documents.store import Documents, model_settings
 from ..documents.textsync import Change
 from ..hints import grammar
 from ..settings import Settings
@@ -316,14 +316,7 @@ class VQServer(LanguageServer):
         if new.threads != old.threads:
             await self.on_engine(torch.set_num_threads, new.threads)
         if not initial:
-            if (new.model_path, new.device, new.precision, new.context, new.state_layout, new.sizing) != (
-                old.model_path,
-                old.device,
-                old.precision,
-                old.context,
-                old.state_layout,
-                old.sizing,
-            ):
+            if model_settings(new) != model_settings(old):
                 await self.load_model()
             elif new != old:
                 self.refresh_all(SettingsChanged())
