@@ -83,7 +83,7 @@ def differing_codes(doc: inference.IncrementalDocument) -> list[DifferingCode]:
 
 def first_difference(model, ids: list[int], edits, sizing: str) -> dict:
     """Apply the edits at `sizing`, checking after each; stop at the first difference."""
-    gpu_session.set_sizing(model, sizing)
+    model.use_sizing(sizing)
     doc = inference.IncrementalDocument(model, ids)
     for i, (kind, splice) in enumerate(edits, 1):
         doc.apply([splice])

@@ -135,10 +135,6 @@ def random_splices(n_tokens: int, count: int, vocab: int, seed: int) -> list[inf
     return out
 
 
-def set_sizing(model, sizing: str) -> None:
-    model.consts.sizing = inference.engine.SIZINGS[sizing]
-
-
 # ----------------------------------------------------------------- sections
 def timed_edits(
     model, twin, ids: list[int], edits, warm=()
@@ -185,7 +181,7 @@ def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> l
     appends = _appends(len(ids) - n, typed_ids)  # typed up to the document's length
     rows = []
     for sizing in SIZED:
-        set_sizing(model, sizing)
+        model.use_sizing(sizing)
         warm = inference.IncrementalDocument(model, ids)
         for _, sp in one_token_edits(len(ids), 1, cfg.vocab_size, seed + 1):
             warm.apply([sp])  # untimed: the first call of each kind of edit at this sizing
@@ -224,7 +220,7 @@ def measure_counts(model, ids: list[int], sizes: Sizes, seed: int) -> list[dict]
     """Per sizing: what one single-token edit asks of the device (medians and maxima over 4 x `counted` edits)."""
     rows = []
     for sizing in SIZED:
-        set_sizing(model, sizing)
+        model.use_sizing(sizing)
         doc = inference.IncrementalDocument(model, ids)
         edits = one_token_edits(len(ids), sizes.counted, model.config.vocab_size, seed + 2)
         for _, sp in warm_rounds(edits, model.config.vocab_size) if sizing == "graphed" else ():  # as one_token does
@@ -241,7 +237,7 @@ def measure_counts(model, ids: list[int], sizes: Sizes, seed: int) -> list[dict]
 
 def measure_exactness(model, ids: list[int], sizes: Sizes, seed: int, sizing: str) -> dict:
     """Random splices one at a time; the codes compared with a dense pass every `check_every`."""
-    set_sizing(model, sizing)
+    model.use_sizing(sizing)
     doc = inference.IncrementalDocument(model, ids)
     checks = []
     splices = random_splices(len(ids), sizes.splices, model.config.vocab_size, seed + 3)
@@ -277,7 +273,7 @@ def measure_revisions(model, twin, root: Path, sizes: Sizes, seed: int, quick: b
     and one single-token edit at a real edit's place, each against the three baselines."""
     from benchmarks.paper_table import Bench
 
-    set_sizing(model, sizing)
+    model.use_sizing(sizing)
     pairs = held_out_pairs(model, root, sizes.pairs, seed, quick)
     bench = Bench(model, twin)
     bench.entire(inference.IncrementalDocument(model, pairs[0][0]), pairs[0][1])  # warm-up, untimed
@@ -323,7 +319,7 @@ def measure_profile(model, ids: list[int], sizes: Sizes, seed: int, out: Path, s
     DIR/profile_trace.json."""
     from torch.profiler import ProfilerActivity, profile
 
-    set_sizing(model, sizing)
+    model.use_sizing(sizing)
     doc = inference.IncrementalDocument(model, ids)
     edits = [sp for _, sp in one_token_edits(len(ids), sizes.counted, model.config.vocab_size, seed + 4)]
     for sp in edits[:4]:
@@ -423,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name in args.sections:
         session.section(name, work[name])
-    set_sizing(model, default_sizing)
+    model.use_sizing(default_sizing)
     text = report(session.results)
     (args.out / "gpu_session.md").write_text(text)
     print(text)

@@ -87,7 +87,7 @@ def edited_window(doc, splice) -> list[int]:
 
 
 def run(model, ids, edits, sizing: str, edited_dense: bool = False, layout: str = "full") -> dict:
-    model.consts.sizing = inference.engine.SIZINGS[sizing]
+    model.use_sizing(sizing)
     model.consts.keep_outputs = layout != "lean"  # (read when a document is built; "auto" builds full)
     timed_doc = inference.IncrementalDocument(model, ids)
     twin = inference.IncrementalDocument(model, ids)

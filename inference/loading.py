@@ -18,6 +18,7 @@ import torch
 from .checkpoint import ModelLoadError, load_model_folder
 from .config import VQOPTConfig
 from .engine import LAYOUTS, SIZINGS, LayerConstants
+from .engine.constants import device_sizing
 from .model import VQOPT
 from .paths import resolve_model
 from .tokenizer import Tokenizer
@@ -71,14 +72,11 @@ class LoadedModel:
             raise ValueError(f"context must be one of {list(CONTEXTS)}, got {self.context!r}")
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {self.layout!r}")
-        if self.sizing not in SIZING_CHOICES:
-            raise ValueError(f"sizing must be one of {list(SIZING_CHOICES)}, got {self.sizing!r}")
         self.net.eval().requires_grad_(False)
         p = next(self.net.parameters())
         self.device, self.dtype = p.device, p.dtype
         self.consts = LayerConstants(self.net).to(self.device)
-        if self.sizing != "auto":
-            self.consts.sizing = SIZINGS[self.sizing]
+        self.use_sizing(self.sizing)
         self.consts.keep_outputs = self.layout != "lean"  # "auto" builds full windows, drops outputs later
         self.order_only = self.net.reads_order_only()  # positions decide causality only: any layout is at rest
         self.tie_rel, self.tie_growth = TIE_GUARD.get(self.dtype, (1e-3, 0.0))
@@ -86,6 +84,14 @@ class LoadedModel:
         self.paragraph_ids = tok.paragraph_break_ids if tok is not None else frozenset()
         self.line_ids = tok.line_break_ids if tok is not None else frozenset()
         self.newline_end_ids = tok.newline_end_ids if tok is not None else frozenset()
+
+    def use_sizing(self, sizing: str) -> None:
+        """Size every later update, in any document of this model, by `sizing` (see SIZING_CHOICES; auto:
+        the device's choice): updates read it from the model's constants. The codes are the same at every sizing."""
+        if sizing not in SIZING_CHOICES:
+            raise ValueError(f"sizing must be one of {list(SIZING_CHOICES)}, got {sizing!r}")
+        self.sizing = sizing
+        self.consts.sizing = device_sizing(self.device) if sizing == "auto" else SIZINGS[sizing]
 
     @property
     def config(self) -> VQOPTConfig:

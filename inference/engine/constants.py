@@ -136,13 +136,18 @@ class LayerConstants:
         return self.lm_head.pad(rows, like)
 
     def to(self, device: torch.device) -> LayerConstants:
-        """Pick the sizing and the LM head's form for the device the model lives on. Exact sizing
-        on every device: on an H100 it beat bucketed sizing too (one-token edits in a 2,000-token
-        document, float32: p50 15.3 against 24.2 ms, `python -m benchmarks.gpu_session`), since
-        an edit there is bound by the host's launches, not by host reads. Bucketed sizing is the
-        shape-stable path that CUDA graphs need."""
+        """Pick the sizing (device_sizing) and the LM head's form for the device the model lives on."""
         cpu = torch.device(device).type == "cpu"
-        self.sizing = EXACT
+        self.sizing = device_sizing(device)
         self.lm_head.place(cpu)
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
+
+
+def device_sizing(device: torch.device | str) -> Sizing:
+    """The sizing a model on `device` runs unless one is named (the `auto` sizing). Exact sizing on
+    every device: on an H100 it beat bucketed sizing too (one-token edits in a 2,000-token document,
+    float32: p50 15.3 against 24.2 ms, `python -m benchmarks.gpu_session`), since an edit there is
+    bound by the host's launches, not by host reads. Bucketed sizing is the shape-stable path that
+    CUDA graphs need."""
+    return EXACT

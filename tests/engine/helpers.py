@@ -58,5 +58,5 @@ def tiny_model(
     net = seed_codebooks(inference.VQOPT(tiny_config(**overrides)), seed)
     model = inference.LoadedModel.from_net(net, tokenizer, device="cpu", dtype=dtype, layout=layout)
     if sizing is not None:
-        model.consts.sizing = inference.engine.SIZINGS[sizing]
+        model.use_sizing(sizing)
     return model

@@ -68,8 +68,7 @@ def _no_flip_model(sizing: str):
         for layer in model.net.layers:
             layer.vq.codebook.zero_()
             layer.vq.codebook[:, 1:] = 1e3
-    model = inference.LoadedModel.from_net(model.net)
-    model.consts.sizing = inference.engine.SIZINGS[sizing]
+    model = inference.LoadedModel.from_net(model.net, sizing=sizing)
     return model
 
 

@@ -200,8 +200,7 @@ def test_a_window_whose_capture_fails_runs_its_passes_eagerly():
 def test_real_cuda_graphs_keep_a_dense_pass_codes():
     model = tiny_model(11, window_tokens=256, sizing="graphed", dtype=torch.float32)
     model.net.to("cuda")
-    model = inference.LoadedModel.from_net(model.net, device="cuda", dtype=torch.float32)
-    model.consts.sizing = inference.engine.SIZINGS["graphed"]
+    model = inference.LoadedModel.from_net(model.net, device="cuda", dtype=torch.float32, sizing="graphed")
     doc = inference.IncrementalDocument(model, [random.Random(0).randrange(4, 101) for _ in range(200)])
     for sp in _random_edits(200, 200, seed=3):
         doc.apply([sp])

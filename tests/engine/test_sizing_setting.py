@@ -19,6 +19,15 @@ def test_auto_keeps_the_devices_choice_and_a_name_sets_it():
         assert inference.load_model(device="cpu", sizing=name).consts.sizing.name == name
 
 
+def test_a_loaded_model_changes_sizing_by_name_and_back_to_the_devices_choice():
+    model = inference.load_model(device="cpu")
+    for name in SIZINGS:
+        model.use_sizing(name)
+        assert (model.sizing, model.consts.sizing.name) == (name, name)
+    model.use_sizing("auto")
+    assert (model.sizing, model.consts.sizing.name) == ("auto", "exact")
+
+
 def test_the_setting_the_flag_and_the_engine_offer_the_same_sizings():
     import dataclasses
 
@@ -32,6 +41,10 @@ def test_the_setting_the_flag_and_the_engine_offer_the_same_sizings():
 def test_a_bad_sizing_is_refused_by_name():
     with pytest.raises(ValueError, match="sizing must be one of"):
         inference.load_model(device="cpu", sizing="padded")
+    model = inference.load_model(device="cpu", sizing="bucketed")
+    with pytest.raises(ValueError, match="sizing must be one of"):
+        model.use_sizing("padded")
+    assert (model.sizing, model.consts.sizing.name) == ("bucketed", "bucketed")  # unchanged
 
 
 @pytest.mark.parametrize("name", list(SIZINGS))

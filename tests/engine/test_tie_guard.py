@@ -88,8 +88,7 @@ def _twin_model(sizing: str, gap: float) -> inference.LoadedModel:
             book = layer_module.vq.codebook
             for c in (0, 2):
                 book[:, c + 1] = book[:, c] * (1 + gap * torch.randn(book[:, c].shape, generator=g, dtype=book.dtype))
-    model = inference.LoadedModel.from_net(net, None, device="cpu", dtype=torch.float64)
-    model.consts.sizing = inference.engine.SIZINGS[sizing]
+    model = inference.LoadedModel.from_net(net, None, device="cpu", dtype=torch.float64, sizing=sizing)
     return model
 
 
