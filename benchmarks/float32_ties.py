@@ -64,7 +64,7 @@ def differing_codes(doc: inference.IncrementalDocument) -> list[DifferingCode]:
             for r, h in (trace.codes[0] != held).nonzero().tolist():
                 codes = (int(trace.codes[0][r, h]), int(held[r, h]))
                 engine = _distances(state, layer, state.layer_views[layer].sums[order[r] : order[r] + 1], h, codes)
-                alone_sums = rows._sums_rows(state.cfg, state.consts, layer, trace.s[0][r : r + 1] / unscale)
+                alone_sums = rows.sums_rows(state.cfg, state.consts, layer, trace.s[0][r : r + 1] / unscale)
                 ulp = float(np.spacing(np.float32(abs(engine[0]))))
                 found.append(
                     DifferingCode(

@@ -69,7 +69,7 @@ def full_sums(
     if blocks == 1:
         mask = key_pos <= query_pos  # (r, slots): causal, alive keys only
         s = _attention_sums(cfg, consts, queries, keys_by_head, values_by_head, mask)
-        return _sums_rows(cfg, consts, layer, s)
+        return sums_rows(cfg, consts, layer, s)
     r = queries.shape[1]
     key_order = torch.argsort(key_pos)
     sorted_pos = key_pos.index_select(0, key_order)
@@ -86,7 +86,7 @@ def full_sums(
         if hi > lo:
             mask = sorted_pos[:n] <= row_pos[lo:hi]  # (rows, n)
             s[lo:hi] = _attention_sums(cfg, consts, rows[:, lo:hi], keys[:, :, :n], values[:, :n], mask)
-    return _sums_rows(cfg, consts, layer, s.index_select(0, torch.argsort(row_order)))
+    return sums_rows(cfg, consts, layer, s.index_select(0, torch.argsort(row_order)))
 
 
 def _attention_sums(
@@ -98,7 +98,7 @@ def _attention_sums(
     mask: torch.Tensor,
 ) -> torch.Tensor:
     """s (r, d) of queries (H, r, hd) over keys (H, hd, n) and values (H, n, hd) where mask (r, n)
-    holds; unscaled when the scale is exact (sum_map_scaled then carries it, see _sums_rows)."""
+    holds; unscaled when the scale is exact (sum_map_scaled then carries it, see sums_rows)."""
     r = queries.shape[1]
     weights = gelu_(torch.bmm(queries, keys))  # (H, r, n), weighted in place
     if consts.scale_exact:  # c * sum gelu v == sum (c gelu) v exactly for a power of two: scale the map
@@ -108,7 +108,7 @@ def _attention_sums(
     return torch.bmm(weights, values).transpose(0, 1).reshape(r, -1)  # (r, d)
 
 
-def _sums_rows(cfg: VQOPTConfig, consts: LayerConstants, layer: int, s: torch.Tensor) -> torch.Tensor:
+def sums_rows(cfg: VQOPTConfig, consts: LayerConstants, layer: int, s: torch.Tensor) -> torch.Tensor:
     """Sums rows of attention sums s (r, d): their code projections, then the bounds u = |s^j|."""
     sum_map = consts.sum_map_scaled[layer] if consts.scale_exact else consts.sum_map[layer]
     out = torch.mm(s, sum_map)
