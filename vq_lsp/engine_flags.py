@@ -88,14 +88,6 @@ ENGINE_FLAGS: dict[str, EngineFlag] = {
 }
 
 
-def load_options(values=None) -> dict[str, str]:
-    """inference.load_model's engine options (dtype, context, layout, sizing) from the engine flags' values: an
-    argparse namespace of them or a Settings; None: the defaults. Every command that loads the engine, and
-    every worker it starts (`vq-lsp score --ray`), reads them here, so the same text is scored the same way."""
-    v = Settings() if values is None else values
-    return {"dtype": v.precision, "context": v.context, "layout": v.state_layout, "sizing": v.sizing}
-
-
 def setting_bounds(dest: str) -> tuple[int, int]:
     """The (lo, hi) a setting declares (vq_lsp.settings): a flag of the same name takes the same range."""
     meta = next(f.metadata for f in dataclasses.fields(Settings) if f.name == dest)

@@ -28,10 +28,9 @@ import torch
 
 import inference
 
-from ..engine_flags import load_options
 from ..hints.caches import HintCaches
 from ..hints.conventions import Conventions
-from ..settings import Settings
+from ..settings import Settings, load_options
 from .builder import StateBuilder
 from .eligibility import Eligibility
 from .memory import Budget, InUse, never_in_use

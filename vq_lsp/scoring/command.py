@@ -26,9 +26,9 @@ import inference
 from inference import argtypes
 
 from .. import stdio
-from ..engine_flags import add_engine_flags, load_options
+from ..engine_flags import add_engine_flags
 from ..hints import markup
-from ..settings import DiagnosticSettings, Settings
+from ..settings import DiagnosticSettings, Settings, load_options
 from ..workspace import folder
 from .output import RowWriter
 from .ray import INSTALL_HINT, RayScorer, ray_address, ray_installed

@@ -26,7 +26,7 @@ import torch
 
 import inference
 
-from ..engine_flags import load_options
+from ..settings import load_options
 from .revisions import Revision
 from .rows import RevisionRow
 from .scorer import BatchScorer, Summary
@@ -110,7 +110,7 @@ class RayScorer:
         **scorer_options,
     ) -> None:
         """load: load_model's options for every worker (dtype, dense, context, layout), each one not given
-        the `vq-lsp score` default (engine_flags.load_options: the server's settings), so that a worker's rows
+        the `vq-lsp score` default (settings.load_options: the server's settings), so that a worker's rows
         are the single-process scorer's; scorer_options: BatchScorer's own (verify, hints, markup, writer,
         grammar_rules), passed to every worker's scorer."""
         self.ray = require_ray()

@@ -17,6 +17,7 @@ from .fields import (
     DiagnosticSettings,
     GrammarSettings,
     Settings,
+    load_options,
 )
 from .parsing import parse
 from .table import describe, settings_table_markdown
@@ -30,6 +31,7 @@ __all__ = [
     "GrammarSettings",
     "Settings",
     "describe",
+    "load_options",
     "parse",
     "settings_table_markdown",
 ]

@@ -271,3 +271,12 @@ class Settings:
 
     def wants(self, language_id: str) -> bool:
         return "*" in self.file_types or language_id in self.file_types
+
+
+def load_options(values=None) -> dict[str, str]:
+    """inference.load_model's engine options (dtype, context, layout, sizing) from a Settings, or from the
+    engine flags' values (vq_lsp.engine_flags: an argparse namespace under the settings' names); None: the
+    defaults. The server, every command that loads the engine and every worker it starts (`vq-lsp score
+    --ray`) read them here, so the same text is scored the same way."""
+    v = Settings() if values is None else values
+    return {"dtype": v.precision, "context": v.context, "layout": v.state_layout, "sizing": v.sizing}
