@@ -57,7 +57,7 @@ class LayerConstants:
         self.finish: list[tuple] = []  # out_proj, fc1, fc2: weights transposed (views, as F.linear uses them), biases
         self.scale_exact = math.log2(cfg.attention_scale).is_integer()  # c is a power of two
         self.dense = None  # the full pass builds and verify run, (ids, positions) -> ForwardOutput; None: torch's
-        self.sizing: Sizing = EXACT  # see policy.SIZINGS; `to` picks by device
+        self.sizing: Sizing = EXACT  # see policy.SIZINGS; LoadedModel.use_sizing sets it (auto: device_sizing)
         self.keep_outputs = False  # see policy.LAYOUTS: "full" keeps every layer's output
         # the layer-0 input as one bag per row: coarse[p // r + 2] + fine[p % r], then + token, the
         # same two additions in the same order as VQOPT.embed (exact), from one stacked table
@@ -136,10 +136,9 @@ class LayerConstants:
         return self.lm_head.pad(rows, like)
 
     def to(self, device: torch.device) -> LayerConstants:
-        """Pick the sizing (device_sizing) and the LM head's form for the device the model lives on."""
-        cpu = torch.device(device).type == "cpu"
-        self.sizing = device_sizing(device)
-        self.lm_head.place(cpu)
+        """Pick the LM head's form for the device the model lives on (the sizing is the loaded model's:
+        LoadedModel.use_sizing)."""
+        self.lm_head.place(torch.device(device).type == "cpu")
         self.vq_heads_idx = self.vq_heads_idx.to(device)
         return self
 
