@@ -53,10 +53,7 @@ def differing_codes(doc: inference.IncrementalDocument) -> list[DifferingCode]:
     """Every code of every window that differs from a dense pass at the state's positions."""
     found = []
     for w, state in enumerate(doc.windows):
-        order = torch.tensor(state.order, dtype=torch.long)
-        ids = torch.from_numpy(state.ids_host[state.order])
-        with torch.no_grad():
-            out = dense.dense_pass(state, ids, torch.from_numpy(state.pos_host[state.order]))
+        order, _, out = dense.dense_at_rest(state)
         # the state keeps unscaled sums where the attention scale is folded into the code map
         unscale = state.cfg.attention_scale if state.consts.scale_exact else 1.0
         for layer, trace in enumerate(out.traces):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..model import VQOPT
+from ..model import VQOPT, ForwardOutput
 from ..positions import spread_positions
 from . import heads
 from .constants import LayerConstants
@@ -81,12 +81,19 @@ def build(state: WindowState, rows: np.ndarray, pos: np.ndarray) -> None:
     state.revision += 1
 
 
-def verify(state: WindowState) -> WindowCheck:
-    """Run the dense pass at the state's positions and compare codes and outputs."""
+def dense_at_rest(state: WindowState) -> tuple[torch.Tensor, torch.Tensor, ForwardOutput]:
+    """The dense pass over the state's rows in document order at the positions they hold, which the
+    codes must equal: (order, ids, output), order the rows' slots and ids their tokens."""
     order = torch.tensor(state.order, dtype=torch.long, device=state.key_pos.device)
     ids = torch.from_numpy(state.ids_host[state.order]).to(order.device)
     with torch.no_grad():
         out = dense_pass(state, ids, torch.from_numpy(state.pos_host[state.order]).to(order.device))
+    return order, ids, out
+
+
+def verify(state: WindowState) -> WindowCheck:
+    """Run the dense pass at the state's positions and compare codes and outputs."""
+    order, ids, out = dense_at_rest(state)
     mismatched = 0
     if state.cfg.vq:
         for l, tr in enumerate(out.traces):
