@@ -1,7 +1,7 @@
 """The engine on a GPU, in one run: every GPU figure of the engine comes from this script.
 
     python -m benchmarks.gpu_session --out DIR [--device cuda] [--precision float32] [--quick]
-        [--sections one_token counts exactness revisions server]
+        [--sections one_token counts exactness revisions server graph_memory]
 
 Each baseline runs in the same process, on the same device and dtype, beside the engine, and
 every figure names the device and the dtype:
@@ -26,6 +26,10 @@ every figure names the device and the dtype:
               `vq-lsp serve` (benchmarks.typing_word_hints), the server on the device at its
               default sizing, on CUDA at graphed sizing too, then on the CPU: one torch thread
               each, the same document and keystrokes.
+  graph_memory  graphed sizing's captures in that document at the server's context (each paragraph
+              its own window): the device memory they reserve, per capture and at most, after the
+              same one-token replacement three times at 3 places in 64 windows
+              (benchmarks.graph_memory).
 
 The engine runs the window context here (one 2,048-token window, the paper's setting), the
 server its own defaults. Data: $VQ_LSP_DATA/eval/python_peps.jsonl.gz (measured on, never tuned
@@ -50,6 +54,7 @@ from pathlib import Path
 import torch
 
 import inference
+from benchmarks import graph_memory
 from benchmarks.common import (
     data_dir,
     dense_pass,
@@ -65,7 +70,7 @@ from benchmarks.common import (
 from benchmarks.edit_latency import device_counts
 from benchmarks.single_token import pep_tokens
 
-SECTIONS = ("one_token", "counts", "exactness", "revisions", "server", "profile")
+SECTIONS = ("one_token", "counts", "exactness", "revisions", "server", "profile", "graph_memory")
 KINDS = ("replace", "insert", "delete")
 SIZED = ("bucketed", "exact", "graphed")  # the sizings one-token edits and counts are measured at
 WINDOW = 2048  # one window holds the whole document, so that prefix-KV reuse has the same rows
@@ -83,10 +88,23 @@ class Sizes:
     pairs: int  # held-out PEP revision pairs
     words: int  # the server's document
     keystrokes: int  # typed into it
+    graph_windows: int  # paragraph windows of the server's document edited in graph_memory
 
 
-FULL = Sizes(tokens=2000, edits=60, counted=20, splices=150, check_every=50, pairs=60, words=10000, keystrokes=120)
-QUICK = Sizes(tokens=300, edits=3, counted=2, splices=12, check_every=6, pairs=2, words=400, keystrokes=6)
+FULL = Sizes(
+    tokens=2000,
+    edits=60,
+    counted=20,
+    splices=150,
+    check_every=50,
+    pairs=60,
+    words=10000,
+    keystrokes=120,
+    graph_windows=64,
+)
+QUICK = Sizes(
+    tokens=300, edits=3, counted=2, splices=12, check_every=6, pairs=2, words=400, keystrokes=6, graph_windows=4
+)
 
 
 # ----------------------------------------------------------------- edits
@@ -416,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         "revisions": lambda: measure_revisions(model, twin, root, sizes, args.seed, args.quick, chosen),
         "server": lambda: measure_server(args.out, args.device, sizes, args.data),
         "profile": lambda: measure_profile(model, ids, sizes, args.seed, args.out, chosen),
+        "graph_memory": lambda: graph_memory.run(
+            args.model, args.device, args.precision, args.data, sizes.words, sizes.graph_windows, 3, args.seed
+        ),
     }
     for name in args.sections:
         session.section(name, work[name])
@@ -528,6 +549,7 @@ TABLES = {
     ),
     "server": ("Keystroke-to-publish through `vq-lsp serve`, one torch thread", server_table),
     "profile": ("Where an edit's time goes (torch.profiler; ops in profile_ops.txt)", profile_line),
+    "graph_memory": ("What graphed sizing's captures take in the server's document", graph_memory.line),
 }
 
 

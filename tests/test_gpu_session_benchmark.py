@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from benchmarks import gpu_session as gs
+from benchmarks import graph_memory
 
 
 def test_edits_are_the_kinds_they_say():
@@ -31,6 +32,15 @@ def test_edits_are_the_kinds_they_say():
         n += len(sp.new_ids) - (sp.end - sp.start)
     for sp in gs.random_splices(20, 40, vocab=100, seed=2):
         assert sp.end > sp.start or sp.new_ids
+
+
+def test_graph_memory_edits_land_inside_the_windows_it_names():
+    bounds = [(0, 3), (3, 40), (40, 41), (41, 90), (90, 150), (150, 160)]
+    places = graph_memory.edit_places(bounds, windows=2, places=3)
+    long_enough = [b for b in bounds if b[1] - b[0] > 4]
+    hit = {next(b for b in long_enough if b[0] <= p < b[1]) for p in places}
+    assert len(places) == 6 and len(hit) == 2  # three places in each of two windows long enough
+    assert len(set(places)) == 6
 
 
 def test_quick_run_on_the_cpu(full_data_dir, tmp_path):
@@ -52,6 +62,12 @@ def test_quick_run_on_the_cpu(full_data_dir, tmp_path):
     assert set(scenarios) == {"entire revision", "atomic"} and scenarios["atomic"]["pairs"] == 2
     assert [r["device"] for r in results["server"]] == ["cpu"] and results["server"][0]["keystrokes"] > 0
     assert results["profile"]["edits"] > 0 and (tmp_path / "profile_ops.txt").read_text().count("aten::") > 5
+    memory = results["graph_memory"]
+    edits = memory["windows_edited"] * memory["places_per_window"]
+    assert memory["windows_edited"] == gs.QUICK.graph_windows and memory["windows"] > memory["windows_edited"]
+    assert memory["eager"] + memory["captures"] + memory["replays"] == graph_memory.ROUNDS * edits
+    assert memory["captures"] > 0 and memory["replays"] > 0 and memory["codes_equal"]
+    assert memory["after"]["reserved_mb"] is None  # a CPU has no capture pools to measure
     report = (tmp_path / "gpu_session.md").read_text()
     assert (
         "dtype float32" in report
