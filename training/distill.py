@@ -324,6 +324,7 @@ def train_distill(args) -> Path:
             "vq_heads": args.vq_heads,
             "vq_codes": student.config.vq_codes,
             "attention_scale": args.scale,
+            "temperature": args.temperature,
             "locality_weight": args.locality,
             "locality_layers": args.locality_layers,
             "reads_order_only": student.reads_order_only(),

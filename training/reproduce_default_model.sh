@@ -91,7 +91,7 @@ gpu_recipe() {
 # benchmarks/distill_sizing.py and the GPU recipe's measured H100 throughputs: an estimate, the GPU
 # duration is unmeasured (training/README.md gives the stage by stage estimate).
 SMOLLM2_TEACHER="${SMOLLM2_TEACHER:-smollm2}"
-SMOLLM2_DISTILL="${SMOLLM2_DISTILL:---d 384 --layers 6 --heads 6 --ffn 1536 --vq-heads 2 --window 2048 --seq 2048 --batch 4 --scale 0.0009765625 --top-k 64 --lr 1e-3 --steps 2400 --warmup 120 --vq-start 240 --tokens 20000000 --edit-batch 1 --ckpt-every 100 --log-every 20}"
+SMOLLM2_DISTILL="${SMOLLM2_DISTILL:---d 384 --layers 6 --heads 6 --ffn 1536 --vq-heads 2 --window 2048 --seq 2048 --batch 4 --scale 0.0009765625 --top-k 64 --temperature 1 --lr 1e-3 --steps 2400 --warmup 120 --vq-start 240 --tokens 20000000 --edit-batch 1 --ckpt-every 100 --log-every 20}"
 SMOLLM2_AUGMENT="${SMOLLM2_AUGMENT:-$GPU_AUGMENT}"
 SMOLLM2_FINETUNE="${SMOLLM2_FINETUNE:---scope post-vq --seq 512 --holdout 1000 --limit 12000 --steps 3000 --batch 32 --crop 192 --lr 6e-3 --w-token 0 --head-lr-mult 1 --warmup 150 --ckpt-every 200 --log-every 20 --eval-every 1000 --eval-reviews 200}"
 SMOLLM2_EVAL="${SMOLLM2_EVAL:---test-limit 1000 --max-tokens 512 --lm-batches 4 --edit-docs 8 --edit-seq 1024 --robust-reviews 300 --context-reviews 100 --holdout 1000}"

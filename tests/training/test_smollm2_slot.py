@@ -94,3 +94,4 @@ def test_slot_end_to_end_with_a_tiny_student(tmp_path, data_dir):
     assert check.codes_equal and check.max_abs_diff < 1e-6
     card = json.loads((model_dir / "card.json").read_text())["distill"]
     assert card["reads_order_only"] and card["locality_weight"] == 4.0 and "stopped_by_max_seconds" in card
+    assert card["temperature"] == 1.0  # the slot's soft targets: at 2 a fresh student learned frequencies only
