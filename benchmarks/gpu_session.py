@@ -179,10 +179,9 @@ def timed_edits(
 
 
 def _graph_counts(doc) -> dict[str, int]:
-    """First passes run eagerly, captured and replayed so far over the document's windows."""
-    found = [w.graphs for w in doc.windows if w.graphs is not None]
-    counts = {k: sum(getattr(g, k) for g in found) for k in ("eager", "captures", "replays")}
-    return counts | {"failed_windows": sum(g.failure is not None for g in found)}
+    """graph_memory.graph_counts, and how many windows gave up capturing."""
+    failed = sum(w.graphs.failure is not None for w in doc.windows if w.graphs is not None)
+    return graph_memory.graph_counts(doc) | {"failed_windows": failed}
 
 
 def measure_one_token(model, twin, ids: list[int], sizes: Sizes, seed: int) -> list[dict]:

@@ -80,7 +80,8 @@ def edit_places(bounds: list[tuple[int, int]], windows: int, places: int) -> lis
     return [a + (b - a) * (k + 1) // (places + 1) for a, b in chosen for k in range(places)]
 
 
-def _graph_counts(doc) -> dict[str, int]:
+def graph_counts(doc) -> dict[str, int]:
+    """First passes run eagerly, captured and replayed so far over the document's windows."""
     found = [w.graphs for w in doc.windows if w.graphs is not None]
     return {k: sum(getattr(g, k) for g in found) for k in ("eager", "captures", "replays")}
 
@@ -95,7 +96,7 @@ def measure(model, text: str, windows: int, places: int, seed: int) -> GraphMemo
     pool = sorted(set(ids) - model.tokenizer.line_break_ids)
     rng = random.Random(seed)
     before = DeviceMemory.now(model.device)
-    counts_before = _graph_counts(doc)
+    counts_before = graph_counts(doc)
     rounds: list[list[float]] = []
     for _ in range(ROUNDS):
         times = []
@@ -105,7 +106,7 @@ def measure(model, text: str, windows: int, places: int, seed: int) -> GraphMemo
             times.append(timed(lambda: doc.apply([inference.Splice(p, p + 1, [new])]), model.device)[1] * 1e3)
         rounds.append(times)
     after = DeviceMemory.now(model.device)
-    counts = {k: v - counts_before[k] for k, v in _graph_counts(doc).items()}
+    counts = {k: v - counts_before[k] for k, v in graph_counts(doc).items()}
     per_capture = None
     if after.reserved_mb is not None and counts["captures"]:
         per_capture = (after.reserved_mb - before.reserved_mb) / counts["captures"]
