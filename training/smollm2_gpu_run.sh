@@ -21,9 +21,9 @@
 # recipe's shape), trained to read only the order of its tokens from the first step (--order-only:
 # any layout an edit history leaves gives the same codes, and the codes the locality term trains
 # are the model's), with the locality term at 4 on 2 edited copies a step (the weight that brought
-# the bundled trunk's flips down in the locality study), and soft targets at temperature 1 (at the
-# recipe's 2 a fresh student stayed above its tokens' unigram entropy: training/README.md, "A second
-# slot, longer"). Re-running with the same RUN resumes.
+# the bundled trunk's flips down in the locality study), and soft targets at temperature 1 (at
+# distill's default, 2, a fresh student stayed above its tokens' unigram entropy: training/README.md,
+# "A second slot, longer"). Re-running with the same RUN resumes.
 # Needs Python with torch, transformers, accelerate, safetensors, tokenizers, numpy and tqdm.
 # A dry run on a CPU: SHAPE="--d 32 --layers 2 --heads 2 --ffn 64" SEQ=64 BATCH=1 PROBE=4 SKIP=1
 #   LOG_EVERY=1 TRAIN_SECONDS=60 bash training/smollm2_gpu_run.sh PACK RUN RESULT --device cpu --window 64
@@ -41,7 +41,7 @@ SHAPE="${SHAPE:---d 384 --layers 6 --heads 6 --ffn 1536}"
 SEQ="${SEQ:-2048}"
 BATCH="${BATCH:-4}"
 LOCALITY="${LOCALITY:-4}"
-TEMPERATURE="${TEMPERATURE:-1}"  # the recipe's 2 left a fresh student at its tokens' unigram entropy
+TEMPERATURE="${TEMPERATURE:-1}"  # distill's default, 2, left a fresh student at its unigram entropy
 LR="${LR:-1e-3}"
 WARMUP="${WARMUP:-100}"
 PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
