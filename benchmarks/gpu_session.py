@@ -434,7 +434,14 @@ def main(argv: list[str] | None = None) -> int:
         "server": lambda: measure_server(args.out, args.device, sizes, args.data),
         "profile": lambda: measure_profile(model, ids, sizes, args.seed, args.out, chosen),
         "graph_memory": lambda: graph_memory.run(
-            args.model, args.device, args.precision, args.data, sizes.words, sizes.graph_windows, 3, args.seed
+            args.model,
+            args.device,
+            args.precision,
+            args.data,
+            sizes.words,
+            sizes.graph_windows,
+            graph_memory.PLACES,
+            args.seed,
         ),
     }
     for name in args.sections:

@@ -33,6 +33,7 @@ from benchmarks.typing_word_hints import document
 from inference.engine.graphs import MAX_GRAPHS
 
 ROUNDS = 3  # eager, captured, replayed
+PLACES = 3  # places edited in each window
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", help="data folder (default: $VQ_LSP_DATA)")
     ap.add_argument("--words", type=int, default=10000)
     ap.add_argument("--windows", type=int, default=64, help="paragraph windows edited")
-    ap.add_argument("--places", type=int, default=3, help="places edited in each window")
+    ap.add_argument("--places", type=int, default=PLACES, help="places edited in each window")
     ap.add_argument("--quick", action="store_true", help="a small document and few edits (a dry run on a CPU)")
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--json", type=Path, help="also write the result here")
